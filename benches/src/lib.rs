@@ -1,0 +1,1 @@
+//! Criterion benchmarks for attest; the benchmark targets live in `benches/benches/`.

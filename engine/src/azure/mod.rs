@@ -1,0 +1,6 @@
+//! Azure confidential VMs: the vTPM "HCL report" container that carries the hardware report and the
+//! runtime data binding the vTPM attestation key.
+
+pub mod hcl;
+
+pub use hcl::{HardwareReportType, HclReport, IGVM_REQUEST_HEADER_SIZE};

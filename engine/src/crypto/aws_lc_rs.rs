@@ -1,0 +1,95 @@
+//! The aws-lc-rs provider (default).
+
+use super::{CryptoError, CryptoProvider, Digests, EcdsaAlgorithm, PreparedEcdsaKey, RsaAlgorithm};
+use aws_lc_rs::{digest, signature};
+
+/// The aws-lc-rs provider.
+pub static PROVIDER: CryptoProvider = CryptoProvider {
+    name: "aws-lc-rs",
+    digests: &Sha2,
+    ecdsa_p384_sha384: &Ecdsa {
+        fixed: &signature::ECDSA_P384_SHA384_FIXED,
+        asn1: &signature::ECDSA_P384_SHA384_ASN1,
+    },
+    ecdsa_p256_sha256: &Ecdsa {
+        fixed: &signature::ECDSA_P256_SHA256_FIXED,
+        asn1: &signature::ECDSA_P256_SHA256_ASN1,
+    },
+    rsa_pss_sha384: &Rsa(&signature::RSA_PSS_2048_8192_SHA384),
+    rsa_pkcs1_sha256: &Rsa(&signature::RSA_PKCS1_2048_8192_SHA256),
+    rsa_pkcs1_sha384: &Rsa(&signature::RSA_PKCS1_2048_8192_SHA384),
+};
+
+#[derive(Debug)]
+struct Sha2;
+
+impl Digests for Sha2 {
+    fn sha256(&self, data: &[u8]) -> [u8; 32] {
+        let mut out = [0; 32];
+        out.copy_from_slice(digest::digest(&digest::SHA256, data).as_ref());
+        out
+    }
+    fn sha384(&self, data: &[u8]) -> [u8; 48] {
+        let mut out = [0; 48];
+        out.copy_from_slice(digest::digest(&digest::SHA384, data).as_ref());
+        out
+    }
+}
+
+struct Ecdsa {
+    fixed: &'static signature::EcdsaVerificationAlgorithm,
+    asn1: &'static signature::EcdsaVerificationAlgorithm,
+}
+
+impl core::fmt::Debug for Ecdsa {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("aws-lc-rs ECDSA")
+    }
+}
+
+struct Prepared(signature::ParsedPublicKey);
+
+impl core::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("aws-lc-rs prepared ECDSA key")
+    }
+}
+
+impl PreparedEcdsaKey for Prepared {
+    fn verify_fixed(&self, message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
+        self.0.verify_sig(message, sig).map_err(|_| CryptoError)
+    }
+}
+
+impl EcdsaAlgorithm for Ecdsa {
+    fn prepare(&self, point: &[u8]) -> Result<Box<dyn PreparedEcdsaKey>, CryptoError> {
+        let key = signature::ParsedPublicKey::new(self.fixed, point).map_err(|_| CryptoError)?;
+        Ok(Box::new(Prepared(key)))
+    }
+    fn verify_asn1(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
+        signature::UnparsedPublicKey::new(self.asn1, point)
+            .verify(message, sig)
+            .map_err(|_| CryptoError)
+    }
+    fn verify_fixed(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
+        signature::UnparsedPublicKey::new(self.fixed, point)
+            .verify(message, sig)
+            .map_err(|_| CryptoError)
+    }
+}
+
+struct Rsa(&'static signature::RsaParameters);
+
+impl core::fmt::Debug for Rsa {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("aws-lc-rs RSA")
+    }
+}
+
+impl RsaAlgorithm for Rsa {
+    fn verify(&self, key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
+        signature::UnparsedPublicKey::new(self.0, key)
+            .verify(message, sig)
+            .map_err(|_| CryptoError)
+    }
+}

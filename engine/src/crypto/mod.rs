@@ -1,0 +1,100 @@
+//! Cryptographic primitives, injected as a struct of `&'static dyn` algorithm objects (the shape of
+//! rustls' `CryptoProvider`), so the engine does not hard-wire a backend.
+//!
+//! Two providers ship: [`aws_lc_rs::PROVIDER`] (the default: P-384 verify measured at ≈0.2 ms on this
+//! machine against ≈0.9 ms for ring and OpenSSL 3.0) and [`ring::PROVIDER`]. Both are tested against the
+//! same real evidence.
+
+#[cfg(feature = "aws-lc-rs")]
+pub mod aws_lc_rs;
+#[cfg(feature = "ring")]
+pub mod ring;
+
+use core::fmt;
+
+/// A signature did not verify, or a key could not be used. Deliberately opaque (as ring's
+/// `Unspecified`): the caller knows which object it was checking and reports that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CryptoError;
+
+impl fmt::Display for CryptoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("cryptographic verification failed")
+    }
+}
+
+/// SHA-2 digests.
+pub trait Digests: Send + Sync + fmt::Debug {
+    /// SHA-256 of `data`.
+    fn sha256(&self, data: &[u8]) -> [u8; 32];
+    /// SHA-384 of `data`.
+    fn sha384(&self, data: &[u8]) -> [u8; 48];
+}
+
+/// A prepared (parsed and validated) ECDSA public key, cheap to use many times.
+pub trait PreparedEcdsaKey: Send + Sync + fmt::Debug {
+    /// Verifies a fixed-width `r ‖ s` signature (big-endian, each the curve's scalar width) over `message`,
+    /// hashing with the hash bound to the key's algorithm.
+    fn verify_fixed(&self, message: &[u8], signature: &[u8]) -> Result<(), CryptoError>;
+}
+
+/// ECDSA verification over one curve and hash.
+pub trait EcdsaAlgorithm: Send + Sync + fmt::Debug {
+    /// Parses an uncompressed SEC1 point (`04 ‖ X ‖ Y`) into a prepared key.
+    fn prepare(&self, point: &[u8]) -> Result<Box<dyn PreparedEcdsaKey>, CryptoError>;
+    /// Verifies an ASN.1 DER `Ecdsa-Sig-Value` over `message` (as in X.509 signatures).
+    fn verify_asn1(&self, point: &[u8], message: &[u8], signature: &[u8]) -> Result<(), CryptoError>;
+    /// Verifies a fixed-width `r ‖ s` signature without keeping a prepared key.
+    fn verify_fixed(&self, point: &[u8], message: &[u8], signature: &[u8]) -> Result<(), CryptoError>;
+}
+
+/// RSA signature verification. Keys are PKCS#1 `RSAPublicKey` DER (the contents of the SPKI BIT STRING).
+pub trait RsaAlgorithm: Send + Sync + fmt::Debug {
+    /// Verifies `signature` over `message`.
+    fn verify(&self, rsa_public_key: &[u8], message: &[u8], signature: &[u8]) -> Result<(), CryptoError>;
+}
+
+/// The algorithms the engine uses; every field is a static algorithm object.
+#[derive(Debug, Clone, Copy)]
+pub struct CryptoProvider {
+    /// A short name for diagnostics ("aws-lc-rs", "ring").
+    pub name: &'static str,
+    /// SHA-256 / SHA-384.
+    pub digests: &'static dyn Digests,
+    /// ECDSA P-384 with SHA-384 (SNP report signatures, VCEK/VLEK keys).
+    pub ecdsa_p384_sha384: &'static dyn EcdsaAlgorithm,
+    /// ECDSA P-256 with SHA-256 (certificates signed with P-256 keys).
+    pub ecdsa_p256_sha256: &'static dyn EcdsaAlgorithm,
+    /// RSASSA-PSS with SHA-384, MGF1-SHA-384, salt length 48 (AMD ARK/ASK/ASVK signatures), 2048–8192 bits.
+    pub rsa_pss_sha384: &'static dyn RsaAlgorithm,
+    /// RSASSA-PKCS1-v1_5 with SHA-256, 2048–8192 bits.
+    pub rsa_pkcs1_sha256: &'static dyn RsaAlgorithm,
+    /// RSASSA-PKCS1-v1_5 with SHA-384, 2048–8192 bits.
+    pub rsa_pkcs1_sha384: &'static dyn RsaAlgorithm,
+}
+
+/// The default provider: aws-lc-rs when that feature is on, else ring.
+#[cfg(feature = "aws-lc-rs")]
+pub fn default_provider() -> &'static CryptoProvider {
+    &aws_lc_rs::PROVIDER
+}
+
+/// The default provider: aws-lc-rs when that feature is on, else ring.
+#[cfg(all(not(feature = "aws-lc-rs"), feature = "ring"))]
+pub fn default_provider() -> &'static CryptoProvider {
+    &ring::PROVIDER
+}
+
+#[cfg(not(any(feature = "aws-lc-rs", feature = "ring")))]
+compile_error!("attest-engine needs a crypto backend: enable the `aws-lc-rs` or `ring` feature");
+
+/// Converts a SEV-SNP signature component (72 bytes, little-endian, zero above the 48 significant bytes)
+/// into big-endian form in `out`. Returns `false` if the upper bytes are not zero (the value would not be a
+/// P-384 scalar and those bytes would otherwise escape the signature check).
+pub(crate) fn le72_to_be48(le: &[u8; 72], out: &mut [u8]) -> bool {
+    debug_assert_eq!(out.len(), 48);
+    for (dst, src) in out.iter_mut().zip(le[..48].iter().rev()) {
+        *dst = *src;
+    }
+    le[48..].iter().all(|b| *b == 0)
+}

@@ -1,0 +1,471 @@
+//! The engine's one error type.
+//!
+//! Every rejection names what was checked and, where it compares values, the expected and the found value.
+//! Variants carry small, allocation-free context (except [`Error::PolicyFile`], which is configuration,
+//! not evidence). Caller mistakes ([`Error::Misuse`]) are kept apart from bad evidence.
+
+use crate::amd::Product;
+use crate::policy::Check;
+use crate::snp::tcb::TcbComponent;
+use crate::time::UnixTime;
+use core::fmt;
+
+/// The role a certificate plays in an AMD chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CertRole {
+    /// AMD Root Key (self-signed, per product).
+    Ark,
+    /// AMD SEV Key: the intermediate for VCEKs.
+    Ask,
+    /// AMD SEV VLEK Key: the intermediate for VLEKs.
+    Asvk,
+    /// Versioned Chip Endorsement Key (per chip and TCB).
+    Vcek,
+    /// Versioned Loaded Endorsement Key (per cloud provider).
+    Vlek,
+}
+
+impl CertRole {
+    /// The role's AMD name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ark => "ARK",
+            Self::Ask => "ASK",
+            Self::Asvk => "ASVK",
+            Self::Vcek => "VCEK",
+            Self::Vlek => "VLEK",
+        }
+    }
+}
+
+impl fmt::Display for CertRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a product determination came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProductSource {
+    /// Given by the caller.
+    Caller,
+    /// The report's CPUID family/model fields (report version 3 and later).
+    ReportCpuid,
+    /// The VCEK/VLEK productName extension.
+    CertificateProductName,
+    /// The supplied ARK/ASK chain.
+    Chain,
+}
+
+impl fmt::Display for ProductSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Caller => "caller",
+            Self::ReportCpuid => "report CPUID",
+            Self::CertificateProductName => "certificate productName",
+            Self::Chain => "certificate chain",
+        })
+    }
+}
+
+/// Up to 64 bytes kept inline (report fields, serial numbers), shown as hex.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Bytes {
+    len: u8,
+    buf: [u8; 64],
+}
+
+impl Bytes {
+    /// Copies up to 64 bytes (longer input is cut, and marked by the length staying at 64).
+    pub fn new(v: &[u8]) -> Self {
+        let n = v.len().min(64);
+        let mut buf = [0; 64];
+        buf[..n].copy_from_slice(&v[..n]);
+        Self { len: n as u8, buf }
+    }
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.as_slice() {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A value in a policy comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Value {
+    /// An integer.
+    Int(u64),
+    /// A byte string.
+    Bytes(Bytes),
+    /// A flag.
+    Bool(bool),
+    /// One of `n` values configured in the policy.
+    OneOf(usize),
+    /// An inclusive range.
+    Range(u64, u64),
+    /// "At least" this integer.
+    AtLeast(u64),
+    /// "At most" this integer.
+    AtMost(u64),
+    /// A fixed description.
+    Text(&'static str),
+    /// A TCB component's value.
+    Component(TcbComponent, u8),
+    /// A TCB component's minimum.
+    ComponentAtLeast(TcbComponent, u8),
+    /// A TCB component's maximum.
+    ComponentAtMost(TcbComponent, u8),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Int(v) => write!(f, "{v}"),
+            Self::Bytes(b) => write!(f, "{b}"),
+            Self::Bool(b) => write!(f, "{b}"),
+            Self::OneOf(n) => write!(f, "one of {n} allowed value(s)"),
+            Self::Range(a, b) => write!(f, "{a}..={b}"),
+            Self::AtLeast(v) => write!(f, ">= {v}"),
+            Self::AtMost(v) => write!(f, "<= {v}"),
+            Self::Text(t) => f.write_str(t),
+            Self::Component(c, v) => write!(f, "{c}={v}"),
+            Self::ComponentAtLeast(c, v) => write!(f, "{c}>={v}"),
+            Self::ComponentAtMost(c, v) => write!(f, "{c}<={v}"),
+        }
+    }
+}
+
+/// Why a policy check failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyViolation {
+    /// The check that failed.
+    pub check: Check,
+    /// What the policy required.
+    pub expected: Value,
+    /// What the evidence showed.
+    pub found: Value,
+}
+
+/// Every way verification can fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    // ---- Encoding -------------------------------------------------------------------------------------
+    /// Malformed DER (X.690 §8, §10).
+    Der {
+        /// The structure being read.
+        structure: &'static str,
+        /// Byte offset inside that structure.
+        offset: usize,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// Bytes followed a complete structure.
+    TrailingData {
+        /// The structure that was complete.
+        structure: &'static str,
+        /// How many bytes followed.
+        extra: usize,
+    },
+    /// Input shorter than its structure.
+    Truncated {
+        /// The structure.
+        structure: &'static str,
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes present.
+        found: usize,
+    },
+    /// An attacker-controlled count or length exceeded its named limit.
+    LimitExceeded {
+        /// What was counted.
+        what: &'static str,
+        /// The limit.
+        limit: usize,
+        /// The value found.
+        found: usize,
+    },
+    /// Malformed PEM (RFC 7468).
+    Pem {
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// An algorithm, key type or parameter set the engine does not accept.
+    UnsupportedAlgorithm {
+        /// What was unsupported.
+        what: &'static str,
+    },
+    /// A certificate or CRL has a critical extension the engine does not understand (RFC 5280 §4.2).
+    UnsupportedCriticalExtension,
+    /// An AMD certificate extension is malformed.
+    AmdExtension {
+        /// The extension's name.
+        extension: &'static str,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// A required AMD extension is missing.
+    MissingAmdExtension {
+        /// The certificate.
+        role: CertRole,
+        /// The extension's name.
+        extension: &'static str,
+    },
+
+    // ---- SEV-SNP report (SNP ABI spec 56860, Table "ATTESTATION_REPORT Structure") -----------------------
+    /// VERSION is not 2, 3 or 5.
+    UnsupportedReportVersion {
+        /// The version found.
+        found: u32,
+    },
+    /// SIGNATURE_ALGO is not 1 (ECDSA P-384 with SHA-384).
+    UnsupportedReportSignatureAlgorithm {
+        /// The value found.
+        found: u32,
+    },
+    /// A reserved field is not zero.
+    ReservedNonZero {
+        /// The field.
+        field: &'static str,
+        /// Its offset in the report.
+        offset: usize,
+    },
+    /// SIGNING_KEY names neither the VCEK (0) nor the VLEK (1).
+    UnsupportedSigningKey {
+        /// The value found.
+        found: u32,
+    },
+    /// The ECDSA signature over bytes 0..0x2A0 does not verify under the VCEK/VLEK.
+    ReportSignatureInvalid,
+
+    // ---- Products --------------------------------------------------------------------------------------
+    /// The product could not be determined without guessing.
+    ProductUnknown,
+    /// A productName or CPUID does not name a supported product.
+    UnsupportedProduct {
+        /// Where it came from.
+        source: ProductSource,
+    },
+    /// Two sources disagree on the product.
+    ProductMismatch {
+        /// The product from the first source.
+        expected: Product,
+        /// Where the first came from.
+        expected_source: ProductSource,
+        /// The conflicting product.
+        found: Product,
+        /// Where it came from.
+        found_source: ProductSource,
+    },
+
+    // ---- Certificate chain -----------------------------------------------------------------------------
+    /// A certificate's signature does not verify under its issuer's key.
+    CertSignatureInvalid {
+        /// The certificate.
+        role: CertRole,
+    },
+    /// A certificate's issuer name differs from the parent's subject name.
+    IssuerMismatch {
+        /// The certificate.
+        role: CertRole,
+    },
+    /// A certificate acting as an issuer is not a CA (basicConstraints / keyUsage).
+    NotACa {
+        /// The certificate.
+        role: CertRole,
+    },
+    /// A supplied root or intermediate is not the pinned one for the product.
+    UntrustedCertificate {
+        /// The certificate.
+        role: CertRole,
+        /// The product it was checked against.
+        product: Product,
+    },
+    /// A certificate is expired at the trusted time.
+    CertExpired {
+        /// The certificate.
+        role: CertRole,
+        /// The trusted time.
+        time: UnixTime,
+        /// Its notAfter.
+        not_after: UnixTime,
+    },
+    /// A certificate is not yet valid at the trusted time.
+    CertNotYetValid {
+        /// The certificate.
+        role: CertRole,
+        /// The trusted time.
+        time: UnixTime,
+        /// Its notBefore.
+        not_before: UnixTime,
+    },
+    /// The leaf's public key is not ECDSA P-384.
+    LeafKeyNotP384 {
+        /// The certificate.
+        role: CertRole,
+    },
+    /// The report's SIGNING_KEY does not match the kind of the leaf certificate.
+    SigningKeyMismatch {
+        /// What the report says signed it.
+        report: CertRole,
+        /// What the certificate is.
+        certificate: CertRole,
+    },
+    /// A TCB component in the VCEK/VLEK differs from the report's REPORTED_TCB.
+    TcbMismatch {
+        /// The component.
+        component: TcbComponent,
+        /// REPORTED_TCB's value.
+        report: u8,
+        /// The certificate's SPL.
+        certificate: u8,
+    },
+    /// The VCEK's hwID differs from the report's CHIP_ID.
+    ChipIdMismatch {
+        /// CHIP_ID (the compared prefix).
+        report: Bytes,
+        /// hwID.
+        certificate: Bytes,
+    },
+    /// A certificate is listed in the ARK-signed CRL.
+    Revoked {
+        /// The certificate.
+        role: CertRole,
+        /// Its serial number.
+        serial: Bytes,
+    },
+    /// The CRL's signature does not verify under the ARK, or it was issued by someone else.
+    CrlSignatureInvalid,
+    /// The CRL's nextUpdate lies before the trusted time.
+    CrlStale {
+        /// The trusted time.
+        time: UnixTime,
+        /// nextUpdate (or thisUpdate when nextUpdate is absent).
+        next_update: Option<UnixTime>,
+    },
+    /// The CRL's thisUpdate lies after the trusted time.
+    CrlNotYetValid {
+        /// The trusted time.
+        time: UnixTime,
+        /// thisUpdate.
+        this_update: UnixTime,
+    },
+    /// The policy requires a CRL and none was supplied.
+    CrlMissing,
+
+    // ---- Policy ----------------------------------------------------------------------------------------
+    /// A policy check failed.
+    Policy(PolicyViolation),
+    /// A policy file could not be read.
+    PolicyFile {
+        /// "toml" or "json".
+        format: &'static str,
+        /// The parser's message (field names, line and column).
+        reason: Box<str>,
+    },
+    /// The caller used the API wrongly (not a property of the evidence).
+    Misuse {
+        /// What was wrong.
+        reason: &'static str,
+    },
+}
+
+impl Error {
+    /// The policy check this error corresponds to, if it is a policy rejection.
+    pub fn check(&self) -> Option<Check> {
+        match self {
+            Self::Policy(v) => Some(v.check),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Der { structure, offset, reason } => write!(f, "malformed DER in {structure} at offset {offset}: {reason}"),
+            Self::TrailingData { structure, extra } => write!(f, "{extra} unexpected byte(s) after {structure}"),
+            Self::Truncated { structure, needed, found } => {
+                write!(f, "{structure} truncated: need {needed} bytes, found {found}")
+            }
+            Self::LimitExceeded { what, limit, found } => write!(f, "{what}: {found} exceeds the limit of {limit}"),
+            Self::Pem { reason } => write!(f, "malformed PEM: {reason}"),
+            Self::UnsupportedAlgorithm { what } => write!(f, "unsupported {what}"),
+            Self::UnsupportedCriticalExtension => f.write_str("unsupported critical extension"),
+            Self::AmdExtension { extension, reason } => write!(f, "AMD extension {extension}: {reason}"),
+            Self::MissingAmdExtension { role, extension } => write!(f, "{role} lacks the AMD extension {extension}"),
+            Self::UnsupportedReportVersion { found } => {
+                write!(f, "report VERSION: expected 2, 3 or 5, found {found}")
+            }
+            Self::UnsupportedReportSignatureAlgorithm { found } => {
+                write!(f, "report SIGNATURE_ALGO: expected 1 (ECDSA P-384/SHA-384), found {found}")
+            }
+            Self::ReservedNonZero { field, offset } => write!(f, "reserved field {field} at 0x{offset:x} is not zero"),
+            Self::UnsupportedSigningKey { found } => {
+                write!(f, "report SIGNING_KEY: expected 0 (VCEK) or 1 (VLEK), found {found}")
+            }
+            Self::ReportSignatureInvalid => f.write_str("report signature does not verify under the VCEK/VLEK"),
+            Self::ProductUnknown => f.write_str(
+                "product unknown: give it explicitly, or supply a report with CPUID fields (v3+) or a certificate with productName",
+            ),
+            Self::UnsupportedProduct { source } => write!(f, "unsupported product named by the {source}"),
+            Self::ProductMismatch { expected, expected_source, found, found_source } => write!(
+                f,
+                "product mismatch: {expected_source} says {expected}, {found_source} says {found}"
+            ),
+            Self::CertSignatureInvalid { role } => write!(f, "{role} signature does not verify under its issuer"),
+            Self::IssuerMismatch { role } => write!(f, "{role} issuer name does not match its issuer's subject"),
+            Self::NotACa { role } => write!(f, "{role} is not allowed to sign certificates"),
+            Self::UntrustedCertificate { role, product } => {
+                write!(f, "{role} is not the pinned AMD {role} for {product}")
+            }
+            Self::CertExpired { role, time, not_after } => {
+                write!(f, "{role} expired: valid until {not_after}, trusted time {time}")
+            }
+            Self::CertNotYetValid { role, time, not_before } => {
+                write!(f, "{role} not yet valid: valid from {not_before}, trusted time {time}")
+            }
+            Self::LeafKeyNotP384 { role } => write!(f, "{role} key is not ECDSA P-384"),
+            Self::SigningKeyMismatch { report, certificate } => {
+                write!(f, "report SIGNING_KEY says {report} but the certificate is a {certificate}")
+            }
+            Self::TcbMismatch { component, report, certificate } => write!(
+                f,
+                "REPORTED_TCB {component}: report has {report}, certificate SPL is {certificate}"
+            ),
+            Self::ChipIdMismatch { report, certificate } => {
+                write!(f, "CHIP_ID {report} does not match the VCEK hwID {certificate}")
+            }
+            Self::Revoked { role, serial } => write!(f, "{role} serial {serial} is revoked by the ARK's CRL"),
+            Self::CrlSignatureInvalid => f.write_str("CRL is not signed by the product's ARK"),
+            Self::CrlStale { time, next_update } => match next_update {
+                Some(n) => write!(f, "CRL is stale: nextUpdate {n} is before the trusted time {time}"),
+                None => write!(f, "CRL has no nextUpdate (trusted time {time})"),
+            },
+            Self::CrlNotYetValid { time, this_update } => {
+                write!(f, "CRL thisUpdate {this_update} is after the trusted time {time}")
+            }
+            Self::CrlMissing => f.write_str("policy requires a CRL and none was supplied"),
+            Self::Policy(v) => write!(f, "policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found),
+            Self::PolicyFile { format, reason } => write!(f, "invalid {format} policy: {reason}"),
+            Self::Misuse { reason } => write!(f, "API misuse: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

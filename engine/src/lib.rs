@@ -1,0 +1,38 @@
+//! # attest-engine
+//!
+//! Sans-IO, zero-copy verification of confidential-VM attestation evidence. Bytes and a trusted time go
+//! in; a typed verdict or a typed [`Error`] comes out. The engine never performs I/O, never reads a
+//! clock, and never allocates on the warm verification path.
+//!
+//! Every evidence type goes through the same pipeline: parse (a borrowed view) → structural checks →
+//! chain to a pinned root (cached) → signature over the original bytes → policy.
+//!
+//! ```no_run
+//! use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+//! # let (report, vcek) = (&[0u8; 0x4A0][..], &[][..]);
+//! let verifier = SnpVerifier::new(); // AMD's Milan, Genoa and Turin roots are built in
+//! let req = SnpRequest::new(report, vcek, UnixTime::parse("2025-01-01T00:00:00Z").unwrap());
+//! let verified = verifier.verify(&req, &SnpPolicy::default())?;
+//! println!("{} report, TCB {}", verified.product(), verified.reported_tcb());
+//! # Ok::<(), attest_engine::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod amd;
+pub mod azure;
+pub mod crypto;
+pub(crate) mod der;
+pub mod error;
+pub mod policy;
+pub mod snp;
+pub mod time;
+pub mod x509;
+
+pub use amd::Product;
+pub use crypto::CryptoProvider;
+pub use error::{CertRole, Error};
+pub use policy::{Check, Outcome, SnpPolicy, Verdict};
+pub use snp::{Report, SnpRequest, SnpVerifier, TcbVersion, VerifiedReport};
+pub use time::UnixTime;

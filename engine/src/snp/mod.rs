@@ -1,0 +1,11 @@
+//! AMD SEV-SNP: the attestation report, TCB versions, and verification against AMD's certificate chain.
+
+mod cache;
+pub mod report;
+pub mod tcb;
+pub mod verify;
+
+pub use cache::DEFAULT_CACHE_CAPACITY;
+pub use report::{FirmwareVersion, GuestPolicy, PlatformInfo, REPORT_SIZE, RawReport, Report, SIGNED_LEN, SigningKey};
+pub use tcb::{TcbComponent, TcbVersion};
+pub use verify::{ChainRequest, OwnedTrustAnchors, SnpRequest, SnpVerifier, VerifiedChain, VerifiedReport};
