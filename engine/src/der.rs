@@ -51,11 +51,7 @@ impl<'a> Reader<'a> {
     }
 
     fn err(&self, reason: &'static str) -> Error {
-        Error::Der {
-            structure: self.what,
-            offset: self.pos,
-            reason,
-        }
+        Error::Der { structure: self.what, offset: self.pos, reason }
     }
 
     /// Peeks at the next tag without consuming it.
@@ -83,10 +79,7 @@ impl<'a> Reader<'a> {
             if n > 3 {
                 return Err(self.err("length field too long"));
             }
-            let bytes = self
-                .input
-                .get(self.pos..self.pos + n)
-                .ok_or_else(|| self.err("truncated length"))?;
+            let bytes = self.input.get(self.pos..self.pos + n).ok_or_else(|| self.err("truncated length"))?;
             if bytes[0] == 0 {
                 return Err(self.err("non-minimal length"));
             }
@@ -98,11 +91,7 @@ impl<'a> Reader<'a> {
             len
         };
         if len > MAX_LEN {
-            return Err(Error::LimitExceeded {
-                what: "DER value length",
-                limit: MAX_LEN,
-                found: len,
-            });
+            return Err(Error::LimitExceeded { what: "DER value length", limit: MAX_LEN, found: len });
         }
         let end = self
             .pos
@@ -132,11 +121,7 @@ impl<'a> Reader<'a> {
 
     /// Reads an optional TLV with tag `expected`.
     pub(crate) fn read_optional(&mut self, expected: u8) -> Result<Option<&'a [u8]>, Error> {
-        if self.peek_tag() == Some(expected) {
-            self.read(expected).map(Some)
-        } else {
-            Ok(None)
-        }
+        if self.peek_tag() == Some(expected) { self.read(expected).map(Some) } else { Ok(None) }
     }
 
     /// Reads a SEQUENCE and returns a reader over its contents.
@@ -149,10 +134,7 @@ impl<'a> Reader<'a> {
         if self.is_empty() {
             Ok(())
         } else {
-            Err(Error::TrailingData {
-                structure: self.what,
-                extra: self.input.len() - self.pos,
-            })
+            Err(Error::TrailingData { structure: self.what, extra: self.input.len() - self.pos })
         }
     }
 
@@ -213,11 +195,7 @@ pub(crate) fn uint_from_integer(v: &[u8]) -> Option<u64> {
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn skip_any(r: &mut Reader<'_>, depth: usize) -> Result<(), Error> {
     if depth > MAX_DEPTH {
-        return Err(Error::LimitExceeded {
-            what: "DER nesting depth",
-            limit: MAX_DEPTH,
-            found: depth,
-        });
+        return Err(Error::LimitExceeded { what: "DER nesting depth", limit: MAX_DEPTH, found: depth });
     }
     let (tag, value, _) = r.read_any()?;
     if tag & 0x20 != 0 {

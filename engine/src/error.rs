@@ -68,24 +68,19 @@ impl fmt::Display for ProductSource {
     }
 }
 
-/// Up to 64 bytes kept inline (report fields, serial numbers), shown as hex.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Bytes {
-    len: u8,
-    buf: [u8; 64],
-}
+/// A byte string in an error (report fields, serial numbers), shown as hex. Errors are off the hot path,
+/// so the bytes are boxed to keep [`Error`] small.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bytes(Box<[u8]>);
 
 impl Bytes {
-    /// Copies up to 64 bytes (longer input is cut, and marked by the length staying at 64).
+    /// Copies `v`.
     pub fn new(v: &[u8]) -> Self {
-        let n = v.len().min(64);
-        let mut buf = [0; 64];
-        buf[..n].copy_from_slice(&v[..n]);
-        Self { len: n as u8, buf }
+        Self(v.into())
     }
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
-        &self.buf[..usize::from(self.len)]
+        &self.0
     }
 }
 
@@ -105,7 +100,7 @@ impl fmt::Display for Bytes {
 }
 
 /// A value in a policy comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Value {
     /// An integer.
@@ -151,7 +146,7 @@ impl fmt::Display for Value {
 }
 
 /// Why a policy check failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyViolation {
     /// The check that failed.
     pub check: Check,

@@ -175,7 +175,11 @@ impl<'de, const N: usize> Deserialize<'de> for Hex<N> {
         let s = String::deserialize(d)?;
         let v = hex::decode(s.trim()).map_err(serde::de::Error::custom)?;
         let arr: [u8; N] = v.try_into().map_err(|v: Vec<u8>| {
-            serde::de::Error::custom(format_args!("expected exactly {N} bytes ({} hex digits), found {} bytes", N * 2, v.len()))
+            serde::de::Error::custom(format_args!(
+                "expected exactly {N} bytes ({} hex digits), found {} bytes",
+                N * 2,
+                v.len()
+            ))
         })?;
         Ok(Self(arr))
     }
@@ -323,19 +327,15 @@ impl Default for SnpPolicy {
 impl SnpPolicy {
     /// Parses a TOML policy.
     pub fn from_toml(text: &str) -> Result<Self, Error> {
-        let p: Self = toml::from_str(text).map_err(|e| Error::PolicyFile {
-            format: "toml",
-            reason: e.to_string().trim().into(),
-        })?;
+        let p: Self = toml::from_str(text)
+            .map_err(|e| Error::PolicyFile { format: "toml", reason: e.to_string().trim().into() })?;
         p.validate("toml")
     }
 
     /// Parses a JSON policy.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let p: Self = serde_json::from_str(text).map_err(|e| Error::PolicyFile {
-            format: "json",
-            reason: e.to_string().into(),
-        })?;
+        let p: Self = serde_json::from_str(text)
+            .map_err(|e| Error::PolicyFile { format: "json", reason: e.to_string().into() })?;
         p.validate("json")
     }
 

@@ -45,11 +45,7 @@ impl UnixTime {
         let b = t.as_bytes();
         let num = |r: core::ops::Range<usize>| -> Option<u32> {
             let s = b.get(r)?;
-            if s.iter().all(u8::is_ascii_digit) {
-                core::str::from_utf8(s).ok()?.parse().ok()
-            } else {
-                None
-            }
+            if s.iter().all(u8::is_ascii_digit) { core::str::from_utf8(s).ok()?.parse().ok() } else { None }
         };
         if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
             return None;
@@ -98,6 +94,7 @@ impl UnixTime {
     }
 
     /// The UTC calendar date of this time: (year, month, day, hour, minute, second).
+    #[allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)] // u64 seconds / 86400 fits i64; rem < 86400
     pub fn to_civil(self) -> (i64, u32, u32, u32, u32, u32) {
         let secs = self.0 as i64;
         let days = secs.div_euclid(86_400);
@@ -109,8 +106,8 @@ impl UnixTime {
 
 impl fmt::Display for UnixTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (y, mo, d, h, mi, s) = self.to_civil();
-        write!(f, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+        let (year, month, day, hour, min, sec) = self.to_civil();
+        write!(f, "{year:04}-{month:02}-{day:02}T{hour:02}:{min:02}:{sec:02}Z")
     }
 }
 
@@ -146,6 +143,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// Inverse of [`days_from_civil`].
+#[allow(clippy::cast_sign_loss)] // day in 1..=31 and month in 1..=12 by construction
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);

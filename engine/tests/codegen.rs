@@ -59,5 +59,8 @@ fn roots_are_fresh() {
         return;
     }
     let committed = std::fs::read_to_string(&path).unwrap();
-    assert!(committed == out, "src/amd/roots.rs is stale: run ATTEST_REGENERATE=1 cargo test -p attest-engine --test codegen");
+    assert!(
+        committed == out,
+        "src/amd/roots.rs is stale: run ATTEST_REGENERATE=1 cargo test -p attest-engine --test codegen"
+    );
 }

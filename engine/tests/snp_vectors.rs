@@ -46,7 +46,11 @@ impl Vector {
 #[test]
 fn constellation_azure_milan_accepts() {
     let Some(dir) = common::testdata() else { return };
-    let v = load(&dir, "constellation-azure-snp/attestation.bin", &["constellation-azure-snp/vcek.cert", "constellation-azure-snp/certchain.pem"]);
+    let v = load(
+        &dir,
+        "constellation-azure-snp/attestation.bin",
+        &["constellation-azure-snp/vcek.cert", "constellation-azure-snp/certchain.pem"],
+    );
     // The PEM from THIM and the DER from KDS are the same certificate.
     assert_eq!(common::certs(&dir, "constellation-azure-snp/vcek.pem")[0], v.certs[0]);
     let runtime = common::read(&dir, "constellation-azure-snp/runtimedata.bin");
@@ -145,7 +149,11 @@ fn go_sev_guest_debug_guest_needs_waiver() {
 #[test]
 fn aws_vlek_report_expired_unless_time_inside_validity() {
     let Some(dir) = common::testdata() else { return };
-    let v = load(&dir, "constellation-aws-snp/report.bin", &["constellation-aws-snp/vlek.pem", "constellation-aws-snp/certchain.pem"]);
+    let v = load(
+        &dir,
+        "constellation-aws-snp/report.bin",
+        &["constellation-aws-snp/vlek.pem", "constellation-aws-snp/certchain.pem"],
+    );
     assert_eq!(common::read(&dir, "constellation-aws-snp/report.txt").len(), 1581);
     let verifier = SnpVerifier::new();
     let err = verifier.verify(&v.request(at("2026-01-01")), &lenient()).unwrap_err();
@@ -180,7 +188,11 @@ fn aws_vlek_report_expired_unless_time_inside_validity() {
 #[test]
 fn constellation_vlek_report_does_not_verify() {
     let Some(dir) = common::testdata() else { return };
-    let v = load(&dir, "constellation-snp-vlek/vlek-report.bin", &["constellation-snp-vlek/vlek.pem", "constellation-snp-vlek/vlekcertchain.pem"]);
+    let v = load(
+        &dir,
+        "constellation-snp-vlek/vlek-report.bin",
+        &["constellation-snp-vlek/vlek.pem", "constellation-snp-vlek/vlekcertchain.pem"],
+    );
     let verifier = SnpVerifier::new();
     let err = verifier.verify(&v.request(at("2024-01-01")), &lenient()).unwrap_err();
     assert_eq!(err, Error::ReportSignatureInvalid);
@@ -227,8 +239,12 @@ fn trustee_evidence_v0_v1_and_genoa_accept() {
         ("trustee-az-snp-vtpm/evidence-genoa.json", Product::Genoa, "bl=10 tee=0 snp=23 ucode=84"),
     ] {
         let ev: serde_json::Value = serde_json::from_slice(&common::read(&dir, file)).unwrap();
-        let hcl: Vec<u8> = json_field(&ev, "report").as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
-        let vcek = attest_engine::x509::pem::certificates_from_pem_or_der(json_field(&ev, "vcek").as_str().unwrap().as_bytes()).unwrap();
+        let hcl: Vec<u8> =
+            json_field(&ev, "report").as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
+        let vcek = attest_engine::x509::pem::certificates_from_pem_or_der(
+            json_field(&ev, "vcek").as_str().unwrap().as_bytes(),
+        )
+        .unwrap();
         let report = HclReport::parse(&hcl).unwrap().snp_report().unwrap().to_vec();
         let req = SnpRequest::new(&report, &vcek[0], at("2025-06-01"));
         let ok = verifier.verify(&req, &lenient()).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -240,17 +256,24 @@ fn trustee_evidence_v0_v1_and_genoa_accept() {
     // The Genoa VCEK file equals the one inside the evidence, and the product must match: a Genoa report
     // with a caller-asserted Milan is refused.
     let genoa_vcek = common::certs(&dir, "trustee-az-snp-vtpm/vcek-genoa.pem");
-    let ev: serde_json::Value = serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/evidence-genoa.json")).unwrap();
-    let hcl: Vec<u8> = json_field(&ev, "report").as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
+    let ev: serde_json::Value =
+        serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/evidence-genoa.json")).unwrap();
+    let hcl: Vec<u8> =
+        json_field(&ev, "report").as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
     let report = HclReport::parse(&hcl).unwrap().snp_report().unwrap().to_vec();
     let mut req = SnpRequest::new(&report, &genoa_vcek[0], at("2025-06-01"));
     req.product = Some(Product::Milan);
     assert!(matches!(verifier.verify(&req, &lenient()), Err(Error::ProductMismatch { .. })));
     // v1: {hcl_report: base64url, vcek: base64 DER}
     use base64::Engine as _;
-    let ev: serde_json::Value = serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/evidence-v1.json")).unwrap();
-    let hcl = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(json_field(&ev, "hcl_report").as_str().unwrap().trim_end_matches('=')).unwrap();
-    let vcek = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(json_field(&ev, "vcek").as_str().unwrap().trim_end_matches('=')).unwrap();
+    let ev: serde_json::Value =
+        serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/evidence-v1.json")).unwrap();
+    let hcl = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(json_field(&ev, "hcl_report").as_str().unwrap().trim_end_matches('='))
+        .unwrap();
+    let vcek = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(json_field(&ev, "vcek").as_str().unwrap().trim_end_matches('='))
+        .unwrap();
     let report = HclReport::parse(&hcl).unwrap().snp_report().unwrap().to_vec();
     let ok = verifier.verify(&SnpRequest::new(&report, &vcek, at("2025-06-01")), &lenient()).unwrap();
     assert_eq!(ok.report().guest_svn(), 10);
@@ -274,7 +297,10 @@ fn azure_cvm_tooling_report_has_no_matching_vcek() {
     let c = verifier.verify_chain_only(&chain, &SnpPolicy::default()).unwrap();
     assert_eq!(c.tcb.to_string(), "bl=3 tee=0 snp=8 ucode=115");
     let bad = ChainRequest { root: Some(&v.certs[1]), ..chain };
-    assert!(matches!(verifier.verify_chain_only(&bad, &SnpPolicy::default()), Err(Error::UntrustedCertificate { role: CertRole::Ark, .. })));
+    assert!(matches!(
+        verifier.verify_chain_only(&bad, &SnpPolicy::default()),
+        Err(Error::UntrustedCertificate { role: CertRole::Ark, .. })
+    ));
 }
 
 #[test]
@@ -284,7 +310,13 @@ fn turin_vcek_chain_is_valid() {
     let chain = common::certs(&dir, "virtee-sev/cert_chain_turin");
     assert_eq!(chain, common::certs(&dir, "amd-kds-roots/ask_ark_turin_vcek.pem"));
     let verifier = SnpVerifier::new();
-    let req = ChainRequest { leaf: &vcek, intermediate: Some(&chain[0]), root: Some(&chain[1]), product: None, time: at("2025-06-01") };
+    let req = ChainRequest {
+        leaf: &vcek,
+        intermediate: Some(&chain[0]),
+        root: Some(&chain[1]),
+        product: None,
+        time: at("2025-06-01"),
+    };
     let c = verifier.verify_chain_only(&req, &SnpPolicy::default()).unwrap();
     assert_eq!(c.product, Product::Turin);
     assert_eq!(c.tcb.to_string(), "fmc=0 bl=0 tee=0 snp=0 ucode=9");
@@ -299,7 +331,9 @@ fn turin_vcek_chain_is_valid() {
 fn trustee_invalid_vceks_parse_but_fail_the_chain() {
     let Some(dir) = common::testdata() else { return };
     let verifier = SnpVerifier::new();
-    for (file, ucode) in [("trustee-snp/test-vcek-invalid-legacy.der", 0xa9), ("trustee-snp/test-vcek-invalid-new.der", 0x1e)] {
+    for (file, ucode) in
+        [("trustee-snp/test-vcek-invalid-legacy.der", 0xa9), ("trustee-snp/test-vcek-invalid-new.der", 0x1e)]
+    {
         let der = common::read(&dir, file);
         let cert = attest_engine::x509::Certificate::from_der(&der).unwrap();
         let ext = cert.amd_extensions().unwrap();
@@ -328,6 +362,12 @@ fn kds_root_chains_verify_and_cross_product_fails() {
     // The AWS VLEK with the Genoa ARK as root is refused.
     let vlek = common::certs(&dir, "constellation-aws-snp/vlek.pem");
     let genoa = Product::Genoa.trust_anchors();
-    let req = ChainRequest { leaf: &vlek[0], intermediate: None, root: Some(genoa.ark), product: None, time: at("2025-06-01") };
+    let req = ChainRequest {
+        leaf: &vlek[0],
+        intermediate: None,
+        root: Some(genoa.ark),
+        product: None,
+        time: at("2025-06-01"),
+    };
     assert!(verifier.verify_chain_only(&req, &SnpPolicy::default()).is_err());
 }

@@ -71,24 +71,15 @@ impl Product {
     /// The pinned ARK, ASK and ASVK of this product.
     pub fn trust_anchors(self) -> TrustAnchors {
         match self {
-            Self::Milan => TrustAnchors {
-                product: self,
-                ark: roots::ARK_MILAN,
-                ask: roots::ASK_MILAN,
-                asvk: roots::ASVK_MILAN,
-            },
-            Self::Genoa => TrustAnchors {
-                product: self,
-                ark: roots::ARK_GENOA,
-                ask: roots::ASK_GENOA,
-                asvk: roots::ASVK_GENOA,
-            },
-            Self::Turin => TrustAnchors {
-                product: self,
-                ark: roots::ARK_TURIN,
-                ask: roots::ASK_TURIN,
-                asvk: roots::ASVK_TURIN,
-            },
+            Self::Milan => {
+                TrustAnchors { product: self, ark: roots::ARK_MILAN, ask: roots::ASK_MILAN, asvk: roots::ASVK_MILAN }
+            }
+            Self::Genoa => {
+                TrustAnchors { product: self, ark: roots::ARK_GENOA, ask: roots::ASK_GENOA, asvk: roots::ASVK_GENOA }
+            }
+            Self::Turin => {
+                TrustAnchors { product: self, ark: roots::ARK_TURIN, ask: roots::ASK_TURIN, asvk: roots::ASVK_TURIN }
+            }
         }
     }
 }

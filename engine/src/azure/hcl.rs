@@ -60,7 +60,11 @@ impl<'a> HclReport<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
         let bad = |reason| Error::Der { structure: "HCL report", offset: 0, reason };
         if bytes.len() > MAX_HCL_REPORT_SIZE {
-            return Err(Error::LimitExceeded { what: "HCL report size", limit: MAX_HCL_REPORT_SIZE, found: bytes.len() });
+            return Err(Error::LimitExceeded {
+                what: "HCL report size",
+                limit: MAX_HCL_REPORT_SIZE,
+                found: bytes.len(),
+            });
         }
         if bytes.len() < VARIABLE_DATA_OFFSET {
             return Err(Error::Truncated { structure: "HCL report", needed: VARIABLE_DATA_OFFSET, found: bytes.len() });
@@ -88,9 +92,11 @@ impl<'a> HclReport<'a> {
         if data_size != var_size + IGVM_REQUEST_HEADER_SIZE {
             return Err(bad("IGVM data_size disagrees with variable_data_size"));
         }
-        let var_data = bytes
-            .get(VARIABLE_DATA_OFFSET..VARIABLE_DATA_OFFSET + var_size)
-            .ok_or(Error::Truncated { structure: "HCL variable data", needed: VARIABLE_DATA_OFFSET + var_size, found: bytes.len() })?;
+        let var_data = bytes.get(VARIABLE_DATA_OFFSET..VARIABLE_DATA_OFFSET + var_size).ok_or(Error::Truncated {
+            structure: "HCL variable data",
+            needed: VARIABLE_DATA_OFFSET + var_size,
+            found: bytes.len(),
+        })?;
         Ok(Self { bytes, version, report_type, hash_type, var_data })
     }
 

@@ -7,14 +7,8 @@ use aws_lc_rs::{digest, signature};
 pub static PROVIDER: CryptoProvider = CryptoProvider {
     name: "aws-lc-rs",
     digests: &Sha2,
-    ecdsa_p384_sha384: &Ecdsa {
-        fixed: &signature::ECDSA_P384_SHA384_FIXED,
-        asn1: &signature::ECDSA_P384_SHA384_ASN1,
-    },
-    ecdsa_p256_sha256: &Ecdsa {
-        fixed: &signature::ECDSA_P256_SHA256_FIXED,
-        asn1: &signature::ECDSA_P256_SHA256_ASN1,
-    },
+    ecdsa_p384_sha384: &Ecdsa { fixed: &signature::ECDSA_P384_SHA384_FIXED, asn1: &signature::ECDSA_P384_SHA384_ASN1 },
+    ecdsa_p256_sha256: &Ecdsa { fixed: &signature::ECDSA_P256_SHA256_FIXED, asn1: &signature::ECDSA_P256_SHA256_ASN1 },
     rsa_pss_sha384: &Rsa(&signature::RSA_PSS_2048_8192_SHA384),
     rsa_pkcs1_sha256: &Rsa(&signature::RSA_PKCS1_2048_8192_SHA256),
     rsa_pkcs1_sha384: &Rsa(&signature::RSA_PKCS1_2048_8192_SHA384),
@@ -67,14 +61,10 @@ impl EcdsaAlgorithm for Ecdsa {
         Ok(Box::new(Prepared(key)))
     }
     fn verify_asn1(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.asn1, point)
-            .verify(message, sig)
-            .map_err(|_| CryptoError)
+        signature::UnparsedPublicKey::new(self.asn1, point).verify(message, sig).map_err(|_| CryptoError)
     }
     fn verify_fixed(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.fixed, point)
-            .verify(message, sig)
-            .map_err(|_| CryptoError)
+        signature::UnparsedPublicKey::new(self.fixed, point).verify(message, sig).map_err(|_| CryptoError)
     }
 }
 
@@ -88,8 +78,6 @@ impl core::fmt::Debug for Rsa {
 
 impl RsaAlgorithm for Rsa {
     fn verify(&self, key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.0, key)
-            .verify(message, sig)
-            .map_err(|_| CryptoError)
+        signature::UnparsedPublicKey::new(self.0, key).verify(message, sig).map_err(|_| CryptoError)
     }
 }

@@ -78,21 +78,13 @@ impl EcdsaAlgorithm for Ecdsa {
         }
         let mut buf = [0u8; 97];
         buf[..point.len()].copy_from_slice(point);
-        Ok(Box::new(Prepared {
-            alg: self.fixed,
-            point: buf,
-            len: point.len(),
-        }))
+        Ok(Box::new(Prepared { alg: self.fixed, point: buf, len: point.len() }))
     }
     fn verify_asn1(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.asn1, point)
-            .verify(message, sig)
-            .map_err(|_| CryptoError)
+        signature::UnparsedPublicKey::new(self.asn1, point).verify(message, sig).map_err(|_| CryptoError)
     }
     fn verify_fixed(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.fixed, point)
-            .verify(message, sig)
-            .map_err(|_| CryptoError)
+        signature::UnparsedPublicKey::new(self.fixed, point).verify(message, sig).map_err(|_| CryptoError)
     }
 }
 
@@ -106,8 +98,6 @@ impl core::fmt::Debug for Rsa {
 
 impl RsaAlgorithm for Rsa {
     fn verify(&self, key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.0, key)
-            .verify(message, sig)
-            .map_err(|_| CryptoError)
+        signature::UnparsedPublicKey::new(self.0, key).verify(message, sig).map_err(|_| CryptoError)
     }
 }

@@ -52,10 +52,7 @@ pub(crate) struct LeafCache {
 
 impl LeafCache {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self {
-            capacity,
-            inner: Mutex::new(Inner { map: HashMap::with_capacity(capacity), tick: 0 }),
-        }
+        Self { capacity, inner: Mutex::new(Inner { map: HashMap::with_capacity(capacity), tick: 0 }) }
     }
 
     /// Returns the entry for `key` if it is valid at `time`; drops it if it has expired.

@@ -54,7 +54,7 @@ pub struct RawReport {
     /// 0x048 AUTHOR_KEY_EN (bit 0), MASK_CHIP_KEY (bit 1), SIGNING_KEY (bits 4:2), reserved (31:5).
     pub key_info: U32,
     /// 0x04C reserved.
-    pub _reserved_0x04c: [u8; 4],
+    pub reserved_0x04c: [u8; 4],
     /// 0x050 REPORT_DATA.
     pub report_data: [u8; 64],
     /// 0x090 MEASUREMENT.
@@ -74,7 +74,7 @@ pub struct RawReport {
     /// 0x188 CPUID_FAM_ID, CPUID_MOD_ID, CPUID_STEP (version 3+; reserved in version 2).
     pub cpuid: [u8; 3],
     /// 0x18B reserved.
-    pub _reserved_0x18b: [u8; 21],
+    pub reserved_0x18b: [u8; 21],
     /// 0x1A0 CHIP_ID.
     pub chip_id: [u8; 64],
     /// 0x1E0 COMMITTED_TCB.
@@ -82,11 +82,11 @@ pub struct RawReport {
     /// 0x1E8 CURRENT_BUILD, CURRENT_MINOR, CURRENT_MAJOR.
     pub current_version: [u8; 3],
     /// 0x1EB reserved.
-    pub _reserved_0x1eb: u8,
+    pub reserved_0x1eb: u8,
     /// 0x1EC COMMITTED_BUILD, COMMITTED_MINOR, COMMITTED_MAJOR.
     pub committed_version: [u8; 3],
     /// 0x1EF reserved.
-    pub _reserved_0x1ef: u8,
+    pub reserved_0x1ef: u8,
     /// 0x1F0 LAUNCH_TCB.
     pub launch_tcb: U64,
     /// 0x1F8 LAUNCH_MIT_VECTOR (version 5; reserved before).
@@ -94,13 +94,13 @@ pub struct RawReport {
     /// 0x200 CURRENT_MIT_VECTOR (version 5; reserved before).
     pub current_mit_vector: U64,
     /// 0x208 reserved.
-    pub _reserved_0x208: [u8; 152],
+    pub reserved_0x208: [u8; 152],
     /// 0x2A0 signature R, little-endian, 72 bytes (48 significant).
     pub signature_r: [u8; 72],
     /// 0x2E8 signature S, little-endian, 72 bytes (48 significant).
     pub signature_s: [u8; 72],
     /// 0x330 reserved (rest of the 512-byte signature area).
-    pub _reserved_0x330: [u8; 368],
+    pub reserved_0x330: [u8; 368],
 }
 
 const _: () = assert!(size_of::<RawReport>() == REPORT_SIZE);
@@ -166,11 +166,7 @@ impl core::fmt::Debug for Report<'_> {
 }
 
 fn zero(field: &'static str, offset: usize, bytes: &[u8]) -> Result<(), Error> {
-    if bytes.iter().all(|b| *b == 0) {
-        Ok(())
-    } else {
-        Err(Error::ReservedNonZero { field, offset })
-    }
+    if bytes.iter().all(|b| *b == 0) { Ok(()) } else { Err(Error::ReservedNonZero { field, offset }) }
 }
 
 impl<'a> Report<'a> {
@@ -178,17 +174,10 @@ impl<'a> Report<'a> {
     /// zero reserved fields, and signature components below 2^384.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
         if bytes.len() < REPORT_SIZE {
-            return Err(Error::Truncated {
-                structure: "ATTESTATION_REPORT",
-                needed: REPORT_SIZE,
-                found: bytes.len(),
-            });
+            return Err(Error::Truncated { structure: "ATTESTATION_REPORT", needed: REPORT_SIZE, found: bytes.len() });
         }
         if bytes.len() > REPORT_SIZE {
-            return Err(Error::TrailingData {
-                structure: "ATTESTATION_REPORT",
-                extra: bytes.len() - REPORT_SIZE,
-            });
+            return Err(Error::TrailingData { structure: "ATTESTATION_REPORT", extra: bytes.len() - REPORT_SIZE });
         }
         let raw = RawReport::ref_from_bytes(bytes).map_err(|_| Error::Truncated {
             structure: "ATTESTATION_REPORT",
@@ -211,20 +200,20 @@ impl<'a> Report<'a> {
         if key_info >> 5 != 0 {
             return Err(Error::ReservedNonZero { field: "key info bits 31:5", offset: 0x48 });
         }
-        zero("reserved", 0x4C, &raw._reserved_0x04c)?;
+        zero("reserved", 0x4C, &raw.reserved_0x04c)?;
         if version < 3 {
             zero("CPUID (reserved before version 3)", 0x188, &raw.cpuid)?;
         }
-        zero("reserved", 0x18B, &raw._reserved_0x18b)?;
-        zero("reserved", 0x1EB, &[raw._reserved_0x1eb])?;
-        zero("reserved", 0x1EF, &[raw._reserved_0x1ef])?;
+        zero("reserved", 0x18B, &raw.reserved_0x18b)?;
+        zero("reserved", 0x1EB, &[raw.reserved_0x1eb])?;
+        zero("reserved", 0x1EF, &[raw.reserved_0x1ef])?;
         if version < 5 {
             zero("mitigation vectors (reserved before version 5)", 0x1F8, &bytes[0x1F8..0x208])?;
         }
-        zero("reserved", 0x208, &raw._reserved_0x208)?;
+        zero("reserved", 0x208, &raw.reserved_0x208)?;
         zero("signature R above 384 bits", 0x2A0 + 48, &raw.signature_r[48..])?;
         zero("signature S above 384 bits", 0x2E8 + 48, &raw.signature_s[48..])?;
-        zero("signature reserved", 0x330, &raw._reserved_0x330)?;
+        zero("signature reserved", 0x330, &raw.reserved_0x330)?;
         Ok(Self { bytes, raw })
     }
 
@@ -294,11 +283,7 @@ impl<'a> Report<'a> {
     }
     /// SIGNING_KEY.
     pub fn signing_key(&self) -> SigningKey {
-        if (self.raw.key_info.get() >> 2) & 0b111 == 1 {
-            SigningKey::Vlek
-        } else {
-            SigningKey::Vcek
-        }
+        if (self.raw.key_info.get() >> 2) & 0b111 == 1 { SigningKey::Vlek } else { SigningKey::Vcek }
     }
     /// REPORT_DATA.
     pub fn report_data(&self) -> &'a [u8; 64] {

@@ -252,11 +252,7 @@ impl SnpVerifier {
             if !ark.may_sign_crls() {
                 return Err(Error::NotACa { role: CertRole::Ark });
             }
-            if crl
-                .signature_algorithm()
-                .verify(self.provider, &ark.public_key(), crl.tbs(), crl.signature())
-                .is_ok()
-            {
+            if crl.signature_algorithm().verify(self.provider, &ark.public_key(), crl.tbs(), crl.signature()).is_ok() {
                 product = Some(anchor.owned.product);
                 break;
             }
@@ -306,7 +302,11 @@ impl SnpVerifier {
         // Product: every available source must agree with the leaf's.
         check_product(req.product, &report, leaf.product)?;
         if !policy.products.is_empty() && !policy.products.contains(&leaf.product) {
-            return Err(violation(Check::Product, Value::OneOf(policy.products.len()), Value::Text(leaf.product.name())));
+            return Err(violation(
+                Check::Product,
+                Value::OneOf(policy.products.len()),
+                Value::Text(leaf.product.name()),
+            ));
         }
         verdict.set(Check::Product, Outcome::Passed);
 
@@ -356,7 +356,13 @@ impl SnpVerifier {
         let role = if leaf.subject().common_name() == Some("SEV-VLEK") { CertRole::Vlek } else { CertRole::Vcek };
         let mut verdict = Verdict::default();
         let v = self.verify_chain(req, None, role, policy, &mut verdict)?;
-        Ok(VerifiedChain { product: v.product, role: v.role, tcb: v.tcb, crl_checked: v.crl_checked, expires: v.expires })
+        Ok(VerifiedChain {
+            product: v.product,
+            role: v.role,
+            tcb: v.tcb,
+            crl_checked: v.crl_checked,
+            expires: v.expires,
+        })
     }
 
     /// Whether a cached leaf may stand in for a full chain verification of `req`.
@@ -379,11 +385,7 @@ impl SnpVerifier {
     }
 
     fn anchor_info<'s>(&self, anchor: &'s Anchor) -> Result<&'s AnchorInfo, Error> {
-        anchor
-            .verified
-            .get_or_init(|| verify_anchor(self.provider, &anchor.owned))
-            .as_ref()
-            .map_err(Clone::clone)
+        anchor.verified.get_or_init(|| verify_anchor(self.provider, &anchor.owned)).as_ref().map_err(Clone::clone)
     }
 
     /// The cold path: verifies the leaf up to the pinned ARK and prepares its key.
@@ -487,11 +489,8 @@ impl SnpVerifier {
         let PublicKey::EcP384 { point } = leaf.public_key() else {
             return Err(Error::LeafKeyNotP384 { role: leaf_role });
         };
-        let key = self
-            .provider
-            .ecdsa_p384_sha384
-            .prepare(point)
-            .map_err(|_| Error::LeafKeyNotP384 { role: leaf_role })?;
+        let key =
+            self.provider.ecdsa_p384_sha384.prepare(point).map_err(|_| Error::LeafKeyNotP384 { role: leaf_role })?;
         let missing = |extension| Error::MissingAmdExtension { role: leaf_role, extension };
         let tcb = TcbVersion {
             fmc: match product {
@@ -625,7 +624,7 @@ fn flag(verdict: &mut Verdict, check: Check, allowed: bool, set: bool) -> Result
     }
 }
 
-fn min_tcb(verdict: &mut Verdict, check: Check, min: Option<&TcbVersion>, have: &TcbVersion) -> Result<(), Error> {
+fn min_tcb(verdict: &mut Verdict, check: Check, min: Option<&TcbVersion>, have: TcbVersion) -> Result<(), Error> {
     let Some(min) = min else {
         verdict.set(check, Outcome::Waived);
         return Ok(());
@@ -637,7 +636,7 @@ fn min_tcb(verdict: &mut Verdict, check: Check, min: Option<&TcbVersion>, have: 
     Ok(())
 }
 
-fn not_above(check: Check, lower: &TcbVersion, upper: &TcbVersion) -> Result<(), Error> {
+fn not_above(check: Check, lower: TcbVersion, upper: TcbVersion) -> Result<(), Error> {
     for (c, v) in lower.components() {
         let max = upper.get(c).unwrap_or(0);
         if v > max {
@@ -685,7 +684,11 @@ fn check_policy(
         None => verdict.set(Check::GuestSvn, Outcome::Waived),
         Some(min) if report.guest_svn() >= min => verdict.set(Check::GuestSvn, Outcome::Passed),
         Some(min) => {
-            return Err(violation(Check::GuestSvn, Value::AtLeast(u64::from(min)), Value::Int(u64::from(report.guest_svn()))));
+            return Err(violation(
+                Check::GuestSvn,
+                Value::AtLeast(u64::from(min)),
+                Value::Int(u64::from(report.guest_svn())),
+            ));
         }
     }
 
@@ -717,7 +720,9 @@ fn check_policy(
     match policy.vmpl {
         None => verdict.set(Check::Vmpl, Outcome::Waived),
         Some(want) if report.vmpl() == want => verdict.set(Check::Vmpl, Outcome::Passed),
-        Some(want) => return Err(violation(Check::Vmpl, Value::Int(u64::from(want)), Value::Int(u64::from(report.vmpl())))),
+        Some(want) => {
+            return Err(violation(Check::Vmpl, Value::Int(u64::from(want)), Value::Int(u64::from(report.vmpl()))));
+        }
     }
     policy::platform_flags(verdict, policy, report.platform_info().0)?;
     policy::allow_list(verdict, Check::ChipId, &policy.chip_ids, report.chip_id())?;
@@ -725,13 +730,13 @@ fn check_policy(
     let current = TcbVersion::decode(report.current_tcb(), product)?;
     let committed = TcbVersion::decode(report.committed_tcb(), product)?;
     let launch = TcbVersion::decode(report.launch_tcb(), product)?;
-    not_above(Check::TcbConsistency, &reported, &current)?;
-    not_above(Check::TcbConsistency, &committed, &current)?;
+    not_above(Check::TcbConsistency, reported, current)?;
+    not_above(Check::TcbConsistency, committed, current)?;
     verdict.set(Check::TcbConsistency, Outcome::Passed);
-    min_tcb(verdict, Check::MinReportedTcb, policy.min_reported_tcb.as_ref(), &reported)?;
-    min_tcb(verdict, Check::MinCommittedTcb, policy.min_committed_tcb.as_ref(), &committed)?;
-    min_tcb(verdict, Check::MinLaunchTcb, policy.min_launch_tcb.as_ref(), &launch)?;
-    min_tcb(verdict, Check::MinCurrentTcb, policy.min_current_tcb.as_ref(), &current)?;
+    min_tcb(verdict, Check::MinReportedTcb, policy.min_reported_tcb.as_ref(), reported)?;
+    min_tcb(verdict, Check::MinCommittedTcb, policy.min_committed_tcb.as_ref(), committed)?;
+    min_tcb(verdict, Check::MinLaunchTcb, policy.min_launch_tcb.as_ref(), launch)?;
+    min_tcb(verdict, Check::MinCurrentTcb, policy.min_current_tcb.as_ref(), current)?;
 
     let provisional = current != committed || report.current_version() != report.committed_version();
     if policy.allow_provisional_firmware {

@@ -36,11 +36,7 @@ impl SignatureAlgorithm {
             if !r.read(tag::NULL)?.is_empty() {
                 return Err(Error::UnsupportedAlgorithm { what: "RSA PKCS#1 parameters" });
             }
-            if id == oid::SHA256_WITH_RSA {
-                Self::RsaPkcs1Sha256
-            } else {
-                Self::RsaPkcs1Sha384
-            }
+            if id == oid::SHA256_WITH_RSA { Self::RsaPkcs1Sha256 } else { Self::RsaPkcs1Sha384 }
         } else if id == oid::ECDSA_WITH_SHA384 {
             Self::EcdsaSha384
         } else if id == oid::ECDSA_WITH_SHA256 {
@@ -92,7 +88,8 @@ impl SignatureAlgorithm {
 
 /// Checks RSASSA-PSS-params for SHA-384 / MGF1-SHA-384 / salt 48 / trailer 1 (RFC 4055 §3.1).
 fn check_pss_sha384(params: &mut Reader<'_>) -> Result<(), Error> {
-    let unsupported = Error::UnsupportedAlgorithm { what: "RSASSA-PSS parameters (need SHA-384, MGF1-SHA-384, salt 48)" };
+    let unsupported =
+        Error::UnsupportedAlgorithm { what: "RSASSA-PSS parameters (need SHA-384, MGF1-SHA-384, salt 48)" };
     // [0] hashAlgorithm
     let hash = params.read(tag::context(0)).map_err(|_| unsupported.clone())?;
     let mut h = Reader::new(hash, "PSS hashAlgorithm");

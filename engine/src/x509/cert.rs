@@ -116,8 +116,7 @@ impl<'a> Certificate<'a> {
     /// Walks the extensions once: unique OIDs, known critical ones, basicConstraints and keyUsage decoded.
     fn check_extensions(&mut self) -> Result<(), Error> {
         let mut seen: [&[u8]; MAX_EXTENSIONS] = [&[]; MAX_EXTENSIONS];
-        let mut n = 0;
-        for ext in self.extensions() {
+        for (n, ext) in self.extensions().enumerate() {
             let ext = ext?;
             if n == MAX_EXTENSIONS {
                 return Err(Error::LimitExceeded {
@@ -134,7 +133,6 @@ impl<'a> Certificate<'a> {
                 });
             }
             seen[n] = ext.oid;
-            n += 1;
             if ext.oid == oid::BASIC_CONSTRAINTS {
                 let mut r = Reader::new(ext.value, "BasicConstraints");
                 let mut seq = r.sequence("BasicConstraints")?;
@@ -233,9 +231,7 @@ impl<'a> Certificate<'a> {
 
     /// Iterates over the extensions.
     pub fn extensions(&self) -> Extensions<'a> {
-        Extensions {
-            r: Reader::new(self.extensions.unwrap_or(&[]), "Extensions"),
-        }
+        Extensions { r: Reader::new(self.extensions.unwrap_or(&[]), "Extensions") }
     }
 
     /// Decodes AMD's SEV extensions (1.3.6.1.4.1.3704.1.*).
@@ -246,18 +242,10 @@ impl<'a> Certificate<'a> {
     /// Whether this certificate's validity covers `time`.
     pub fn check_validity(&self, time: UnixTime, role: crate::error::CertRole) -> Result<(), Error> {
         if time < self.not_before {
-            return Err(Error::CertNotYetValid {
-                role,
-                time,
-                not_before: self.not_before,
-            });
+            return Err(Error::CertNotYetValid { role, time, not_before: self.not_before });
         }
         if time > self.not_after {
-            return Err(Error::CertExpired {
-                role,
-                time,
-                not_after: self.not_after,
-            });
+            return Err(Error::CertExpired { role, time, not_after: self.not_after });
         }
         Ok(())
     }
@@ -303,11 +291,7 @@ impl<'a> Iterator for Extensions<'a> {
 }
 
 pub(crate) fn read_time(r: &mut Reader<'_>) -> Result<UnixTime, Error> {
-    let bad = Error::Der {
-        structure: "Time",
-        offset: 0,
-        reason: "invalid UTCTime/GeneralizedTime",
-    };
+    let bad = Error::Der { structure: "Time", offset: 0, reason: "invalid UTCTime/GeneralizedTime" };
     match r.peek_tag() {
         Some(tag::UTC_TIME) => UnixTime::from_utc_time(r.read(tag::UTC_TIME)?).ok_or(bad),
         Some(tag::GENERALIZED_TIME) => {

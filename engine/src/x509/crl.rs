@@ -65,11 +65,7 @@ impl<'a> Crl<'a> {
         while !r.is_empty() {
             entries += 1;
             if entries > MAX_CRL_ENTRIES {
-                return Err(Error::LimitExceeded {
-                    what: "CRL entries",
-                    limit: MAX_CRL_ENTRIES,
-                    found: entries,
-                });
+                return Err(Error::LimitExceeded { what: "CRL entries", limit: MAX_CRL_ENTRIES, found: entries });
             }
             let mut e = r.sequence("revokedCertificate")?;
             let serial = e.integer()?;
@@ -87,16 +83,7 @@ impl<'a> Crl<'a> {
             e.finish()?;
         }
 
-        Ok(Self {
-            tbs,
-            signature_algorithm,
-            signature,
-            issuer,
-            this_update,
-            next_update,
-            revoked,
-            entries,
-        })
+        Ok(Self { tbs, signature_algorithm, signature, issuer, this_update, next_update, revoked, entries })
     }
 
     /// The `TBSCertList` TLV as received (what the issuer signed).

@@ -20,11 +20,7 @@ impl<'a> Name<'a> {
             count += 1;
         })?;
         if count > MAX_RDNS {
-            return Err(Error::LimitExceeded {
-                what: "name attributes",
-                limit: MAX_RDNS,
-                found: count,
-            });
+            return Err(Error::LimitExceeded { what: "name attributes", limit: MAX_RDNS, found: count });
         }
         Ok(name)
     }

@@ -28,11 +28,7 @@ pub fn parse_pem(text: &[u8]) -> Result<Vec<PemBlock>, Error> {
             continue;
         };
         if out.len() == MAX_PEM_BLOCKS {
-            return Err(Error::LimitExceeded {
-                what: "PEM blocks",
-                limit: MAX_PEM_BLOCKS,
-                found: out.len() + 1,
-            });
+            return Err(Error::LimitExceeded { what: "PEM blocks", limit: MAX_PEM_BLOCKS, found: out.len() + 1 });
         }
         let mut b64 = String::new();
         let end = format!("-----END {label}-----");
@@ -54,13 +50,9 @@ pub fn parse_pem(text: &[u8]) -> Result<Vec<PemBlock>, Error> {
         if !closed {
             return Err(bad("missing END line"));
         }
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(b64.as_bytes())
-            .map_err(|_| bad("invalid base64"))?;
-        out.push(PemBlock {
-            label: label.to_owned(),
-            der,
-        });
+        let der =
+            base64::engine::general_purpose::STANDARD.decode(b64.as_bytes()).map_err(|_| bad("invalid base64"))?;
+        out.push(PemBlock { label: label.to_owned(), der });
     }
     Ok(out)
 }
@@ -71,15 +63,10 @@ pub fn certificates_from_pem_or_der(input: &[u8]) -> Result<Vec<Vec<u8>>, Error>
     if input.first() == Some(&0x30) {
         return Ok(vec![input.to_vec()]);
     }
-    let certs: Vec<Vec<u8>> = parse_pem(input)?
-        .into_iter()
-        .filter(|b| b.label == "CERTIFICATE")
-        .map(|b| b.der)
-        .collect();
+    let certs: Vec<Vec<u8>> =
+        parse_pem(input)?.into_iter().filter(|b| b.label == "CERTIFICATE").map(|b| b.der).collect();
     if certs.is_empty() {
-        return Err(Error::Pem {
-            reason: "no CERTIFICATE block",
-        });
+        return Err(Error::Pem { reason: "no CERTIFICATE block" });
     }
     Ok(certs)
 }

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 /// `None` (after printing a visible notice) when absent; under `CI=true` absence is a failure.
 #[track_caller]
 pub fn testdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("ATTEST_TESTDATA").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata")
-    });
+    let dir = std::env::var_os("ATTEST_TESTDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata"));
     if dir.join("INDEX.md").is_file() {
         return Some(dir);
     }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what attest needs on a fresh Debian 12 machine (see ../shared/DESIGN.md §5). Idempotent: packages
+# already present are not reinstalled, and apt is only consulted when something is missing.
+set -euo pipefail
+
+packages=(libssl-dev pkg-config libtss2-dev swtpm swtpm-tools tpm2-tools nghttp2-client golang-go
+          golang-google-grpc-dev python3 python3-venv openssl)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get -o DPkg::Lock::Timeout=300 update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"
+fi
+command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.85+) is required" >&2; exit 1; }
+rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt 2>/dev/null || true
+echo "setup: ok"

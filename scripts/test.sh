@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, docs, unit/integration tests with both crypto providers, and a
+# one-iteration smoke run of every benchmark. `make test` runs this after scripts/setup.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+step() { echo; echo "=== $* ==="; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy (workspace, -D warnings)"
+cargo clippy --workspace --all-targets -- -D warnings
+step "cargo clippy (engine with the ring provider only)"
+cargo clippy -p attest-engine --no-default-features --features ring --all-targets -- -D warnings
+step "cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
+step "cargo test (workspace)"
+cargo test --workspace
+step "cargo test (engine, aws-lc-rs and ring providers)"
+cargo test -p attest-engine --features ring
+if [ -d benches/benches ]; then
+  step "benchmark smoke run (each benchmark once)"
+  cargo bench -p attest-benches -- --test
+fi
+if [ -x fuzz/smoke.sh ]; then
+  step "fuzz smoke run"
+  fuzz/smoke.sh 5
+fi
+echo; echo "all tests passed"
