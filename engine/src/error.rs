@@ -363,6 +363,86 @@ pub enum Error {
     /// The policy requires a CRL and none was supplied.
     CrlMissing,
 
+    // ---- TPM 2.0 (TPM 2.0 Library Part 2) and TCG event logs -------------------------------------------
+    /// A TPM structure is malformed.
+    Tpm {
+        /// The structure (TPM 2.0 Part 2 name).
+        structure: &'static str,
+        /// Byte offset inside the input.
+        offset: usize,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// A TPM algorithm identifier the engine does not accept here.
+    UnsupportedTpmAlgorithm {
+        /// Where it appeared.
+        what: &'static str,
+        /// The TPM_ALG_ID.
+        id: u16,
+    },
+    /// TPMS_ATTEST.magic is not TPM_GENERATED_VALUE (0xFF544347).
+    TpmMagic {
+        /// The value found.
+        found: u32,
+    },
+    /// TPMS_ATTEST.type is not the expected TPM_ST_ATTEST_* value.
+    TpmAttestType {
+        /// Expected (0x8018 for a quote).
+        expected: u16,
+        /// Found.
+        found: u16,
+    },
+    /// The attestation key is not a restricted signing key (TPM 2.0 Part 1 §25.2.3).
+    AkAttributes {
+        /// objectAttributes found.
+        attributes: u32,
+        /// What is missing or forbidden.
+        reason: &'static str,
+    },
+    /// The quote's extraData differs from the expected nonce digest.
+    NonceMismatch {
+        /// Expected extraData.
+        expected: Bytes,
+        /// extraData in the quote.
+        found: Bytes,
+    },
+    /// The quote's pcrDigest differs from the digest of the presented PCR values.
+    PcrDigestMismatch {
+        /// Digest of the presented values, in selection order.
+        computed: Bytes,
+        /// pcrDigest in the quote.
+        quoted: Bytes,
+    },
+    /// A PCR selected by the quote has no presented value, or one of the wrong length.
+    PcrValueMissing {
+        /// The bank.
+        bank: crate::crypto::HashAlgorithm,
+        /// The PCR index.
+        pcr: u8,
+    },
+    /// A SHA-1 bank or signature was presented and the caller did not allow SHA-1.
+    Sha1Refused,
+    /// The quote signature does not verify under the attestation key.
+    QuoteSignatureInvalid,
+    /// A TCG event log is malformed.
+    EventLog {
+        /// Byte offset of the event.
+        offset: usize,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// Replaying the event log does not reproduce a quoted PCR value.
+    EventLogReplayMismatch {
+        /// The bank.
+        bank: crate::crypto::HashAlgorithm,
+        /// The PCR index.
+        pcr: u8,
+        /// The value from the quote / PCR read.
+        expected: Bytes,
+        /// The value from replaying the log.
+        replayed: Bytes,
+    },
+
     // ---- Policy ----------------------------------------------------------------------------------------
     /// A policy check failed.
     Policy(PolicyViolation),
@@ -456,6 +536,28 @@ impl fmt::Display for Error {
                 write!(f, "CRL thisUpdate {this_update} is after the trusted time {time}")
             }
             Self::CrlMissing => f.write_str("policy requires a CRL and none was supplied"),
+            Self::Tpm { structure, offset, reason } => write!(f, "malformed {structure} at offset {offset}: {reason}"),
+            Self::UnsupportedTpmAlgorithm { what, id } => write!(f, "unsupported TPM algorithm 0x{id:04x} for {what}"),
+            Self::TpmMagic { found } => write!(f, "TPMS_ATTEST.magic: expected 0xff544347, found 0x{found:08x}"),
+            Self::TpmAttestType { expected, found } => {
+                write!(f, "TPMS_ATTEST.type: expected 0x{expected:04x}, found 0x{found:04x}")
+            }
+            Self::AkAttributes { attributes, reason } => {
+                write!(f, "attestation key attributes 0x{attributes:08x}: {reason}")
+            }
+            Self::NonceMismatch { expected, found } => write!(f, "quote extraData: expected {expected}, found {found}"),
+            Self::PcrDigestMismatch { computed, quoted } => {
+                write!(f, "quote pcrDigest {quoted} does not match the presented PCR values (digest {computed})")
+            }
+            Self::PcrValueMissing { bank, pcr } => write!(f, "no valid {} value presented for quoted PCR {pcr}", bank.name()),
+            Self::Sha1Refused => f.write_str("SHA-1 PCR bank or signature refused (not allowed by the caller)"),
+            Self::QuoteSignatureInvalid => f.write_str("quote signature does not verify under the attestation key"),
+            Self::EventLog { offset, reason } => write!(f, "malformed event log at offset {offset}: {reason}"),
+            Self::EventLogReplayMismatch { bank, pcr, expected, replayed } => write!(
+                f,
+                "event log replay of {} PCR {pcr} gives {replayed}, expected {expected}",
+                bank.name()
+            ),
             Self::Policy(v) => write!(f, "policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found),
             Self::PolicyFile { format, reason } => write!(f, "invalid {format} policy: {reason}"),
             Self::Misuse { reason } => write!(f, "API misuse: {reason}"),

@@ -28,6 +28,7 @@ pub mod error;
 pub mod policy;
 pub mod snp;
 pub mod time;
+pub mod tpm;
 pub mod x509;
 
 pub use amd::Product;

@@ -1,6 +1,6 @@
 //! The aws-lc-rs provider (default).
 
-use super::{CryptoError, CryptoProvider, Digests, EcdsaAlgorithm, PreparedEcdsaKey, RsaAlgorithm};
+use super::{CryptoError, Digest, HashAlgorithm, CryptoProvider, Digests, EcdsaAlgorithm, PreparedEcdsaKey, RsaAlgorithm};
 use aws_lc_rs::{digest, signature};
 
 /// The aws-lc-rs provider.
@@ -10,6 +10,7 @@ pub static PROVIDER: CryptoProvider = CryptoProvider {
     ecdsa_p384_sha384: &Ecdsa { fixed: &signature::ECDSA_P384_SHA384_FIXED, asn1: &signature::ECDSA_P384_SHA384_ASN1 },
     ecdsa_p256_sha256: &Ecdsa { fixed: &signature::ECDSA_P256_SHA256_FIXED, asn1: &signature::ECDSA_P256_SHA256_ASN1 },
     rsa_pss_sha384: &Rsa(&signature::RSA_PSS_2048_8192_SHA384),
+    rsa_pss_sha256: &Rsa(&signature::RSA_PSS_2048_8192_SHA256),
     rsa_pkcs1_sha256: &Rsa(&signature::RSA_PKCS1_2048_8192_SHA256),
     rsa_pkcs1_sha384: &Rsa(&signature::RSA_PKCS1_2048_8192_SHA384),
 };
@@ -27,6 +28,18 @@ impl Digests for Sha2 {
         let mut out = [0; 48];
         out.copy_from_slice(digest::digest(&digest::SHA384, data).as_ref());
         out
+    }
+    fn digest(&self, alg: HashAlgorithm, parts: &[&[u8]]) -> Digest {
+        let mut ctx = digest::Context::new(match alg {
+            HashAlgorithm::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
+            HashAlgorithm::Sha256 => &digest::SHA256,
+            HashAlgorithm::Sha384 => &digest::SHA384,
+            HashAlgorithm::Sha512 => &digest::SHA512,
+        });
+        for p in parts {
+            ctx.update(p);
+        }
+        Digest::new(ctx.finish().as_ref())
     }
 }
 
@@ -79,5 +92,8 @@ impl core::fmt::Debug for Rsa {
 impl RsaAlgorithm for Rsa {
     fn verify(&self, key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
         signature::UnparsedPublicKey::new(self.0, key).verify(message, sig).map_err(|_| CryptoError)
+    }
+    fn verify_components(&self, n: &[u8], e: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
+        signature::RsaPublicKeyComponents { n, e }.verify(self.0, message, sig).map_err(|_| CryptoError)
     }
 }

@@ -29,6 +29,83 @@ pub trait Digests: Send + Sync + fmt::Debug {
     fn sha256(&self, data: &[u8]) -> [u8; 32];
     /// SHA-384 of `data`.
     fn sha384(&self, data: &[u8]) -> [u8; 48];
+    /// The digest with `alg` of the concatenation of `parts` (no allocation; used for PCR extends and
+    /// multi-part messages).
+    fn digest(&self, alg: HashAlgorithm, parts: &[&[u8]]) -> Digest;
+}
+
+/// A hash algorithm the engine can compute (TPM banks and signature schemes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HashAlgorithm {
+    /// SHA-1 (legacy TPM banks only; refused unless explicitly allowed).
+    Sha1,
+    /// SHA-256.
+    Sha256,
+    /// SHA-384.
+    Sha384,
+    /// SHA-512.
+    Sha512,
+}
+
+impl HashAlgorithm {
+    /// Output length in bytes.
+    pub const fn output_len(self) -> usize {
+        match self {
+            Self::Sha1 => 20,
+            Self::Sha256 => 32,
+            Self::Sha384 => 48,
+            Self::Sha512 => 64,
+        }
+    }
+    /// A short name ("sha256").
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Sha1 => "sha1",
+            Self::Sha256 => "sha256",
+            Self::Sha384 => "sha384",
+            Self::Sha512 => "sha512",
+        }
+    }
+}
+
+/// A digest of up to 64 bytes, inline.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Digest {
+    len: u8,
+    buf: [u8; 64],
+}
+
+impl Digest {
+    /// Copies `bytes` (at most 64).
+    pub fn new(bytes: &[u8]) -> Self {
+        let n = bytes.len().min(64);
+        let mut buf = [0u8; 64];
+        buf[..n].copy_from_slice(&bytes[..n]);
+        Self { len: n as u8, buf }
+    }
+    /// All-zero digest of `alg`'s length.
+    pub fn zero(alg: HashAlgorithm) -> Self {
+        Self { len: alg.output_len() as u8, buf: [0; 64] }
+    }
+    /// The digest bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+impl AsRef<[u8]> for Digest {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
 }
 
 /// A prepared (parsed and validated) ECDSA public key, cheap to use many times.
@@ -52,6 +129,8 @@ pub trait EcdsaAlgorithm: Send + Sync + fmt::Debug {
 pub trait RsaAlgorithm: Send + Sync + fmt::Debug {
     /// Verifies `signature` over `message`.
     fn verify(&self, rsa_public_key: &[u8], message: &[u8], signature: &[u8]) -> Result<(), CryptoError>;
+    /// Verifies `signature` over `message` with a key given as big-endian modulus and exponent.
+    fn verify_components(&self, n: &[u8], e: &[u8], message: &[u8], signature: &[u8]) -> Result<(), CryptoError>;
 }
 
 /// The algorithms the engine uses; every field is a static algorithm object.
@@ -67,6 +146,8 @@ pub struct CryptoProvider {
     pub ecdsa_p256_sha256: &'static dyn EcdsaAlgorithm,
     /// RSASSA-PSS with SHA-384, MGF1-SHA-384, salt length 48 (AMD ARK/ASK/ASVK signatures), 2048–8192 bits.
     pub rsa_pss_sha384: &'static dyn RsaAlgorithm,
+    /// RSASSA-PSS with SHA-256, MGF1-SHA-256, salt length 32, 2048–8192 bits.
+    pub rsa_pss_sha256: &'static dyn RsaAlgorithm,
     /// RSASSA-PKCS1-v1_5 with SHA-256, 2048–8192 bits.
     pub rsa_pkcs1_sha256: &'static dyn RsaAlgorithm,
     /// RSASSA-PKCS1-v1_5 with SHA-384, 2048–8192 bits.

@@ -1,0 +1,1 @@
+//! TCG PC Client event logs (being written).
