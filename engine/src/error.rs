@@ -443,6 +443,48 @@ pub enum Error {
         replayed: Bytes,
     },
 
+    // ---- Azure ------------------------------------------------------------------------------------------
+    /// The HCL runtime data (JSON claims) is malformed or lacks the attestation key.
+    RuntimeData {
+        /// What was wrong.
+        reason: &'static str,
+    },
+
+    // ---- Attestation variants ------------------------------------------------------------------------
+    /// The document names another variant than the validator's.
+    VariantMismatch {
+        /// The validator's variant.
+        expected: &'static str,
+        /// The document's variant string (truncated to 64 bytes).
+        found: Bytes,
+    },
+    /// A part of the evidence the variant needs is absent.
+    MissingEvidence {
+        /// What is missing.
+        what: &'static str,
+    },
+    /// The attestation key is not trusted by the validator's AK policy.
+    AkNotTrusted {
+        /// SHA-256 of the AK's TPMT_PUBLIC.
+        ak_digest: Bytes,
+    },
+    /// The hardware report does not bind the attestation key.
+    AkBindingMismatch {
+        /// The expected binding value.
+        expected: Bytes,
+        /// The value in the report.
+        found: Bytes,
+    },
+    /// An enforced PCR does not have its expected value.
+    PcrMismatch {
+        /// The PCR index.
+        pcr: u8,
+        /// The expected value.
+        expected: Bytes,
+        /// The quoted value (empty when the quote did not cover the PCR).
+        found: Bytes,
+    },
+
     // ---- Policy ----------------------------------------------------------------------------------------
     /// A policy check failed.
     Policy(PolicyViolation),
@@ -558,6 +600,22 @@ impl fmt::Display for Error {
                 "event log replay of {} PCR {pcr} gives {replayed}, expected {expected}",
                 bank.name()
             ),
+            Self::RuntimeData { reason } => write!(f, "HCL runtime data: {reason}"),
+            Self::VariantMismatch { expected, found } => {
+                write!(f, "attestation variant: expected {expected}, found {:?}", String::from_utf8_lossy(found.as_slice()))
+            }
+            Self::MissingEvidence { what } => write!(f, "attestation document lacks {what}"),
+            Self::AkNotTrusted { ak_digest } => write!(f, "attestation key {ak_digest} is not trusted (not pinned or registered)"),
+            Self::AkBindingMismatch { expected, found } => {
+                write!(f, "hardware report does not bind the attestation key: expected {expected}, found {found}")
+            }
+            Self::PcrMismatch { pcr, expected, found } => {
+                if found.as_slice().is_empty() {
+                    write!(f, "PCR {pcr}: expected {expected}, but the quote does not cover it")
+                } else {
+                    write!(f, "PCR {pcr}: expected {expected}, found {found}")
+                }
+            }
             Self::Policy(v) => write!(f, "policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found),
             Self::PolicyFile { format, reason } => write!(f, "invalid {format} policy: {reason}"),
             Self::Misuse { reason } => write!(f, "API misuse: {reason}"),

@@ -2,5 +2,9 @@
 //! runtime data binding the vTPM attestation key.
 
 pub mod hcl;
+pub mod runtime;
+pub mod vtpm;
 
 pub use hcl::{HardwareReportType, HclReport, IGVM_REQUEST_HEADER_SIZE};
+pub use runtime::RuntimeData;
+pub use vtpm::{AzureSnpRequest, VerifiedAzureSnp, verify_azure_snp};

@@ -71,21 +71,22 @@ pub enum QuoteSignature<'a> {
     },
 }
 
-/// One quote verification's input.
+/// One quote verification's input. `'a` is the lifetime of what the verified quote keeps borrowing (the
+/// attest bytes and PCR values); `'k` that of the key and nonce, used only during verification.
 #[derive(Clone, Copy, Debug)]
-pub struct QuoteRequest<'a> {
+pub struct QuoteRequest<'a, 'k> {
     /// TPMS_ATTEST as received.
     pub attest: &'a [u8],
     /// The signature as received.
     pub signature: QuoteSignature<'a>,
     /// The attestation key (already trusted by the caller's AK policy).
-    pub ak: AkPublic<'a>,
+    pub ak: AkPublic<'k>,
     /// The AK's own scheme when known (from its TPMT_PUBLIC); the signature must use it.
     pub ak_scheme: Option<SigScheme>,
     /// The presented PCR values.
     pub pcrs: &'a PcrValues<'a>,
     /// The expected extraData, exactly.
-    pub nonce: &'a [u8],
+    pub nonce: &'k [u8],
     /// Accept SHA-1 PCR banks in the selection.
     pub allow_sha1: bool,
 }
@@ -114,7 +115,7 @@ impl<'a> VerifiedQuote<'a> {
 }
 
 /// Verifies a quote. Allocation-free.
-pub fn verify_quote<'a>(provider: &CryptoProvider, req: &QuoteRequest<'a>) -> Result<VerifiedQuote<'a>, Error> {
+pub fn verify_quote<'a>(provider: &CryptoProvider, req: &QuoteRequest<'a, '_>) -> Result<VerifiedQuote<'a>, Error> {
     let attest = Attest::parse(req.attest)?;
     let sig = match req.signature {
         QuoteSignature::Tpmt(bytes) => TpmSignature::parse(bytes)?,
