@@ -235,6 +235,10 @@ pub(crate) mod oid {
     pub(crate) const COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
     /// 2.5.29.19 basicConstraints
     pub(crate) const BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1D, 0x13];
+    /// 2.5.29.17 subjectAltName
+    pub(crate) const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1D, 0x11];
+    /// 2.5.29.37 extKeyUsage
+    pub(crate) const EXT_KEY_USAGE: &[u8] = &[0x55, 0x1D, 0x25];
     /// 2.5.29.15 keyUsage
     pub(crate) const KEY_USAGE: &[u8] = &[0x55, 0x1D, 0x0F];
     /// 1.3.6.1.4.1.3704.1 — AMD's SEV certificate extension arc (prefix).
@@ -283,16 +287,17 @@ mod tests {
 
     #[test]
     fn nesting_is_bounded() {
-        let mut v = vec![0x05, 0x00];
-        for _ in 0..40 {
-            let mut outer = vec![0x30, v.len() as u8];
-            outer.extend(&v);
-            v = outer;
-            if v.len() > 120 {
-                break;
+        let nested = |depth: usize| {
+            let mut v = vec![0x05, 0x00];
+            for _ in 0..depth {
+                let mut outer = vec![0x30, v.len() as u8];
+                outer.extend(&v);
+                v = outer;
             }
-        }
-        let mut r = Reader::new(&v, "t");
-        skip_any(&mut r, 0).unwrap();
+            v
+        };
+        skip_any(&mut Reader::new(&nested(10), "t"), 0).unwrap();
+        let err = skip_any(&mut Reader::new(&nested(40), "t"), 0).unwrap_err();
+        assert!(matches!(err, Error::LimitExceeded { what: "DER nesting depth", .. }), "{err}");
     }
 }

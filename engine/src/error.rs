@@ -23,6 +23,12 @@ pub enum CertRole {
     Vcek,
     /// Versioned Loaded Endorsement Key (per cloud provider).
     Vlek,
+    /// The end-entity certificate of a generic path (e.g. a TPM AK or EK certificate).
+    Leaf,
+    /// An intermediate CA of a generic path.
+    Intermediate,
+    /// The trust anchor of a generic path.
+    Root,
 }
 
 impl CertRole {
@@ -34,6 +40,9 @@ impl CertRole {
             Self::Asvk => "ASVK",
             Self::Vcek => "VCEK",
             Self::Vlek => "VLEK",
+            Self::Leaf => "leaf certificate",
+            Self::Intermediate => "intermediate CA certificate",
+            Self::Root => "root CA certificate",
         }
     }
 }
@@ -344,6 +353,13 @@ pub enum Error {
         /// Its serial number.
         serial: Bytes,
     },
+    /// No issuer for a certificate was found among the intermediates and trusted roots.
+    UnknownIssuer {
+        /// Depth of the certificate without issuer (0 = leaf).
+        depth: usize,
+    },
+    /// Path building exceeded its depth or signature-check budget.
+    PathBudgetExceeded,
     /// The CRL's signature does not verify under the ARK, or it was issued by someone else.
     CrlSignatureInvalid,
     /// The CRL's nextUpdate lies before the trusted time.
@@ -569,6 +585,8 @@ impl fmt::Display for Error {
                 write!(f, "CHIP_ID {report} does not match the VCEK hwID {certificate}")
             }
             Self::Revoked { role, serial } => write!(f, "{role} serial {serial} is revoked by the ARK's CRL"),
+            Self::UnknownIssuer { depth } => write!(f, "no trusted issuer found for the certificate at depth {depth}"),
+            Self::PathBudgetExceeded => f.write_str("certificate path building exceeded its budget"),
             Self::CrlSignatureInvalid => f.write_str("CRL is not signed by the product's ARK"),
             Self::CrlStale { time, next_update } => match next_update {
                 Some(n) => write!(f, "CRL is stale: nextUpdate {n} is before the trusted time {time}"),

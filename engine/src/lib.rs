@@ -29,6 +29,7 @@ pub mod policy;
 pub mod snp;
 pub mod time;
 pub mod tpm;
+pub mod variant;
 pub mod x509;
 
 pub use amd::Product;

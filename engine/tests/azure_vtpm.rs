@@ -22,7 +22,11 @@ struct Quote {
 
 fn hex_quote(v: &serde_json::Value) -> Quote {
     let h = |v: &serde_json::Value| hex::decode(v.as_str().unwrap()).unwrap();
-    Quote { sig: h(&v["signature"]), msg: h(&v["message"]), pcrs: v["pcrs"].as_array().unwrap().iter().map(h).collect() }
+    Quote {
+        sig: h(&v["signature"]),
+        msg: h(&v["message"]),
+        pcrs: v["pcrs"].as_array().unwrap().iter().map(h).collect(),
+    }
 }
 
 fn byte_array(v: &serde_json::Value) -> Vec<u8> {
@@ -59,7 +63,8 @@ fn trustee_milan_bundle() {
     let Some(dir) = common::testdata() else { return };
     let hcl = common::read(&dir, "trustee-az-snp-vtpm/hcl-report.bin");
     let vcek = common::certs(&dir, "trustee-az-snp-vtpm/vcek.pem");
-    let q: serde_json::Value = serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/tpm-quote-v1.json")).unwrap();
+    let q: serde_json::Value =
+        serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/tpm-quote-v1.json")).unwrap();
     let q = hex_quote(&q);
     let pcr0 = run(&hcl, &vcek[0], &q, b"challenge").unwrap();
     assert_eq!(pcr0, "f3a7e99a5f819a034386bce753a48a73cfdaa0bea0ecfc124bedbf5a8c4799be");
@@ -94,16 +99,24 @@ fn trustee_evidence_v0_v1_genoa() {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s.as_str().unwrap().trim_end_matches('=')).unwrap()
     };
     for (file, pcr0, nonce) in [
-        ("trustee-az-snp-vtpm/evidence-v0.json", "e15c44796beabf46abcec7c57e590942041e47497e4ec27571c8b7664f48dced", b"challenge".to_vec()),
+        (
+            "trustee-az-snp-vtpm/evidence-v0.json",
+            "e15c44796beabf46abcec7c57e590942041e47497e4ec27571c8b7664f48dced",
+            b"challenge".to_vec(),
+        ),
         (
             "trustee-az-snp-vtpm/evidence-genoa.json",
             "afd689d0bb1c5f36f023fbaf574135f555a28a10c1f6b938d2a25e70c7783338",
-            hex::decode("0218488bae25d2509232bf676f1a66a30d7372add909109b36016ef136f2938ca05475f8b46094de6b64270ea35d950f").unwrap(),
+            hex::decode(
+                "0218488bae25d2509232bf676f1a66a30d7372add909109b36016ef136f2938ca05475f8b46094de6b64270ea35d950f",
+            )
+            .unwrap(),
         ),
     ] {
         let ev: serde_json::Value = serde_json::from_slice(&common::read(&dir, file)).unwrap();
         let hcl = byte_array(&ev["report"]);
-        let vcek = attest_engine::x509::pem::certificates_from_pem_or_der(ev["vcek"].as_str().unwrap().as_bytes()).unwrap();
+        let vcek =
+            attest_engine::x509::pem::certificates_from_pem_or_der(ev["vcek"].as_str().unwrap().as_bytes()).unwrap();
         let q = Quote {
             sig: byte_array(&ev["quote"]["signature"]),
             msg: byte_array(&ev["quote"]["message"]),
@@ -111,17 +124,25 @@ fn trustee_evidence_v0_v1_genoa() {
         };
         assert_eq!(run(&hcl, &vcek[0], &q, &nonce).unwrap_or_else(|e| panic!("{file}: {e}")), pcr0);
     }
-    let ev: serde_json::Value = serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/evidence-v1.json")).unwrap();
+    let ev: serde_json::Value =
+        serde_json::from_slice(&common::read(&dir, "trustee-az-snp-vtpm/evidence-v1.json")).unwrap();
     let hcl = b64url(&ev["hcl_report"]);
     let vcek = b64url(&ev["vcek"]);
     let q = hex_quote(&ev["tpm_quote"]);
-    assert_eq!(run(&hcl, &vcek, &q, b"challenge").unwrap(), "e15c44796beabf46abcec7c57e590942041e47497e4ec27571c8b7664f48dced");
+    assert_eq!(
+        run(&hcl, &vcek, &q, b"challenge").unwrap(),
+        "e15c44796beabf46abcec7c57e590942041e47497e4ec27571c8b7664f48dced"
+    );
 }
 
 #[test]
 fn tdx_hcl_reports_parse_and_bind() {
     let Some(dir) = common::testdata() else { return };
-    for file in ["constellation-azure-tdx/hclreport.bin", "azure-cvm-tooling/hcl-report-tdx.bin", "trustee-az-tdx-vtpm/hcl-report.bin"] {
+    for file in [
+        "constellation-azure-tdx/hclreport.bin",
+        "azure-cvm-tooling/hcl-report-tdx.bin",
+        "trustee-az-tdx-vtpm/hcl-report.bin",
+    ] {
         let bytes = common::read(&dir, file);
         let hcl = HclReport::parse(&bytes).unwrap();
         assert_eq!(hcl.report_type(), HardwareReportType::Tdx, "{file}");
@@ -138,7 +159,10 @@ fn tdx_hcl_reports_parse_and_bind() {
     // Constellation's documented value for its TDX report.
     let bytes = common::read(&dir, "constellation-azure-tdx/hclreport.bin");
     let hcl = HclReport::parse(&bytes).unwrap();
-    assert_eq!(hex::encode(&hcl.hardware_report()[128..160]), "1b2d148a60baa97959615549e0e632a10c124bcecec7409e732838629b3fba8e");
+    assert_eq!(
+        hex::encode(&hcl.hardware_report()[128..160]),
+        "1b2d148a60baa97959615549e0e632a10c124bcecec7409e732838629b3fba8e"
+    );
     // Parser negatives (upstream mutations): magic, report type, hash type.
     for (offset, value) in [(0usize, b'X'), (0x4C0 + 8, 9u8), (0x4C0 + 12, 9u8)] {
         let mut b = bytes.clone();
@@ -182,7 +206,10 @@ fn trustee_tdx_quote_under_hcl_ak() {
         allow_sha1: false,
     };
     let ok = verify_quote(default_provider(), &req).unwrap();
-    assert_eq!(hex::encode(ok.pcr(HashAlgorithm::Sha256, 0).unwrap()), "782b20b10f55cc46e2142cc2145d548698073e5beb82752c8d7f9279f0d8a273");
+    assert_eq!(
+        hex::encode(ok.pcr(HashAlgorithm::Sha256, 0).unwrap()),
+        "782b20b10f55cc46e2142cc2145d548698073e5beb82752c8d7f9279f0d8a273"
+    );
     // It does not verify under an SNP-side AK.
     let snp = common::read(&dir, "trustee-az-snp-vtpm/hcl-report.bin");
     let snp_rt = RuntimeData::parse(HclReport::parse(&snp).unwrap().variable_data()).unwrap();

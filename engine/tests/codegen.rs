@@ -9,7 +9,7 @@ use attest_engine::x509::Certificate;
 use std::fmt::Write as _;
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    hex::encode(b)
 }
 
 fn emit(out: &mut String, name: &str, file: &str, der: &[u8]) {

@@ -23,7 +23,7 @@ struct Vector {
 
 fn load(dir: &Path, report: &str, certs: &[&str]) -> Vector {
     let raw = common::read(dir, report);
-    let report = if report.ends_with(".hex") {
+    let report = if Path::new(report).extension().is_some_and(|e| e.eq_ignore_ascii_case("hex")) {
         hex::decode(String::from_utf8(raw).unwrap().trim()).unwrap()
     } else if HclReport::looks_like(&raw) {
         HclReport::parse(&raw).unwrap().snp_report().unwrap().to_vec()

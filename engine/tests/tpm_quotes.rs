@@ -32,7 +32,7 @@ fn bincode(b: &[u8]) -> Bincode {
     Bincode { sig, attest, pcrs }
 }
 
-fn sha256_bank<'a>(values: &'a [Vec<u8>]) -> PcrValues<'a> {
+fn sha256_bank(values: &[Vec<u8>]) -> PcrValues<'_> {
     let mut p = PcrValues::new();
     for (i, v) in values.iter().enumerate() {
         p.set(HashAlgorithm::Sha256, i, v).unwrap();
@@ -44,7 +44,8 @@ fn sha256_bank<'a>(values: &'a [Vec<u8>]) -> PcrValues<'a> {
 fn azure_cvm_tooling_quote() {
     let Some(dir) = common::testdata() else { return };
     let q = bincode(&common::read(&dir, "azure-cvm-tooling/quote.bin"));
-    let ak_der = &attest_engine::x509::pem::parse_pem(&common::read(&dir, "azure-cvm-tooling/akpub.pem")).unwrap()[0].der;
+    let ak_der =
+        &attest_engine::x509::pem::parse_pem(&common::read(&dir, "azure-cvm-tooling/akpub.pem")).unwrap()[0].der;
     let ak = AkPublic::from_spki_der(ak_der).unwrap();
     let pcrs = sha256_bank(&q.pcrs);
     let scheme = SigScheme::RsaSsa(HashAlgorithm::Sha256);
@@ -59,8 +60,14 @@ fn azure_cvm_tooling_quote() {
     };
     let ok = verify_quote(default_provider(), &req).unwrap();
     assert_eq!(ok.attest().firmware_version(), 0x2020_0312_0012_0003);
-    assert_eq!(hex::encode(ok.pcr(HashAlgorithm::Sha256, 0).unwrap()), "f3a7e99a5f819a034386bce753a48a73cfdaa0bea0ecfc124bedbf5a8c4799be");
-    assert_eq!(hex::encode(ok.attest().pcr_digest()), "04fabd988106412e438c1b93ad3b4b046c760f8f99ec557d87adf2ab02b7a4a0");
+    assert_eq!(
+        hex::encode(ok.pcr(HashAlgorithm::Sha256, 0).unwrap()),
+        "f3a7e99a5f819a034386bce753a48a73cfdaa0bea0ecfc124bedbf5a8c4799be"
+    );
+    assert_eq!(
+        hex::encode(ok.attest().pcr_digest()),
+        "04fabd988106412e438c1b93ad3b4b046c760f8f99ec557d87adf2ab02b7a4a0"
+    );
     // Upstream negatives: reversed signature; nonce 01 02 03 04; a flipped PCR bit.
     let rev: Vec<u8> = q.sig.iter().rev().copied().collect();
     let bad = QuoteRequest { signature: QuoteSignature::RsaRaw { scheme, sig: &rev }, ..req };
@@ -95,7 +102,8 @@ fn trustee_tpm_evidence() {
     let ak_der = b64(&ev["ak_public"]);
     let attest = b64(&ev["tpm_quote"]["message"]);
     let sig = b64(&ev["tpm_quote"]["signature"]);
-    let values: Vec<Vec<u8>> = ev["tpm_quote"]["pcrs"].as_array().unwrap().iter().map(|v| hex::decode(v.as_str().unwrap()).unwrap()).collect();
+    let values: Vec<Vec<u8>> =
+        ev["tpm_quote"]["pcrs"].as_array().unwrap().iter().map(|v| hex::decode(v.as_str().unwrap()).unwrap()).collect();
     let pcrs = sha256_bank(&values);
     let parsed = attest_engine::tpm::Attest::parse(&attest).unwrap();
     assert_eq!(parsed.firmware_version(), 0x2019_1023_0016_3636);
@@ -162,19 +170,23 @@ fn gce_attestation_quotes() {
     for q in &quotes {
         let get = |n| &q.iter().find(|(f, _)| *f == n).unwrap().1;
         let pcrs_msg = fields(get(3));
-        let hash = match u64::from_le_bytes(pcrs_msg.iter().find(|(f, _)| *f == 1).unwrap().1.clone().try_into().unwrap()) {
-            4 => HashAlgorithm::Sha1,
-            11 => HashAlgorithm::Sha256,
-            12 => HashAlgorithm::Sha384,
-            h => panic!("hash {h}"),
-        };
+        let hash =
+            match u64::from_le_bytes(pcrs_msg.iter().find(|(f, _)| *f == 1).unwrap().1.clone().try_into().unwrap()) {
+                4 => HashAlgorithm::Sha1,
+                11 => HashAlgorithm::Sha256,
+                12 => HashAlgorithm::Sha384,
+                h => panic!("hash {h}"),
+            };
         banks_seen.push(hash);
         let entries: Vec<(usize, Vec<u8>)> = pcrs_msg
             .iter()
             .filter(|(f, _)| *f == 2)
             .map(|(_, e)| {
                 let kv = fields(e);
-                let k = kv.iter().find(|(f, _)| *f == 1).map_or(0, |(_, v)| u64::from_le_bytes(v.clone().try_into().unwrap()) as usize);
+                let k = kv
+                    .iter()
+                    .find(|(f, _)| *f == 1)
+                    .map_or(0, |(_, v)| u64::from_le_bytes(v.clone().try_into().unwrap()) as usize);
                 (k, kv.iter().find(|(f, _)| *f == 2).unwrap().1.clone())
             })
             .collect();
@@ -193,16 +205,76 @@ fn gce_attestation_quotes() {
         };
         let ok = verify_quote(default_provider(), &req).unwrap_or_else(|e| panic!("{hash:?}: {e}"));
         if hash == HashAlgorithm::Sha256 {
-            assert_eq!(hex::encode(ok.pcr(hash, 0).unwrap()), "0f35c214608d93c7a6e68ae7359b4a8be5a0e99eea9107ece427c4dea4e439cf");
-            assert_eq!(hex::encode(ok.pcr(hash, 7).unwrap()), "3365d7fa2b024c852913c06e04ffbfa6ea5289f743bbf1a76f7ffdf21ed84793");
+            assert_eq!(
+                hex::encode(ok.pcr(hash, 0).unwrap()),
+                "0f35c214608d93c7a6e68ae7359b4a8be5a0e99eea9107ece427c4dea4e439cf"
+            );
+            assert_eq!(
+                hex::encode(ok.pcr(hash, 7).unwrap()),
+                "3365d7fa2b024c852913c06e04ffbfa6ea5289f743bbf1a76f7ffdf21ed84793"
+            );
         }
         // Any non-empty nonce fails.
-        assert!(matches!(verify_quote(default_provider(), &QuoteRequest { nonce: b"x", ..req }), Err(Error::NonceMismatch { .. })));
+        assert!(matches!(
+            verify_quote(default_provider(), &QuoteRequest { nonce: b"x", ..req }),
+            Err(Error::NonceMismatch { .. })
+        ));
         // SHA-1 bank refused unless allowed.
         if hash == HashAlgorithm::Sha1 {
-            assert_eq!(verify_quote(default_provider(), &QuoteRequest { allow_sha1: false, ..req }).unwrap_err(), Error::Sha1Refused);
+            assert_eq!(
+                verify_quote(default_provider(), &QuoteRequest { allow_sha1: false, ..req }).unwrap_err(),
+                Error::Sha1Refused
+            );
         }
     }
     banks_seen.sort_by_key(|h| h.output_len());
     assert_eq!(banks_seen, [HashAlgorithm::Sha1, HashAlgorithm::Sha256, HashAlgorithm::Sha384]);
+}
+
+#[test]
+fn gce_ak_certificate_chains_to_gce_ek_root() {
+    let Some(dir) = common::testdata() else { return };
+    let pb = common::read(&dir, "go-tpm-tools/gce-cos-85-no-nonce.pb");
+    let top = fields(&pb);
+    let ak_cert = &top.iter().find(|(f, _)| *f == 6).unwrap().1;
+    let ak_pub = &top.iter().find(|(f, _)| *f == 1).unwrap().1;
+    let inter2 = common::certs(&dir, "go-tpm-tools/ca-certs/tpm_ek_intermediate_2.crt");
+    let inter3 = common::certs(&dir, "go-tpm-tools/ca-certs/tpm_ek_intermediate_3.crt");
+    let root = common::read(&dir, "go-tpm-tools/ca-certs/tpm_ek_root_1.cer");
+    let gcp_root = common::certs(&dir, "go-tpm-tools/ca-certs/gcp_ek_ak_ca_root.crt");
+    let t = attest_engine::UnixTime::parse("2025-06-01").unwrap();
+    let path = attest_engine::x509::verify_path(
+        default_provider(),
+        ak_cert,
+        &[&inter3[0], &inter2[0]],
+        &[&gcp_root[0], &root],
+        t,
+    )
+    .unwrap();
+    assert_eq!(path.depth, 3);
+    assert_eq!(path.root.der(), &root[..]);
+    // The certified key is the AK.
+    let ak = TpmtPublic::parse(ak_pub).unwrap();
+    let AkPublic::Rsa { modulus, .. } = ak.key() else { panic!("RSA AK") };
+    let attest_engine::x509::PublicKey::Rsa { pkcs1 } = path.leaf.public_key() else { panic!("RSA cert") };
+    let from_cert = AkPublic::from_spki_der(path.leaf.spki()).unwrap();
+    assert_eq!(from_cert, AkPublic::Rsa { modulus, exponent: 65_537 });
+    assert!(!pkcs1.is_empty());
+    // Without the right intermediate, or against the other Google root, there is no path.
+    assert!(matches!(
+        attest_engine::x509::verify_path(default_provider(), ak_cert, &[&inter3[0]], &[&root], t),
+        Err(Error::UnknownIssuer { depth: 0 })
+    ));
+    assert!(attest_engine::x509::verify_path(default_provider(), ak_cert, &[&inter2[0]], &[&gcp_root[0]], t).is_err());
+    // Every bit of the AK certificate's TBS matters.
+    let cert = attest_engine::x509::Certificate::from_der(ak_cert).unwrap();
+    let tbs_start = cert.tbs().as_ptr() as usize - ak_cert.as_ptr() as usize;
+    for i in (tbs_start * 8..(tbs_start + cert.tbs().len()) * 8).step_by(7) {
+        let mut c = ak_cert.clone();
+        c[i / 8] ^= 1 << (i % 8);
+        assert!(
+            attest_engine::x509::verify_path(default_provider(), &c, &[&inter2[0]], &[&root], t).is_err(),
+            "bit {i}"
+        );
+    }
 }

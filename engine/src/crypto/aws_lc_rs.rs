@@ -1,6 +1,8 @@
 //! The aws-lc-rs provider (default).
 
-use super::{CryptoError, Digest, HashAlgorithm, CryptoProvider, Digests, EcdsaAlgorithm, PreparedEcdsaKey, RsaAlgorithm};
+use super::{
+    CryptoError, CryptoProvider, Digest, Digests, EcdsaAlgorithm, HashAlgorithm, PreparedEcdsaKey, RsaAlgorithm,
+};
 use aws_lc_rs::{digest, signature};
 
 /// The aws-lc-rs provider.

@@ -1,6 +1,8 @@
 //! The ring provider (alternative backend).
 
-use super::{CryptoError, Digest, HashAlgorithm, CryptoProvider, Digests, EcdsaAlgorithm, PreparedEcdsaKey, RsaAlgorithm};
+use super::{
+    CryptoError, CryptoProvider, Digest, Digests, EcdsaAlgorithm, HashAlgorithm, PreparedEcdsaKey, RsaAlgorithm,
+};
 use ring::{digest, signature};
 
 /// The ring provider.

@@ -32,6 +32,8 @@ pub(crate) struct VerifiedLeaf {
     pub(crate) intermediate_sha256: [u8; 32],
     /// Whether revocation was checked against a CRL.
     pub(crate) crl_checked: bool,
+    /// Whether the verification may be reused (false when it relied on a per-policy waiver).
+    pub(crate) cacheable: bool,
 }
 
 struct Slot {

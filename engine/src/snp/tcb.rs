@@ -67,17 +67,22 @@ pub struct TcbVersion {
 impl TcbVersion {
     /// Decodes a raw TCB_VERSION for `product`; reserved bytes must be zero.
     pub fn decode(raw: u64, product: Product) -> Result<Self, Error> {
+        Self::decode_field(raw, product, "TCB_VERSION", 0)
+    }
+
+    /// [`Self::decode`] for the report field `field` at `offset`, so errors name the reserved byte's offset.
+    pub(crate) fn decode_field(raw: u64, product: Product, field: &'static str, offset: usize) -> Result<Self, Error> {
         let b = raw.to_le_bytes();
         match product {
             Product::Milan | Product::Genoa => {
-                if b[2..6].iter().any(|x| *x != 0) {
-                    return Err(Error::ReservedNonZero { field: "TCB_VERSION bytes 2..6", offset: 0 });
+                if let Some(i) = (2..6).find(|i| b[*i] != 0) {
+                    return Err(Error::ReservedNonZero { field, offset: offset + i });
                 }
                 Ok(Self { fmc: None, bootloader: b[0], tee: b[1], snp: b[6], microcode: b[7] })
             }
             Product::Turin => {
-                if b[4..7].iter().any(|x| *x != 0) {
-                    return Err(Error::ReservedNonZero { field: "TCB_VERSION bytes 4..7", offset: 0 });
+                if let Some(i) = (4..7).find(|i| b[*i] != 0) {
+                    return Err(Error::ReservedNonZero { field, offset: offset + i });
                 }
                 Ok(Self { fmc: Some(b[0]), bootloader: b[1], tee: b[2], snp: b[3], microcode: b[7] })
             }

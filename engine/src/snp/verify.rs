@@ -291,7 +291,9 @@ impl SnpVerifier {
                 let cpuid = report.cpuid_product().transpose()?;
                 let role = report.signing_key().role();
                 let leaf = Arc::new(self.verify_chain(&chain, cpuid, role, policy, &mut verdict)?);
-                self.cache.insert(leaf_key, Arc::clone(&leaf));
+                if leaf.cacheable {
+                    self.cache.insert(leaf_key, Arc::clone(&leaf));
+                }
                 (leaf, false)
             }
         };
@@ -318,7 +320,7 @@ impl SnpVerifier {
         verdict.set(Check::SigningKey, Outcome::Passed);
 
         // REPORTED_TCB == the leaf's SPLs.
-        let reported_tcb = TcbVersion::decode(report.reported_tcb(), leaf.product)?;
+        let reported_tcb = TcbVersion::decode_field(report.reported_tcb(), leaf.product, "REPORTED_TCB", 0x180)?;
         for (component, cert) in leaf.tcb.components() {
             let found = reported_tcb.get(component).unwrap_or(0);
             if found != cert {
@@ -331,7 +333,8 @@ impl SnpVerifier {
         match (&leaf.hw_id, report.mask_chip_key()) {
             (Some((hw, n)), false) => {
                 let chip = &report.chip_id()[..*n];
-                if chip != &hw[..*n] {
+                // Turin hwIDs are 8 bytes; the rest of CHIP_ID must then be zero.
+                if chip != &hw[..*n] || report.chip_id()[*n..].iter().any(|b| *b != 0) {
                     return Err(Error::ChipIdMismatch { report: Bytes::new(chip), certificate: Bytes::new(&hw[..*n]) });
                 }
                 verdict.set(Check::ChipIdBinding, Outcome::Passed);
@@ -431,7 +434,12 @@ impl SnpVerifier {
             if cert.subject() != leaf.issuer() {
                 return Err(Error::IssuerMismatch { role: expected_role });
             }
-            let role = if expected_role == CertRole::Vlek { CertRole::Asvk } else { CertRole::Ask };
+            // AMD names ASVKs "SEV-VLEK-<product>" and ASKs "SEV-<product>".
+            let role = if cert.subject().common_name().is_some_and(|cn| cn.starts_with("SEV-VLEK-")) {
+                CertRole::Asvk
+            } else {
+                CertRole::Ask
+            };
             let i = verify_intermediate(self.provider, &ark, &cert, role)?;
             (role, d, i)
         } else {
@@ -457,6 +465,8 @@ impl SnpVerifier {
 
         // Revocation.
         let mut expires = leaf.not_after().min(inter_info.not_after).min(info.ark_not_after);
+        let mut not_before = leaf.not_before().max(inter_info.not_before).max(info.ark_not_before);
+        let mut cacheable = true;
         let crl_checked = {
             let crls = self.crls.read().unwrap_or_else(PoisonError::into_inner);
             match crls.iter().find(|c| c.product == product) {
@@ -467,12 +477,15 @@ impl SnpVerifier {
                     if t < crl.this_update() {
                         return Err(Error::CrlNotYetValid { time: t, this_update: crl.this_update() });
                     }
+                    not_before = not_before.max(crl.this_update());
                     match crl.next_update() {
                         Some(n) if t <= n => expires = expires.min(n),
                         next_update => {
                             if !policy.allow_stale_crl {
                                 return Err(Error::CrlStale { time: t, next_update });
                             }
+                            // Accepted only under this policy's waiver: never reuse it from the cache.
+                            cacheable = false;
                         }
                     }
                     for (role, serial) in [(inter_role, inter.serial()), (leaf_role, leaf.serial())] {
@@ -521,10 +534,11 @@ impl SnpVerifier {
             key,
             tcb,
             hw_id,
-            not_before: leaf.not_before().max(inter_info.not_before).max(info.ark_not_before),
+            not_before,
             expires,
             intermediate_sha256: inter_info.sha256,
             crl_checked,
+            cacheable,
         })
     }
 }
@@ -727,9 +741,9 @@ fn check_policy(
     policy::platform_flags(verdict, policy, report.platform_info().0)?;
     policy::allow_list(verdict, Check::ChipId, &policy.chip_ids, report.chip_id())?;
 
-    let current = TcbVersion::decode(report.current_tcb(), product)?;
-    let committed = TcbVersion::decode(report.committed_tcb(), product)?;
-    let launch = TcbVersion::decode(report.launch_tcb(), product)?;
+    let current = TcbVersion::decode_field(report.current_tcb(), product, "CURRENT_TCB", 0x38)?;
+    let committed = TcbVersion::decode_field(report.committed_tcb(), product, "COMMITTED_TCB", 0x1E0)?;
+    let launch = TcbVersion::decode_field(report.launch_tcb(), product, "LAUNCH_TCB", 0x1F0)?;
     not_above(Check::TcbConsistency, reported, current)?;
     not_above(Check::TcbConsistency, committed, current)?;
     verdict.set(Check::TcbConsistency, Outcome::Passed);

@@ -138,7 +138,11 @@ impl<'a> PcrSelection<'a> {
         let start = r.position();
         let count = r.u32()? as usize;
         if count > MAX_PCR_SELECTIONS {
-            return Err(Error::LimitExceeded { what: "TPML_PCR_SELECTION.count", limit: MAX_PCR_SELECTIONS, found: count });
+            return Err(Error::LimitExceeded {
+                what: "TPML_PCR_SELECTION.count",
+                limit: MAX_PCR_SELECTIONS,
+                found: count,
+            });
         }
         let mut seen: [u16; MAX_PCR_SELECTIONS] = [0; MAX_PCR_SELECTIONS];
         for i in 0..count {

@@ -44,7 +44,11 @@ impl<'a> PcrValues<'a> {
         if value.len() != alg.output_len() {
             return Err(Error::PcrValueMissing { bank: alg, pcr: index as u8 });
         }
-        let slot = self.banks.iter().position(|b| b.is_some_and(|b| b.alg == alg)).or_else(|| self.banks.iter().position(Option::is_none));
+        let slot = self
+            .banks
+            .iter()
+            .position(|b| b.is_some_and(|b| b.alg == alg))
+            .or_else(|| self.banks.iter().position(Option::is_none));
         let slot = slot.ok_or(Error::LimitExceeded { what: "PCR banks", limit: MAX_BANKS, found: MAX_BANKS + 1 })?;
         let bank = self.banks[slot].get_or_insert(PcrBank { alg, values: [&[]; PCR_COUNT] });
         bank.values[index] = value;
@@ -53,7 +57,13 @@ impl<'a> PcrValues<'a> {
 
     /// The value of PCR `index` in bank `alg`, if presented.
     pub fn get(&self, alg: HashAlgorithm, index: usize) -> Option<&'a [u8]> {
-        self.banks.iter().flatten().find(|b| b.alg == alg).and_then(|b| b.values.get(index)).copied().filter(|v| !v.is_empty())
+        self.banks
+            .iter()
+            .flatten()
+            .find(|b| b.alg == alg)
+            .and_then(|b| b.values.get(index))
+            .copied()
+            .filter(|v| !v.is_empty())
     }
 }
 
@@ -129,7 +139,10 @@ pub fn verify_quote<'a>(provider: &CryptoProvider, req: &QuoteRequest<'a, '_>) -
     let scheme = sig.scheme();
     if let Some(want) = req.ak_scheme {
         if want != scheme {
-            return Err(Error::UnsupportedTpmAlgorithm { what: "signature scheme differs from the AK's scheme", id: 0 });
+            return Err(Error::UnsupportedTpmAlgorithm {
+                what: "signature scheme differs from the AK's scheme",
+                id: 0,
+            });
         }
     }
     let hash = scheme.hash();
@@ -160,7 +173,10 @@ pub fn verify_quote<'a>(provider: &CryptoProvider, req: &QuoteRequest<'a, '_>) -
     }
     let computed = provider.digests.digest(hash, &parts[..n]);
     if computed.as_bytes() != attest.pcr_digest() {
-        return Err(Error::PcrDigestMismatch { computed: Bytes::new(computed.as_bytes()), quoted: Bytes::new(attest.pcr_digest()) });
+        return Err(Error::PcrDigestMismatch {
+            computed: Bytes::new(computed.as_bytes()),
+            quoted: Bytes::new(attest.pcr_digest()),
+        });
     }
     Ok(VerifiedQuote { attest, pcrs: req.pcrs })
 }

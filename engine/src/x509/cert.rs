@@ -160,7 +160,13 @@ impl<'a> Certificate<'a> {
                     v |= u16::from(*b);
                 }
                 self.key_usage = Some(v);
-            } else if ext.critical && oid::is_amd(ext.oid).is_none() {
+            } else if ext.critical
+                && oid::is_amd(ext.oid).is_none()
+                && ext.oid != oid::SUBJECT_ALT_NAME
+                && ext.oid != oid::EXT_KEY_USAGE
+            {
+                // subjectAltName is critical in TPM EK/AK certificates with an empty subject (TCG EK
+                // Credential Profile §3.2.9); it and extKeyUsage are exposed to callers, not interpreted.
                 // Unknown critical extension: RFC 5280 §4.2 requires rejecting the certificate.
                 return Err(Error::UnsupportedCriticalExtension);
             }

@@ -5,6 +5,7 @@ pub mod amd;
 pub mod cert;
 pub mod crl;
 pub mod name;
+pub mod path;
 pub mod pem;
 
 pub use alg::{PublicKey, SignatureAlgorithm};
@@ -12,3 +13,4 @@ pub use amd::AmdExtensions;
 pub use cert::{Certificate, Extension};
 pub use crl::Crl;
 pub use name::Name;
+pub use path::{VerifiedPath, verify_path};

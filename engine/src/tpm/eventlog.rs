@@ -1,1 +1,0 @@
-//! TCG PC Client event logs (being written).
