@@ -1,7 +1,13 @@
 //! Compiles the .proto files with protox (pure Rust, no protoc) and generates prost types.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["protos/attestation.proto", "protos/join.proto", "protos/init.proto", "protos/kms.proto", "protos/components.proto"];
+    let files = [
+        "protos/attestation.proto",
+        "protos/join.proto",
+        "protos/init.proto",
+        "protos/kms.proto",
+        "protos/components.proto",
+    ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");
     }

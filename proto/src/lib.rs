@@ -65,7 +65,9 @@ mod tests {
         assert_eq!(m.encode_to_vec()[0], (8 << 3) | 2);
         let m = kms::GetDataKeyRequest { length: 32, ..Default::default() };
         assert_eq!(m.encode_to_vec(), vec![2 << 3, 32]);
-        let m = init::InitResponse { kind: Some(init::init_response::Kind::Log(init::LogResponseType { log: b"hi".to_vec() })) };
+        let m = init::InitResponse {
+            kind: Some(init::init_response::Kind::Log(init::LogResponseType { log: b"hi".to_vec() })),
+        };
         assert_eq!(m.encode_to_vec()[0], (3 << 3) | 2);
         let m = join::IssueJoinTicketRequest { host_certificate_principals: vec!["a".into()], ..Default::default() };
         assert_eq!(m.encode_to_vec()[0], (5 << 3) | 2);
