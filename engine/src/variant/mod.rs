@@ -194,7 +194,7 @@ pub struct Validated<'a> {
     pub ak_basis: AkBasis,
     /// Each expected PCR's outcome.
     pub pcrs: Vec<(u8, PcrOutcome)>,
-    /// Whether an event log was replayed against the quote.
+    /// Whether an event log was replayed against the quote and matched at least one quoted PCR.
     pub event_log_replayed: bool,
     /// The user data bound by the quote.
     pub user_data: &'a [u8],
@@ -274,7 +274,11 @@ impl Validator {
                 let report =
                     hcl.snp_report().ok_or(Error::MissingEvidence { what: "an SNP report in the HCL report" })?;
                 let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "the VCEK" })?;
+                if hcl.hash_type() != 1 {
+                    return Err(Error::UnsupportedAlgorithm { what: "HCL runtime-data hash (need SHA-256)" });
+                }
                 let verified = self.snp.verify(&snp_request(report, snp_ev, time), &self.snp_policy)?;
+                require_signer(&verified, crate::CertRole::Vcek)?;
                 let mut expected = [0u8; 64];
                 expected[..32].copy_from_slice(&provider.digests.sha256(hcl.variable_data()));
                 if verified.report().report_data() != &expected {
@@ -291,11 +295,9 @@ impl Validator {
                 tpmt.check_attestation_key()?;
                 let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "SNP evidence" })?;
                 let verified = self.snp.verify(&snp_request(snp_ev.report, snp_ev, time), &self.snp_policy)?;
-                let want_signer =
+                let want =
                     if self.variant == Variant::AwsSevSnp { crate::CertRole::Vlek } else { crate::CertRole::Vcek };
-                if verified.signer() != want_signer {
-                    return Err(Error::SigningKeyMismatch { report: want_signer, certificate: verified.signer() });
-                }
+                require_signer(&verified, want)?;
                 let binding = Self::ak_binding(provider, tpm.ak_public);
                 if verified.report().report_data() != binding.as_bytes() {
                     return Err(Error::AkBindingMismatch {
@@ -320,12 +322,7 @@ impl Validator {
             },
         )?;
 
-        let event_log_replayed = if tpm.event_log.is_empty() {
-            false
-        } else {
-            check_event_log(provider, tpm.event_log, &quote)?;
-            true
-        };
+        let event_log_replayed = !tpm.event_log.is_empty() && check_event_log(provider, tpm.event_log, &quote)?;
 
         let mut pcrs = Vec::with_capacity(self.pcrs.entries.len());
         for e in &self.pcrs.entries {
@@ -354,6 +351,18 @@ impl Validator {
     }
 }
 
+/// The variant's required signer (AWS: VLEK; Azure and GCP: VCEK), as a policy check on the signing key.
+fn require_signer(verified: &VerifiedReport<'_>, want: crate::CertRole) -> Result<(), Error> {
+    if verified.signer() == want {
+        return Ok(());
+    }
+    Err(crate::policy::violation(
+        crate::policy::Check::SigningKey,
+        crate::error::Value::Text(want.name()),
+        crate::error::Value::Text(verified.signer().name()),
+    ))
+}
+
 fn snp_request<'a>(report: &'a [u8], ev: &SnpEvidence<'a>, time: UnixTime) -> SnpRequest<'a> {
     SnpRequest {
         report,
@@ -366,14 +375,17 @@ fn snp_request<'a>(report: &'a [u8], ev: &SnpEvidence<'a>, time: UnixTime) -> Sn
     }
 }
 
-/// Replays the SHA-256 bank of the event log against the quoted PCRs it touches.
-fn check_event_log(provider: &CryptoProvider, log: &[u8], quote: &VerifiedQuote<'_>) -> Result<(), Error> {
+/// Replays the SHA-256 bank of the event log against the quoted PCRs it touches. Returns whether the log
+/// touches at least one quoted PCR (a log that touches none proves nothing, and is reported as not replayed).
+fn check_event_log(provider: &CryptoProvider, log: &[u8], quote: &VerifiedQuote<'_>) -> Result<bool, Error> {
     let log = crate::tpm::eventlog::EventLog::parse(log)?;
+    let touched = log.replay(provider, HashAlgorithm::Sha256, false)?.touched_mask();
     let mut quoted: Vec<(u8, &[u8])> = Vec::new();
     for i in 0..24u8 {
         if let Some(v) = quote.pcr(HashAlgorithm::Sha256, usize::from(i)) {
             quoted.push((i, v));
         }
     }
-    log.check_against(provider, HashAlgorithm::Sha256, &quoted, false)
+    log.check_against(provider, HashAlgorithm::Sha256, &quoted, false)?;
+    Ok(quoted.iter().any(|(i, _)| touched & (1 << i) != 0))
 }
