@@ -1,0 +1,77 @@
+//! Writing measurements back out, in the shapes Constellation reads. Output is deterministic (PCR order,
+//! lowercase hex, two-space indent), so a file written here and signed stays byte-stable.
+
+use crate::pcr::Measurements;
+use crate::release::ReleaseMeasurements;
+use core::fmt::Write as _;
+
+impl Measurements {
+    /// The map as pretty JSON: `{"<index>": {"expected": "<hex>", "warnOnly": <bool>}, …}` in PCR order,
+    /// newline-terminated.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        write_json_map(&mut out, self, "");
+        out.push('\n');
+        out
+    }
+
+    /// The map as YAML, integer keys in PCR order; expected values are quoted so an all-digit value is
+    /// never read back as a number.
+    pub fn to_yaml(&self) -> String {
+        let mut out = String::new();
+        for (index, m) in self.iter() {
+            let _ = write!(
+                out,
+                "{index}:\n  expected: \"{}\"\n  warnOnly: {}\n",
+                hex::encode(m.expected()),
+                m.is_warn_only()
+            );
+        }
+        out
+    }
+}
+
+impl ReleaseMeasurements {
+    /// The release list as pretty JSON (Constellation's `measurements.json` shape), newline-terminated.
+    pub fn to_json(&self) -> String {
+        let s = |v: &str| serde_json::Value::String(v.to_owned()).to_string();
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "{{\n  \"version\": {},\n  \"ref\": {},\n  \"stream\": {},\n  \"list\": [",
+            s(self.version()),
+            s(self.reference()),
+            s(self.stream())
+        );
+        for (i, e) in self.entries().iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let _ = write!(
+                out,
+                "{sep}\n    {{\n      \"csp\": \"{}\",\n      \"attestationVariant\": \"{}\",\n      \"measurements\": ",
+                e.csp, e.variant
+            );
+            write_json_map(&mut out, &e.measurements, "      ");
+            out.push_str("\n    }");
+        }
+        out.push_str("\n  ]\n}\n");
+        out
+    }
+}
+
+fn write_json_map(out: &mut String, map: &Measurements, indent: &str) {
+    if map.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (i, (index, m)) in map.iter().enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        let _ = write!(
+            out,
+            "{sep}\n{indent}  \"{index}\": {{\n{indent}    \"expected\": \"{}\",\n{indent}    \"warnOnly\": {}\n{indent}  }}",
+            hex::encode(m.expected()),
+            m.is_warn_only()
+        );
+    }
+    let _ = write!(out, "\n{indent}}}");
+}
