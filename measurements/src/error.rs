@@ -124,6 +124,13 @@ pub enum Error {
         /// Its length in bytes.
         found: usize,
     },
+    /// The map holds SHA-384 values where SHA-256 values are needed (the validators compare the SHA-256 bank).
+    NotSha256 {
+        /// The PCR.
+        index: PcrIndex,
+        /// Its length in bytes.
+        found: usize,
+    },
     /// Expected values of one map have different lengths (one map describes one PCR bank).
     MixedLengths {
         /// The first PCR whose length differs.
@@ -259,6 +266,9 @@ impl fmt::Display for Error {
             Self::DuplicatePcr { index } => write!(f, "PCR {index} appears twice"),
             Self::InvalidHex { index, offset } => {
                 write!(f, "PCR {index}: expected value is not hex (at character {offset})")
+            }
+            Self::NotSha256 { index, found } => {
+                write!(f, "PCR {index}: the validators enforce SHA-256 values (32 bytes), this one has {found}")
             }
             Self::WrongLength { index: Some(index), found } => {
                 write!(f, "PCR {index}: expected value has {found} bytes, not 32 or 48")

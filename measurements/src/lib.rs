@@ -48,6 +48,7 @@ mod error;
 mod key;
 mod parse;
 mod pcr;
+mod policy;
 mod release;
 mod signature;
 

@@ -5,6 +5,7 @@
 //! unreadable/malformed input file detected here does too, with a message on stderr.
 
 pub mod input;
+pub mod measurements;
 pub mod snp;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,9 @@ pub enum Command {
     /// AMD SEV-SNP: verify reports, verify VCEK/VLEK chains, show report fields.
     #[command(subcommand)]
     Snp(snp::SnpCommand),
+    /// Expected-measurement files: show, diff, verify signatures and compare PCR values.
+    #[command(subcommand)]
+    Measurements(measurements::MeasurementsCommand),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -79,6 +83,7 @@ impl std::error::Error for UsageError {}
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Snp(cmd) => snp::run(cmd),
+        Command::Measurements(cmd) => measurements::run(cmd),
     };
     match result {
         Ok(status) => status.into(),
