@@ -19,6 +19,8 @@ step "cargo test (workspace)"
 cargo test --workspace
 step "cargo test (engine, aws-lc-rs and ring providers)"
 cargo test -p attest-engine --features ring
+step "cargo test (engine, ring provider only)"
+cargo test -p attest-engine --no-default-features --features ring
 if [ -d benches/benches ]; then
   step "benchmark smoke run (each benchmark once)"
   cargo bench -p attest-benches -- --test

@@ -136,6 +136,7 @@ fn digests_agree_with_known_answers(provider: &'static CryptoProvider) {
     );
 }
 
+#[cfg(feature = "aws-lc-rs")]
 #[test]
 fn aws_lc_rs_provider() {
     let p = &attest_engine::crypto::aws_lc_rs::PROVIDER;
@@ -153,7 +154,7 @@ fn ring_provider() {
     run(p);
 }
 
-#[cfg(feature = "ring")]
+#[cfg(all(feature = "ring", feature = "aws-lc-rs"))]
 #[test]
 fn providers_agree_on_every_outcome() {
     let a = run(&attest_engine::crypto::aws_lc_rs::PROVIDER);
