@@ -7,6 +7,15 @@
 //! Every evidence type goes through the same pipeline: parse (a borrowed view) → structural checks →
 //! chain to a pinned root (cached) → signature over the original bytes → policy.
 //!
+//! | module | evidence |
+//! |---|---|
+//! | [`snp`] | AMD SEV-SNP attestation reports, VCEK/VLEK → ASK/ASVK → ARK chains ([`x509`], [`amd`]), CRLs, a verified-leaf cache, [`policy`] |
+//! | [`tpm`] | TPM 2.0 quotes (TPMS_ATTEST, TPMT_SIGNATURE, TPMT_PUBLIC), TCG PC Client event logs |
+//! | [`azure`] | Azure's vTPM HCL report and runtime data (the SNP report binds the vTPM attestation key) |
+//! | [`variant`] | attestation documents per variant (qemu-vtpm, azure/aws/gcp-sev-snp): AK trust, freshness, PCR policy |
+//!
+//! Cryptography comes from an injected [`CryptoProvider`]: aws-lc-rs by default, ring as an alternative.
+//!
 //! ```no_run
 //! use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
 //! # let (report, vcek) = (&[0u8; 0x4A0][..], &[][..]);

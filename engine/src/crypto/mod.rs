@@ -2,7 +2,7 @@
 //! rustls' `CryptoProvider`), so the engine does not hard-wire a backend.
 //!
 //! Two providers ship: [`aws_lc_rs::PROVIDER`] (the default: P-384 verify measured at ≈0.2 ms on this
-//! machine against ≈0.9 ms for ring and OpenSSL 3.0) and [`ring::PROVIDER`]. Both are tested against the
+//! machine against ≈0.9 ms for ring and OpenSSL 3.0) and `ring::PROVIDER` (feature `ring`). Both are tested against the
 //! same real evidence.
 
 #[cfg(feature = "aws-lc-rs")]

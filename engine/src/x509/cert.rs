@@ -2,7 +2,7 @@
 //!
 //! Parsing checks structure only: DER well-formedness, version 3, identical inner and outer signature
 //! algorithms, a supported key, unique extensions and no unknown critical extension. Signatures, validity
-//! and AMD-specific meaning are checked by the chain verifier ([`crate::snp::chain`]).
+//! and AMD-specific meaning are checked by the chain verifier ([`crate::snp::SnpVerifier`]).
 
 use super::alg::{PublicKey, SignatureAlgorithm};
 use super::amd::AmdExtensions;
