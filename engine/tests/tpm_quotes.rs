@@ -85,12 +85,18 @@ fn azure_cvm_tooling_quote() {
     let partial = sha256_bank(&q.pcrs[..23]);
     let bad = QuoteRequest { pcrs: &partial, ..req };
     assert!(matches!(verify_quote(default_provider(), &bad), Err(Error::PcrValueMissing { pcr: 23, .. })));
-    // Every bit of the signed TPMS_ATTEST.
+    // Every bit of the signed TPMS_ATTEST, and of the signature.
     for i in 0..q.attest.len() * 8 {
         let mut a = q.attest.clone();
         a[i / 8] ^= 1 << (i % 8);
         let bad = QuoteRequest { attest: &a, ..req };
-        assert!(verify_quote(default_provider(), &bad).is_err(), "bit {i}");
+        assert!(verify_quote(default_provider(), &bad).is_err(), "attest bit {i}");
+    }
+    for i in 0..q.sig.len() * 8 {
+        let mut sig = q.sig.clone();
+        sig[i / 8] ^= 1 << (i % 8);
+        let bad = QuoteRequest { signature: QuoteSignature::RsaRaw { scheme, sig: &sig }, ..req };
+        assert_eq!(verify_quote(default_provider(), &bad).unwrap_err(), Error::QuoteSignatureInvalid, "sig bit {i}");
     }
 }
 
@@ -119,6 +125,20 @@ fn trustee_tpm_evidence() {
         allow_sha1: false,
     };
     verify_quote(default_provider(), &req).unwrap();
+    // Every bit of the TPMS_ATTEST and of the TPMT_SIGNATURE (header and signature bytes).
+    for i in 0..attest.len() * 8 {
+        let mut a = attest.clone();
+        a[i / 8] ^= 1 << (i % 8);
+        assert!(verify_quote(default_provider(), &QuoteRequest { attest: &a, ..req }).is_err(), "attest bit {i}");
+    }
+    for i in 0..sig.len() * 8 {
+        let mut s = sig.clone();
+        s[i / 8] ^= 1 << (i % 8);
+        assert!(
+            verify_quote(default_provider(), &QuoteRequest { signature: QuoteSignature::Tpmt(&s), ..req }).is_err(),
+            "sig bit {i}"
+        );
+    }
     // The nonce must match exactly: dropping the 16 trailing zero bytes is not the same nonce.
     let bad = QuoteRequest { nonce: &nonce[..48], ..req };
     assert!(matches!(verify_quote(default_provider(), &bad), Err(Error::NonceMismatch { .. })));
