@@ -26,7 +26,8 @@ if [ -d benches/benches ]; then
   cargo bench -p attest-benches -- --test
 fi
 if [ -x fuzz/smoke.sh ]; then
-  step "fuzz smoke run"
+  step "fuzz smoke run (5 s per target; long runs: fuzz/README.md)"
+  command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --quiet
   fuzz/smoke.sh 5
 fi
 echo; echo "all tests passed"

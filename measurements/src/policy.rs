@@ -12,7 +12,7 @@ impl Measurements {
         for (index, m) in self.iter() {
             let expected: [u8; 32] =
                 m.expected().try_into().map_err(|_| Error::NotSha256 { index, found: m.expected().len() })?;
-            entries.push(PcrExpectation { index: index.get() as u8, expected, warn_only: m.is_warn_only() });
+            entries.push(PcrExpectation { index: index.get(), expected, warn_only: m.is_warn_only() });
         }
         Ok(PcrPolicy { entries })
     }
