@@ -11,3 +11,5 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod issuer;
+pub mod tpm;
