@@ -11,5 +11,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod grpc;
 pub mod issuer;
 pub mod tpm;

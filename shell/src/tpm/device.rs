@@ -7,7 +7,7 @@
 //! TPM after our connection closes, and the TPM runs out of object slots after three (DESIGN.md §5). So no
 //! transient handle ever leaves this module's functions: each command that needs one (the EK, a
 //! re-created AK, a policy session) loads it, uses it and flushes it before returning, on the error path
-//! too ([`Tpm::with_transient`]). Persistent handles are only *closed* (the ESYS_TR is released; the
+//! too (`Tpm::with_transient`). Persistent handles are only *closed* (the ESYS_TR is released; the
 //! object stays in NV).
 //!
 //! Quotes, PCR extends and AK use authorize with a **password session** (empty auth): 0.8–3.6 ms per quote

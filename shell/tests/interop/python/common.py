@@ -1,0 +1,23 @@
+"""Shared by the interop peers: generates the grpctest stubs with grpc_tools.protoc into a temporary
+directory (nothing generated is checked in) and imports them."""
+import importlib
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO_DIR = os.path.normpath(os.path.join(HERE, ".."))
+
+
+def load_stubs():
+    from grpc_tools import protoc
+
+    out = tempfile.mkdtemp(prefix="grpctest-stubs-")
+    # grpc_tools ships the well-known types next to its module.
+    include = os.path.join(os.path.dirname(protoc.__file__), "_proto")
+    rc = protoc.main(["protoc", f"-I{PROTO_DIR}", f"-I{include}", f"--python_out={out}",
+                      f"--grpc_python_out={out}", os.path.join(PROTO_DIR, "grpctest.proto")])
+    if rc != 0:
+        raise SystemExit(f"protoc failed with {rc}")
+    sys.path.insert(0, out)
+    return importlib.import_module("grpctest_pb2"), importlib.import_module("grpctest_pb2_grpc")
