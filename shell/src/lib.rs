@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod atls;
 pub mod cli;
 pub mod grpc;
 pub mod issuer;
