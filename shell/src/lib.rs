@@ -14,4 +14,5 @@ pub mod atls;
 pub mod cli;
 pub mod grpc;
 pub mod issuer;
+pub mod kds;
 pub mod tpm;

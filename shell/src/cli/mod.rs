@@ -5,6 +5,7 @@
 //! unreadable/malformed input file detected here does too, with a message on stderr.
 
 pub mod input;
+pub mod kds;
 pub mod measurements;
 pub mod snp;
 
@@ -30,6 +31,9 @@ pub enum Command {
     /// Expected-measurement files: show, diff, verify signatures and compare PCR values.
     #[command(subcommand)]
     Measurements(measurements::MeasurementsCommand),
+    /// AMD KDS certificate store: fetch and prefill VCEKs, chains and CRLs for offline verification.
+    #[command(subcommand)]
+    Kds(kds::KdsCommand),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -84,6 +88,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Snp(cmd) => snp::run(cmd),
         Command::Measurements(cmd) => measurements::run(cmd),
+        Command::Kds(cmd) => kds::run(cmd),
     };
     match result {
         Ok(status) => status.into(),
