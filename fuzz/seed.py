@@ -86,4 +86,145 @@ for p in ["virtee-sev/vcek_milan.der", "virtee-sev/vcek_turin.der", "go-sev-gues
 for f in sorted((td / "amd-kds-roots").glob("*.pem")):
     for i, der in enumerate(pem_blocks(f.relative_to(td))):
         put("x509_cert", f"{f.stem}-{i}.der", der)
+# ---- TPM, event logs, Azure runtime data, attestation documents --------------------------------------------
+
+
+def pb_fields(b):
+    """Minimal protobuf reader (varint and length-delimited fields) for go-tpm-tools' attest.Attestation."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            byte = b[i]
+            i += 1
+            v |= (byte & 0x7F) << shift
+            shift += 7
+            if byte & 0x80 == 0:
+                return v
+
+    while i < len(b):
+        key = varint()
+        if key & 7 == 0:
+            out.append((key >> 3, varint()))
+        elif key & 7 == 2:
+            n = varint()
+            out.append((key >> 3, b[i:i + n]))
+            i += n
+        else:
+            raise ValueError(f"wire type {key & 7}")
+    return out
+
+
+def pb_varint(v):
+    out = bytearray()
+    while True:
+        byte = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def pb_bytes(field, data):
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def pb_uint(field, v):
+    return pb_varint(field << 3) + pb_varint(v)
+
+
+def tpm2b(data):
+    return len(data).to_bytes(2, "big") + data
+
+
+def tpmt_rsassa_sha256(sig):
+    return b"\x00\x14\x00\x0b" + tpm2b(sig)
+
+
+def bincode_quote(b):
+    """Azure's bincode quote bundle: (signature, TPMS_ATTEST, [PCR; n])."""
+    n = int.from_bytes(b[:8], "little")
+    sig, b = b[8:8 + n], b[8 + n:]
+    n = int.from_bytes(b[:8], "little")
+    attest, b = b[8:8 + n], b[8 + n:]
+    n = int.from_bytes(b[:8], "little")
+    return sig, attest, [b[8 + 32 * i:8 + 32 * (i + 1)] for i in range(n)]
+
+
+def hcl_var_data(hcl):
+    size = int.from_bytes(hcl[0x4C0 + 16:0x4C0 + 20], "little")
+    return hcl[0x4D4:0x4D4 + size]
+
+
+def document(variant, ak_public=b"", attest=b"", signature=b"", pcrs=(), event_log=b"", snp=None, hcl=b"",
+             instance_info=b"", user_data=b""):
+    """attest.v1.AttestationDocument (proto/protos/attestation.proto), hand-encoded."""
+    tpm = pb_bytes(1, ak_public) + pb_bytes(2, attest) + pb_bytes(3, signature)
+    for alg, index, value in pcrs:
+        tpm += pb_bytes(4, pb_uint(1, alg) + pb_uint(2, index) + pb_bytes(3, value))
+    if event_log:
+        tpm += pb_bytes(5, event_log)
+    out = pb_bytes(1, variant.encode()) + pb_bytes(2, tpm)
+    if snp is not None:
+        out += pb_bytes(3, b"".join(pb_bytes(i + 1, part) for i, part in enumerate(snp)))
+    return out + pb_bytes(4, hcl) + pb_bytes(5, instance_info) + pb_bytes(6, user_data)
+
+
+# trustee's swtpm-like evidence: TPMS_ATTEST and TPMT_SIGNATURE (base64).
+tev = json.loads((td / "trustee-tpm/tpm_evidence.json").read_text())
+put("tpm_attest", "trustee-tpm", base64.b64decode(tev["tpm_quote"]["message"]))
+put("tpm_signature", "trustee-tpm-rsassa", base64.b64decode(tev["tpm_quote"]["signature"]))
+
+# go-tpm-tools' GCE attestation: field 1 = AK TPMT_PUBLIC; field 2 = quotes {1 attest, 2 signature, 3 pcrs}.
+gce = pb_fields((td / "go-tpm-tools/gce-cos-85-no-nonce.pb").read_bytes())
+gce_ak = next(v for f, v in gce if f == 1)
+put("tpm_public", "gce-ak-tpmt", gce_ak)
+put("tpm_public", "gce-ak-tpm2b", tpm2b(gce_ak))
+for i, (_, q) in enumerate((f, v) for f, v in gce if f == 2):
+    q = dict(pb_fields(q))
+    put("tpm_attest", f"gce-quote-{i}", q[1])
+    put("tpm_signature", f"gce-quote-{i}", q[2])
+    pcr_msg = pb_fields(q[3])
+    alg = next(v for f, v in pcr_msg if f == 1)
+    pcrs = []
+    for f, e in pcr_msg:
+        if f == 2:
+            kv = dict(pb_fields(e))
+            pcrs.append((alg, kv.get(1, 0), kv[2]))
+    # The GCE quote as a gcp-sev-snp document (no SNP evidence: rejected, but parsed through the AK checks).
+    put("attestation_document", f"gce-quote-{i}",
+        document("gcp-sev-snp", tpm2b(gce_ak), q[1], q[2], sorted(pcrs, key=lambda p: p[1])))
+    put("attestation_document", f"gce-quote-{i}-qemu",
+        document("qemu-vtpm", tpm2b(gce_ak), q[1], q[2], sorted(pcrs, key=lambda p: p[1])))
+
+# Azure vTPM quotes (bincode bundles and JSON): TPMS_ATTEST, and the bare RSASSA signature as a TPMT_SIGNATURE.
+for name, path in [("azure-cvm-tooling", "azure-cvm-tooling/quote.bin"),
+                   ("trustee-az-snp", "trustee-az-snp-vtpm/quote.bin")]:
+    sig, attest, _ = bincode_quote((td / path).read_bytes())
+    put("tpm_attest", name, attest)
+    put("tpm_signature", f"{name}-rsassa", tpmt_rsassa_sha256(sig))
+q = json.loads((td / "trustee-az-snp-vtpm/tpm-quote-v1.json").read_text())
+trustee_hcl = (td / "trustee-az-snp-vtpm/hcl-report.bin").read_bytes()
+trustee_vcek = cert("trustee-az-snp-vtpm/vcek.pem")
+put("attestation_document", "trustee-azure-sev-snp",
+    document("azure-sev-snp", b"", bytes.fromhex(q["message"]), tpmt_rsassa_sha256(bytes.fromhex(q["signature"])),
+             [(0x000B, i, bytes.fromhex(v)) for i, v in enumerate(q["pcrs"])],
+             snp=(b"", trustee_vcek, b"", b""), hcl=trustee_hcl))
+
+# Event logs: every real log (crypto-agile and SHA-1 format).
+for f in sorted((td / "go-tpm-tools/eventlogs").glob("*.bin")):
+    put("event_log", f.stem, f.read_bytes())
+
+# HCL runtime data (JSON with the HCLAkPub JWK), from every HCL report and azure-cvm-tooling's var-data.bin.
+for name, path in hcl_files.items():
+    put("azure_runtime", name, hcl_var_data((td / path).read_bytes()))
+put("azure_runtime", "azure-cvm-tooling-var-data", (td / "azure-cvm-tooling/var-data.bin").read_bytes())
+for name in ["evidence-v0", "evidence-genoa"]:
+    ev = json.loads((td / f"trustee-az-snp-vtpm/{name}.json").read_text())
+    put("azure_runtime", f"trustee-{name}", hcl_var_data(bytes(ev["report"])))
+
 print(f"seed.py: seeds from {td} written to {out}")

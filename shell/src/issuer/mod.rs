@@ -1,6 +1,14 @@
 //! Issuers (attester side): produce an [`AttestationDocument`] for a verifier's nonce; and the bridge from
 //! the protobuf document to the engine's borrowed [`Document`].
 //!
+//! | issuer | variant | evidence source |
+//! |---|---|---|
+//! | [`QemuVtpmIssuer`] | `qemu-vtpm` | a TPM (tss-esapi): AK, quote, PCRs, event log |
+//! | [`SnpIssuer`] | `aws-sev-snp`, `gcp-sev-snp` | `/dev/sev-guest` (the `sev` crate) + the TPM quote of a [`QemuVtpmIssuer`] |
+//! | [`AzureSnpIssuer`] | `azure-sev-snp` | the paravisor's vTPM (`az-cvm-vtpm`): HCL report + quote by the HCL AK |
+//!
+//! The hardware issuers fail with [`HwIssuerError::DeviceNotPresent`] where their device does not exist.
+//!
 //! The engine's `TpmEvidence.pcrs` is a `&'a PcrValues<'a>`, so the PCR table must live next to the
 //! document while it is validated:
 //!
@@ -13,9 +21,13 @@
 //! # Ok(()) }
 //! ```
 
+pub mod azure;
 pub mod qemu;
+pub mod snp;
 
+pub use azure::AzureSnpIssuer;
 pub use qemu::QemuVtpmIssuer;
+pub use snp::{HwIssuerError, SnpIssuer};
 
 use crate::tpm::Error;
 use attest_engine::crypto::HashAlgorithm;

@@ -1,0 +1,115 @@
+//! A protobuf `attest.v1.AttestationDocument` (prost) → the engine's borrowed `Document` (the conversion of
+//! `shell/src/issuer/mod.rs`, re-implemented here so the fuzz build needs neither tss-esapi nor OpenSSL) →
+//! every variant's `Validator`; must never panic.
+//!
+//! Validators, all at 2025-06-01 with the default SNP policy and nonce [`NONCE`]:
+//! - `qemu-vtpm` with an empty AK registry (what a fresh verifier has: every AK is refused after its
+//!   TPM2B_PUBLIC is parsed and checked);
+//! - `qemu-vtpm` with a registry that trusts **every** AK, so that documents get past the AK lookup into
+//!   quote verification, the PCR policy and the event-log replay (the committed synthetic seeds in
+//!   `fuzz/corpus/attestation_document/` validate completely with it);
+//! - `aws-sev-snp`, `gcp-sev-snp` and `azure-sev-snp` with AMD's real roots.
+#![no_main]
+
+use attest_engine::crypto::{HashAlgorithm, default_provider};
+use attest_engine::tpm::alg::hash_from_tpm;
+use attest_engine::tpm::{PcrValues, QuoteSignature};
+use attest_engine::variant::{
+    AkBasis, AkRegistry, Document, PcrExpectation, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator,
+    Variant,
+};
+use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+use attest_proto::attest::v1::AttestationDocument;
+use libfuzzer_sys::fuzz_target;
+use prost::Message as _;
+use std::hint::black_box;
+use std::sync::{Arc, LazyLock};
+
+/// The verifier's nonce the synthetic seeds were issued for.
+const NONCE: &[u8] = b"attest-fuzz-nonce";
+
+/// Trusts every AK (fuzzing only: it lets inputs reach the quote and event-log checks).
+#[derive(Debug)]
+struct TrustAll;
+
+impl AkRegistry for TrustAll {
+    fn lookup(&self, _: &[u8; 32]) -> Option<AkBasis> {
+        Some(AkBasis::Pinned)
+    }
+}
+
+static VALIDATORS: LazyLock<Vec<Validator>> = LazyLock::new(|| {
+    let snp = Arc::new(SnpVerifier::new());
+    // PCR 0 expected (warn-only, mismatching) and PCR 8 enforced: both policy paths run. PCR 8 is what the
+    // synthetic seeds quote there, SHA-256("pcr" ‖ 8) (shell/examples/fuzz_documents.rs), so they validate.
+    let mut pcr8 = [0u8; 32];
+    pcr8.copy_from_slice(default_provider().digests.digest(HashAlgorithm::Sha256, &[b"pcr", &[8]]).as_bytes());
+    let pcrs = PcrPolicy {
+        entries: vec![
+            PcrExpectation { index: 0, expected: [0; 32], warn_only: true },
+            PcrExpectation { index: 8, expected: pcr8, warn_only: false },
+        ],
+    };
+    let v = |variant| Validator::new(variant, snp.clone(), SnpPolicy::default(), pcrs.clone());
+    vec![
+        v(Variant::QemuVtpm).with_ak_registry(Arc::new(StaticAkRegistry::default())),
+        v(Variant::QemuVtpm).with_ak_registry(Arc::new(TrustAll)),
+        v(Variant::AwsSevSnp),
+        v(Variant::GcpSevSnp),
+        v(Variant::AzureSevSnp),
+    ]
+});
+static TIME: LazyLock<UnixTime> = LazyLock::new(|| UnixTime::parse("2025-06-01T00:00:00Z").unwrap());
+
+/// `attest_shell::issuer::pcr_values`: `None` where the shell would refuse the document.
+fn pcr_values(doc: &AttestationDocument) -> Option<PcrValues<'_>> {
+    let mut out = PcrValues::new();
+    let Some(tpm) = &doc.tpm else { return Some(out) };
+    for p in &tpm.pcrs {
+        let alg: HashAlgorithm = hash_from_tpm(u16::try_from(p.hash_alg).ok()?, "PCR bank").ok()?;
+        let index = usize::try_from(p.index).ok()?;
+        if out.get(alg, index).is_some() {
+            return None;
+        }
+        out.set(alg, index, &p.value).ok()?;
+    }
+    Some(out)
+}
+
+/// `attest_shell::issuer::document`.
+fn document<'a>(doc: &'a AttestationDocument, pcrs: &'a PcrValues<'a>) -> Document<'a> {
+    let tpm = doc.tpm.as_ref().map(|t| TpmEvidence {
+        ak_public: &t.ak_public,
+        attest: &t.quote_attest,
+        signature: QuoteSignature::Tpmt(&t.quote_signature),
+        pcrs,
+        event_log: &t.event_log,
+    });
+    let snp = doc.snp.as_ref().map(|s| SnpEvidence {
+        report: &s.report,
+        leaf: &s.leaf_certificate,
+        intermediate: (!s.intermediate_certificate.is_empty()).then_some(&s.intermediate_certificate[..]),
+        root: (!s.root_certificate.is_empty()).then_some(&s.root_certificate[..]),
+    });
+    Document {
+        variant: &doc.variant,
+        tpm,
+        snp,
+        hcl_report: &doc.hcl_report,
+        instance_info: &doc.instance_info,
+        user_data: &doc.user_data,
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(doc) = AttestationDocument::decode(data) else { return };
+    let Some(pcrs) = pcr_values(&doc) else { return };
+    let view = document(&doc, &pcrs);
+    for v in VALIDATORS.iter() {
+        if let Ok(ok) = v.validate(&view, NONCE, *TIME) {
+            black_box((ok.variant, ok.ak_basis, &ok.pcrs, ok.event_log_replayed, ok.user_data));
+            black_box((ok.quote.attest().pcr_digest(), ok.quote.pcr(HashAlgorithm::Sha256, 0)));
+            black_box(ok.snp.map(|s| s.cache_hit()));
+        }
+    }
+});
