@@ -234,6 +234,21 @@ fn gce_attestation_quotes() {
                 "3365d7fa2b024c852913c06e04ffbfa6ea5289f743bbf1a76f7ffdf21ed84793"
             );
         }
+        // Every bit of the signed TPMS_ATTEST and of the TPMT_SIGNATURE.
+        for i in 0..get(1).len() * 8 {
+            let mut a = get(1).clone();
+            a[i / 8] ^= 1 << (i % 8);
+            assert!(
+                verify_quote(default_provider(), &QuoteRequest { attest: &a, ..req }).is_err(),
+                "{hash:?} attest bit {i}"
+            );
+        }
+        for i in 0..get(2).len() * 8 {
+            let mut sig = get(2).clone();
+            sig[i / 8] ^= 1 << (i % 8);
+            let bad = QuoteRequest { signature: QuoteSignature::Tpmt(&sig), ..req };
+            assert!(verify_quote(default_provider(), &bad).is_err(), "{hash:?} signature bit {i}");
+        }
         // Any non-empty nonce fails.
         assert!(matches!(
             verify_quote(default_provider(), &QuoteRequest { nonce: b"x", ..req }),
