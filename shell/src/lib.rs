@@ -15,4 +15,5 @@ pub mod cli;
 pub mod grpc;
 pub mod issuer;
 pub mod kds;
+pub mod keyservice;
 pub mod tpm;
