@@ -21,6 +21,12 @@ step "cargo test (engine, aws-lc-rs and ring providers)"
 cargo test -p attest-engine --features ring
 step "cargo test (engine, ring provider only)"
 cargo test -p attest-engine --no-default-features --features ring
+step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
+ffi/gen-header.sh --check
+step "ffi: make install + pkg-config, C program linked shared and static"
+ffi/check-install.sh
+step "ffi: Go package (cgo against the staticlib, GOPATH mode, no module downloads)"
+ffi/go/test.sh
 if [ -d benches/benches ]; then
   step "benchmark smoke run (each benchmark once)"
   cargo bench -p attest-benches -- --test

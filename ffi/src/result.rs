@@ -1,0 +1,740 @@
+//! Result codes: a stable `#[repr(u32)]` enum in ranges per domain, the total mapping from the engine's
+//! [`Error`] (and the measurements crate's), range classifiers, and the static text of each code.
+//!
+//! | range | domain |
+//! |---|---|
+//! | 0 | OK |
+//! | 1000–1999 | API use: NULL arguments, bad lengths, buffers, panics, caller mistakes |
+//! | 2000–2999 | SEV-SNP report and product |
+//! | 3000–3999 | X.509, AMD certificates, chains, CRLs (DER/PEM included) |
+//! | 4000–4999 | TPM 2.0 quotes, keys and event logs |
+//! | 5000–5999 | policy (5100 + n: the failed SNP policy check), policy and measurements files |
+//! | 6000–6999 | Azure HCL and attestation variants / documents |
+//! | 7000–7999 | encoding shared by several structures (truncation, trailing bytes, size limits, algorithms) |
+//! | 9000 | an engine error this build does not classify (the engine's `Error` is `#[non_exhaustive]`) |
+//!
+//! Numbers are never reused or renumbered (`tests::numbers_are_pinned`); a retired code stays reserved.
+//! Each domain has a generic `*_OTHER` code (x000) for engine errors added later that fit the domain but
+//! have no code of their own yet.
+
+use attest_engine::Error;
+use attest_engine::policy::Check;
+
+/// A result code. C callers receive it as `uint32_t` (`attest_result`); accept codes from C as `u32`,
+/// never as this enum, since C may pass any number.
+#[allow(non_camel_case_types)]
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum attest_result {
+    /// Success.
+    Ok = 0,
+
+    // ---- 1000: API use -----------------------------------------------------------------------------
+    /// A Rust panic was caught at the FFI boundary (a bug in attest; nothing was written).
+    Panic = 1000,
+    /// A required pointer argument was NULL (or a NULL input with a nonzero length).
+    NullParameter = 1001,
+    /// An argument is invalid (wrong length, unknown enum value, text that is not UTF-8, …).
+    InvalidParameter = 1002,
+    /// The output buffer is too small; `*out_n` holds the size needed.
+    InsufficientSize = 1003,
+    /// The verdict has no such item (e.g. the TCB of a TPM-only verdict, a check index past the end).
+    NotAvailable = 1004,
+    /// No certificate was given and the verifier has none cached for this report (chip id, TCB, signer).
+    CertificateNotCached = 1005,
+    /// The engine reports an API misuse (e.g. an expected REPORT_DATA that is not 64 bytes).
+    Misuse = 1006,
+
+    // ---- 2000: SEV-SNP report -------------------------------------------------------------------------
+    /// Another SEV-SNP report error.
+    SnpOther = 2000,
+    /// Report VERSION is not 2, 3 or 5.
+    UnsupportedReportVersion = 2001,
+    /// Report SIGNATURE_ALGO is not ECDSA P-384 with SHA-384.
+    UnsupportedReportSignatureAlgorithm = 2002,
+    /// A reserved report field is not zero.
+    ReservedNonZero = 2003,
+    /// SIGNING_KEY names neither the VCEK nor the VLEK.
+    UnsupportedSigningKey = 2004,
+    /// The report signature does not verify under the VCEK/VLEK.
+    ReportSignatureInvalid = 2005,
+    /// The product (Milan, Genoa, Turin) could not be determined.
+    ProductUnknown = 2006,
+    /// A productName or CPUID names an unsupported product.
+    UnsupportedProduct = 2007,
+    /// Two sources disagree on the product.
+    ProductMismatch = 2008,
+    /// The report's SIGNING_KEY does not match the certificate kind (VCEK/VLEK).
+    SigningKeyMismatch = 2009,
+    /// REPORTED_TCB differs from the certificate's TCB.
+    TcbMismatch = 2010,
+    /// CHIP_ID differs from the VCEK's hwID.
+    ChipIdMismatch = 2011,
+
+    // ---- 3000: X.509 and chains -------------------------------------------------------------------------
+    /// Another certificate or CRL error.
+    X509Other = 3000,
+    /// Malformed DER.
+    Der = 3001,
+    /// Malformed PEM.
+    Pem = 3002,
+    /// A critical extension the engine does not understand.
+    UnsupportedCriticalExtension = 3003,
+    /// A malformed AMD certificate extension.
+    AmdExtension = 3004,
+    /// A required AMD certificate extension is missing.
+    MissingAmdExtension = 3005,
+    /// A certificate signature does not verify under its issuer.
+    CertSignatureInvalid = 3006,
+    /// A certificate's issuer name differs from its issuer's subject.
+    IssuerMismatch = 3007,
+    /// An issuing certificate is not a CA.
+    NotACa = 3008,
+    /// A supplied ARK/ASK/ASVK is not the pinned AMD one.
+    UntrustedCertificate = 3009,
+    /// A certificate is expired at the trusted time.
+    CertExpired = 3010,
+    /// A certificate is not yet valid at the trusted time.
+    CertNotYetValid = 3011,
+    /// The VCEK/VLEK key is not ECDSA P-384.
+    LeafKeyNotP384 = 3012,
+    /// A certificate is revoked by the ARK's CRL.
+    Revoked = 3013,
+    /// No trusted issuer was found.
+    UnknownIssuer = 3014,
+    /// Path building exceeded its budget.
+    PathBudgetExceeded = 3015,
+    /// The CRL is not signed by a trusted ARK.
+    CrlSignatureInvalid = 3016,
+    /// The CRL's nextUpdate has passed.
+    CrlStale = 3017,
+    /// The CRL's thisUpdate is in the future.
+    CrlNotYetValid = 3018,
+    /// The policy requires a CRL and none was installed.
+    CrlMissing = 3019,
+
+    // ---- 4000: TPM ----------------------------------------------------------------------------------------
+    /// Another TPM error.
+    TpmOther = 4000,
+    /// A malformed TPM structure.
+    TpmMalformed = 4001,
+    /// An unsupported TPM algorithm.
+    UnsupportedTpmAlgorithm = 4002,
+    /// TPMS_ATTEST.magic is not TPM_GENERATED_VALUE.
+    TpmMagic = 4003,
+    /// TPMS_ATTEST.type is not a quote.
+    TpmAttestType = 4004,
+    /// The attestation key is not a restricted signing key.
+    AkAttributes = 4005,
+    /// The quote's extraData is not the expected nonce.
+    NonceMismatch = 4006,
+    /// pcrDigest does not match the presented PCR values.
+    PcrDigestMismatch = 4007,
+    /// A quoted PCR has no presented value (or one of the wrong length).
+    PcrValueMissing = 4008,
+    /// SHA-1 was refused.
+    Sha1Refused = 4009,
+    /// The quote signature does not verify under the attestation key.
+    QuoteSignatureInvalid = 4010,
+    /// A malformed TCG event log.
+    EventLog = 4011,
+    /// The event log does not replay to the quoted PCRs.
+    EventLogReplayMismatch = 4012,
+
+    // ---- 5000: policy ---------------------------------------------------------------------------------------
+    /// A policy check failed (a check without a code of its own).
+    PolicyViolation = 5000,
+    /// The policy file (JSON) is invalid.
+    PolicyFile = 5001,
+    /// The measurements file (JSON/YAML) is invalid.
+    MeasurementsFile = 5002,
+    /// Policy check `report_structure` failed.
+    PolicyReportStructure = 5101,
+    /// Policy check `product` failed (product not allowed).
+    PolicyProduct = 5102,
+    /// Policy check `certificate_chain` failed.
+    PolicyCertificateChain = 5103,
+    /// Policy check `certificate_validity` failed.
+    PolicyCertificateValidity = 5104,
+    /// Policy check `revocation` failed.
+    PolicyRevocation = 5105,
+    /// Policy check `signing_key` failed (e.g. a variant needs a VLEK and got a VCEK).
+    PolicySigningKey = 5106,
+    /// Policy check `tcb_binding` failed.
+    PolicyTcbBinding = 5107,
+    /// Policy check `chip_id_binding` failed.
+    PolicyChipIdBinding = 5108,
+    /// Policy check `report_signature` failed.
+    PolicyReportSignature = 5109,
+    /// Policy check `report_version` failed.
+    PolicyReportVersion = 5110,
+    /// Policy check `report_data` failed (REPORT_DATA is not the expected value).
+    PolicyReportData = 5111,
+    /// Policy check `measurement` failed.
+    PolicyMeasurement = 5112,
+    /// Policy check `host_data` failed.
+    PolicyHostData = 5113,
+    /// Policy check `id_key_digest` failed.
+    PolicyIdKeyDigest = 5114,
+    /// Policy check `author_key_digest` failed.
+    PolicyAuthorKeyDigest = 5115,
+    /// Policy check `family_id` failed.
+    PolicyFamilyId = 5116,
+    /// Policy check `image_id` failed.
+    PolicyImageId = 5117,
+    /// Policy check `guest_svn` failed.
+    PolicyGuestSvn = 5118,
+    /// Policy check `debug` failed (the guest allows debugging).
+    PolicyDebug = 5119,
+    /// Policy check `migration_agent` failed.
+    PolicyMigrationAgent = 5120,
+    /// Policy check `smt` failed.
+    PolicySmt = 5121,
+    /// Policy check `single_socket` failed.
+    PolicySingleSocket = 5122,
+    /// Policy check `abi_version` failed.
+    PolicyAbiVersion = 5123,
+    /// Policy check `vmpl` failed.
+    PolicyVmpl = 5124,
+    /// Policy check `platform_info` failed.
+    PolicyPlatformInfo = 5125,
+    /// Policy check `chip_id` failed.
+    PolicyChipId = 5126,
+    /// Policy check `tcb_consistency` failed.
+    PolicyTcbConsistency = 5127,
+    /// Policy check `min_reported_tcb` failed.
+    PolicyMinReportedTcb = 5128,
+    /// Policy check `min_committed_tcb` failed.
+    PolicyMinCommittedTcb = 5129,
+    /// Policy check `min_launch_tcb` failed.
+    PolicyMinLaunchTcb = 5130,
+    /// Policy check `min_current_tcb` failed.
+    PolicyMinCurrentTcb = 5131,
+    /// Policy check `provisional_firmware` failed.
+    PolicyProvisionalFirmware = 5132,
+
+    // ---- 6000: Azure and variants ---------------------------------------------------------------------------
+    /// Another Azure or attestation-variant error.
+    VariantOther = 6000,
+    /// The HCL runtime data is malformed or lacks the attestation key.
+    RuntimeData = 6001,
+    /// The document names another variant than the one asked for.
+    VariantMismatch = 6002,
+    /// Evidence the variant needs is missing.
+    MissingEvidence = 6003,
+    /// The attestation key is not trusted.
+    AkNotTrusted = 6004,
+    /// The hardware report does not bind the attestation key.
+    AkBindingMismatch = 6005,
+    /// An enforced PCR does not have its expected value.
+    PcrMismatch = 6006,
+    /// The attestation document (protobuf) is malformed.
+    DocumentMalformed = 6007,
+    /// The variant name is not one this build supports.
+    UnsupportedVariant = 6008,
+
+    // ---- 7000: shared encoding ---------------------------------------------------------------------------
+    /// Another encoding error.
+    EncodingOther = 7000,
+    /// An input is shorter than its structure.
+    Truncated = 7001,
+    /// Bytes follow a complete structure.
+    TrailingData = 7002,
+    /// A count or length exceeds its limit.
+    LimitExceeded = 7003,
+    /// An unsupported algorithm, key type or parameter.
+    UnsupportedAlgorithm = 7004,
+
+    // ---- 9000 -------------------------------------------------------------------------------------------
+    /// An engine error this build of the FFI does not classify (see the detail text).
+    Unclassified = 9000,
+}
+
+/// One table for the text of each code; the `match` in `text` has no wildcard, so a code missing here does
+/// not compile, and `ALL` is generated from the same list.
+macro_rules! result_table {
+    ($($name:ident => $text:literal,)*) => {
+        impl attest_result {
+            /// Every code.
+            pub(crate) const ALL: &'static [attest_result] = &[$(attest_result::$name,)*];
+            /// The code's static description.
+            pub(crate) fn text(self) -> &'static str {
+                match self {
+                    $(attest_result::$name => $text,)*
+                }
+            }
+        }
+    };
+}
+
+result_table! {
+    Ok => "OK",
+    Panic => "internal error: a panic was caught at the FFI boundary",
+    NullParameter => "a required pointer argument was NULL",
+    InvalidParameter => "an argument is invalid",
+    InsufficientSize => "the output buffer is too small",
+    NotAvailable => "the verdict has no such item",
+    CertificateNotCached => "no certificate given and none cached for this report",
+    Misuse => "API misuse reported by the engine",
+    SnpOther => "SEV-SNP report error",
+    UnsupportedReportVersion => "unsupported SEV-SNP report version",
+    UnsupportedReportSignatureAlgorithm => "unsupported SEV-SNP report signature algorithm",
+    ReservedNonZero => "a reserved SEV-SNP report field is not zero",
+    UnsupportedSigningKey => "unsupported SEV-SNP SIGNING_KEY",
+    ReportSignatureInvalid => "SEV-SNP report signature does not verify",
+    ProductUnknown => "AMD product could not be determined",
+    UnsupportedProduct => "unsupported AMD product",
+    ProductMismatch => "AMD product mismatch",
+    SigningKeyMismatch => "report SIGNING_KEY does not match the certificate kind",
+    TcbMismatch => "REPORTED_TCB does not match the certificate's TCB",
+    ChipIdMismatch => "CHIP_ID does not match the VCEK hwID",
+    X509Other => "certificate error",
+    Der => "malformed DER",
+    Pem => "malformed PEM",
+    UnsupportedCriticalExtension => "unsupported critical certificate extension",
+    AmdExtension => "malformed AMD certificate extension",
+    MissingAmdExtension => "missing AMD certificate extension",
+    CertSignatureInvalid => "certificate signature does not verify",
+    IssuerMismatch => "certificate issuer mismatch",
+    NotACa => "issuer is not a CA",
+    UntrustedCertificate => "certificate is not the pinned AMD certificate",
+    CertExpired => "certificate expired",
+    CertNotYetValid => "certificate not yet valid",
+    LeafKeyNotP384 => "VCEK/VLEK key is not ECDSA P-384",
+    Revoked => "certificate revoked",
+    UnknownIssuer => "unknown certificate issuer",
+    PathBudgetExceeded => "certificate path building budget exceeded",
+    CrlSignatureInvalid => "CRL not signed by a trusted ARK",
+    CrlStale => "CRL is stale",
+    CrlNotYetValid => "CRL not yet valid",
+    CrlMissing => "CRL required but missing",
+    TpmOther => "TPM error",
+    TpmMalformed => "malformed TPM structure",
+    UnsupportedTpmAlgorithm => "unsupported TPM algorithm",
+    TpmMagic => "TPMS_ATTEST magic is not TPM_GENERATED_VALUE",
+    TpmAttestType => "TPMS_ATTEST is not a quote",
+    AkAttributes => "attestation key is not a restricted signing key",
+    NonceMismatch => "quote nonce mismatch",
+    PcrDigestMismatch => "quote PCR digest does not match the PCR values",
+    PcrValueMissing => "quoted PCR value missing",
+    Sha1Refused => "SHA-1 refused",
+    QuoteSignatureInvalid => "quote signature does not verify",
+    EventLog => "malformed event log",
+    EventLogReplayMismatch => "event log does not replay to the quoted PCRs",
+    PolicyViolation => "policy check failed",
+    PolicyFile => "invalid policy file",
+    MeasurementsFile => "invalid measurements file",
+    PolicyReportStructure => "policy check failed: report_structure",
+    PolicyProduct => "policy check failed: product",
+    PolicyCertificateChain => "policy check failed: certificate_chain",
+    PolicyCertificateValidity => "policy check failed: certificate_validity",
+    PolicyRevocation => "policy check failed: revocation",
+    PolicySigningKey => "policy check failed: signing_key",
+    PolicyTcbBinding => "policy check failed: tcb_binding",
+    PolicyChipIdBinding => "policy check failed: chip_id_binding",
+    PolicyReportSignature => "policy check failed: report_signature",
+    PolicyReportVersion => "policy check failed: report_version",
+    PolicyReportData => "policy check failed: report_data",
+    PolicyMeasurement => "policy check failed: measurement",
+    PolicyHostData => "policy check failed: host_data",
+    PolicyIdKeyDigest => "policy check failed: id_key_digest",
+    PolicyAuthorKeyDigest => "policy check failed: author_key_digest",
+    PolicyFamilyId => "policy check failed: family_id",
+    PolicyImageId => "policy check failed: image_id",
+    PolicyGuestSvn => "policy check failed: guest_svn",
+    PolicyDebug => "policy check failed: debug",
+    PolicyMigrationAgent => "policy check failed: migration_agent",
+    PolicySmt => "policy check failed: smt",
+    PolicySingleSocket => "policy check failed: single_socket",
+    PolicyAbiVersion => "policy check failed: abi_version",
+    PolicyVmpl => "policy check failed: vmpl",
+    PolicyPlatformInfo => "policy check failed: platform_info",
+    PolicyChipId => "policy check failed: chip_id",
+    PolicyTcbConsistency => "policy check failed: tcb_consistency",
+    PolicyMinReportedTcb => "policy check failed: min_reported_tcb",
+    PolicyMinCommittedTcb => "policy check failed: min_committed_tcb",
+    PolicyMinLaunchTcb => "policy check failed: min_launch_tcb",
+    PolicyMinCurrentTcb => "policy check failed: min_current_tcb",
+    PolicyProvisionalFirmware => "policy check failed: provisional_firmware",
+    VariantOther => "attestation variant error",
+    RuntimeData => "malformed HCL runtime data",
+    VariantMismatch => "attestation variant mismatch",
+    MissingEvidence => "evidence missing from the attestation document",
+    AkNotTrusted => "attestation key not trusted",
+    AkBindingMismatch => "hardware report does not bind the attestation key",
+    PcrMismatch => "PCR does not have its expected value",
+    DocumentMalformed => "malformed attestation document",
+    UnsupportedVariant => "unsupported attestation variant",
+    EncodingOther => "encoding error",
+    Truncated => "input truncated",
+    TrailingData => "trailing data after a structure",
+    LimitExceeded => "size or count limit exceeded",
+    UnsupportedAlgorithm => "unsupported algorithm",
+    Unclassified => "unclassified engine error",
+}
+
+impl attest_result {
+    /// The code with number `code`, if any.
+    pub(crate) fn from_u32(code: u32) -> Option<Self> {
+        Self::ALL.iter().copied().find(|r| *r as u32 == code)
+    }
+
+    /// The code for a failed policy check.
+    fn for_check(check: Check) -> Self {
+        match check {
+            Check::ReportStructure => Self::PolicyReportStructure,
+            Check::Product => Self::PolicyProduct,
+            Check::CertificateChain => Self::PolicyCertificateChain,
+            Check::CertificateValidity => Self::PolicyCertificateValidity,
+            Check::Revocation => Self::PolicyRevocation,
+            Check::SigningKey => Self::PolicySigningKey,
+            Check::TcbBinding => Self::PolicyTcbBinding,
+            Check::ChipIdBinding => Self::PolicyChipIdBinding,
+            Check::ReportSignature => Self::PolicyReportSignature,
+            Check::ReportVersion => Self::PolicyReportVersion,
+            Check::ReportData => Self::PolicyReportData,
+            Check::Measurement => Self::PolicyMeasurement,
+            Check::HostData => Self::PolicyHostData,
+            Check::IdKeyDigest => Self::PolicyIdKeyDigest,
+            Check::AuthorKeyDigest => Self::PolicyAuthorKeyDigest,
+            Check::FamilyId => Self::PolicyFamilyId,
+            Check::ImageId => Self::PolicyImageId,
+            Check::GuestSvn => Self::PolicyGuestSvn,
+            Check::Debug => Self::PolicyDebug,
+            Check::MigrationAgent => Self::PolicyMigrationAgent,
+            Check::Smt => Self::PolicySmt,
+            Check::SingleSocket => Self::PolicySingleSocket,
+            Check::AbiVersion => Self::PolicyAbiVersion,
+            Check::Vmpl => Self::PolicyVmpl,
+            Check::PlatformInfo => Self::PolicyPlatformInfo,
+            Check::ChipId => Self::PolicyChipId,
+            Check::TcbConsistency => Self::PolicyTcbConsistency,
+            Check::MinReportedTcb => Self::PolicyMinReportedTcb,
+            Check::MinCommittedTcb => Self::PolicyMinCommittedTcb,
+            Check::MinLaunchTcb => Self::PolicyMinLaunchTcb,
+            Check::MinCurrentTcb => Self::PolicyMinCurrentTcb,
+            Check::ProvisionalFirmware => Self::PolicyProvisionalFirmware,
+            // `Check` is #[non_exhaustive]: a check added later reports the generic policy code.
+            _ => Self::PolicyViolation,
+        }
+    }
+}
+
+impl From<&Error> for attest_result {
+    /// The total mapping from the engine's error. Every variant known today is listed; the wildcard
+    /// catches variants added to the `#[non_exhaustive]` enum later (`Unclassified`, with the engine's text
+    /// available as the detailed error).
+    fn from(e: &Error) -> Self {
+        use attest_result as R;
+        match e {
+            Error::Der { .. } => R::Der,
+            Error::TrailingData { .. } => R::TrailingData,
+            Error::Truncated { .. } => R::Truncated,
+            Error::LimitExceeded { .. } => R::LimitExceeded,
+            Error::Pem { .. } => R::Pem,
+            Error::UnsupportedAlgorithm { .. } => R::UnsupportedAlgorithm,
+            Error::UnsupportedCriticalExtension => R::UnsupportedCriticalExtension,
+            Error::AmdExtension { .. } => R::AmdExtension,
+            Error::MissingAmdExtension { .. } => R::MissingAmdExtension,
+            Error::UnsupportedReportVersion { .. } => R::UnsupportedReportVersion,
+            Error::UnsupportedReportSignatureAlgorithm { .. } => R::UnsupportedReportSignatureAlgorithm,
+            Error::ReservedNonZero { .. } => R::ReservedNonZero,
+            Error::UnsupportedSigningKey { .. } => R::UnsupportedSigningKey,
+            Error::ReportSignatureInvalid => R::ReportSignatureInvalid,
+            Error::ProductUnknown => R::ProductUnknown,
+            Error::UnsupportedProduct { .. } => R::UnsupportedProduct,
+            Error::ProductMismatch { .. } => R::ProductMismatch,
+            Error::CertSignatureInvalid { .. } => R::CertSignatureInvalid,
+            Error::IssuerMismatch { .. } => R::IssuerMismatch,
+            Error::NotACa { .. } => R::NotACa,
+            Error::UntrustedCertificate { .. } => R::UntrustedCertificate,
+            Error::CertExpired { .. } => R::CertExpired,
+            Error::CertNotYetValid { .. } => R::CertNotYetValid,
+            Error::LeafKeyNotP384 { .. } => R::LeafKeyNotP384,
+            Error::SigningKeyMismatch { .. } => R::SigningKeyMismatch,
+            Error::TcbMismatch { .. } => R::TcbMismatch,
+            Error::ChipIdMismatch { .. } => R::ChipIdMismatch,
+            Error::Revoked { .. } => R::Revoked,
+            Error::UnknownIssuer { .. } => R::UnknownIssuer,
+            Error::PathBudgetExceeded => R::PathBudgetExceeded,
+            Error::CrlSignatureInvalid => R::CrlSignatureInvalid,
+            Error::CrlStale { .. } => R::CrlStale,
+            Error::CrlNotYetValid { .. } => R::CrlNotYetValid,
+            Error::CrlMissing => R::CrlMissing,
+            Error::Tpm { .. } => R::TpmMalformed,
+            Error::UnsupportedTpmAlgorithm { .. } => R::UnsupportedTpmAlgorithm,
+            Error::TpmMagic { .. } => R::TpmMagic,
+            Error::TpmAttestType { .. } => R::TpmAttestType,
+            Error::AkAttributes { .. } => R::AkAttributes,
+            Error::NonceMismatch { .. } => R::NonceMismatch,
+            Error::PcrDigestMismatch { .. } => R::PcrDigestMismatch,
+            Error::PcrValueMissing { .. } => R::PcrValueMissing,
+            Error::Sha1Refused => R::Sha1Refused,
+            Error::QuoteSignatureInvalid => R::QuoteSignatureInvalid,
+            Error::EventLog { .. } => R::EventLog,
+            Error::EventLogReplayMismatch { .. } => R::EventLogReplayMismatch,
+            Error::RuntimeData { .. } => R::RuntimeData,
+            Error::VariantMismatch { .. } => R::VariantMismatch,
+            Error::MissingEvidence { .. } => R::MissingEvidence,
+            Error::AkNotTrusted { .. } => R::AkNotTrusted,
+            Error::AkBindingMismatch { .. } => R::AkBindingMismatch,
+            Error::PcrMismatch { .. } => R::PcrMismatch,
+            Error::Policy(v) => R::for_check(v.check),
+            Error::PolicyFile { .. } => R::PolicyFile,
+            Error::Misuse { .. } => R::Misuse,
+            _ => R::Unclassified,
+        }
+    }
+}
+
+/// The domain ranges, `[start, end)`.
+pub(crate) const API: (u32, u32) = (1000, 2000);
+pub(crate) const SNP: (u32, u32) = (2000, 3000);
+pub(crate) const X509: (u32, u32) = (3000, 4000);
+pub(crate) const TPM: (u32, u32) = (4000, 5000);
+pub(crate) const POLICY: (u32, u32) = (5000, 6000);
+pub(crate) const VARIANT: (u32, u32) = (6000, 7000);
+pub(crate) const ENCODING: (u32, u32) = (7000, 8000);
+
+fn in_range(code: u32, (start, end): (u32, u32)) -> bool {
+    (start..end).contains(&code)
+}
+
+/// Whether `code` is an API-use error (1000–1999): the caller's mistake or an internal error, not a
+/// property of the evidence.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_api_error(code: u32) -> bool {
+    in_range(code, API)
+}
+
+/// Whether `code` is a SEV-SNP report error (2000–2999).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_snp_error(code: u32) -> bool {
+    in_range(code, SNP)
+}
+
+/// Whether `code` is an X.509 / certificate chain / CRL error (3000–3999).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_x509_error(code: u32) -> bool {
+    in_range(code, X509)
+}
+
+/// Whether `code` is a TPM error (4000–4999).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_tpm_error(code: u32) -> bool {
+    in_range(code, TPM)
+}
+
+/// Whether `code` is a policy error (5000–5999), including invalid policy and measurements files.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_policy_error(code: u32) -> bool {
+    in_range(code, POLICY)
+}
+
+/// Whether `code` is an Azure / attestation-variant error (6000–6999).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_variant_error(code: u32) -> bool {
+    in_range(code, VARIANT)
+}
+
+/// Whether `code` is a shared encoding error (7000–7999: truncation, trailing data, limits, algorithms).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_encoding_error(code: u32) -> bool {
+    in_range(code, ENCODING)
+}
+
+/// Whether `code` rejects the evidence (2000–9999): anything but OK and API-use errors. A daemon that
+/// only needs "accept or not" tests `code == ATTEST_RESULT_OK`.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_evidence_error(code: u32) -> bool {
+    (SNP.0..10_000).contains(&code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attest_engine::CertRole;
+    use attest_engine::error::{Bytes, PolicyViolation, Value};
+
+    /// The wire contract: every code with its number. Never change a number here; add new codes.
+    #[test]
+    fn numbers_are_pinned() {
+        use attest_result as R;
+        let pinned: &[(R, u32)] = &[
+            (R::Ok, 0),
+            (R::Panic, 1000),
+            (R::NullParameter, 1001),
+            (R::InvalidParameter, 1002),
+            (R::InsufficientSize, 1003),
+            (R::NotAvailable, 1004),
+            (R::CertificateNotCached, 1005),
+            (R::Misuse, 1006),
+            (R::SnpOther, 2000),
+            (R::UnsupportedReportVersion, 2001),
+            (R::UnsupportedReportSignatureAlgorithm, 2002),
+            (R::ReservedNonZero, 2003),
+            (R::UnsupportedSigningKey, 2004),
+            (R::ReportSignatureInvalid, 2005),
+            (R::ProductUnknown, 2006),
+            (R::UnsupportedProduct, 2007),
+            (R::ProductMismatch, 2008),
+            (R::SigningKeyMismatch, 2009),
+            (R::TcbMismatch, 2010),
+            (R::ChipIdMismatch, 2011),
+            (R::X509Other, 3000),
+            (R::Der, 3001),
+            (R::Pem, 3002),
+            (R::UnsupportedCriticalExtension, 3003),
+            (R::AmdExtension, 3004),
+            (R::MissingAmdExtension, 3005),
+            (R::CertSignatureInvalid, 3006),
+            (R::IssuerMismatch, 3007),
+            (R::NotACa, 3008),
+            (R::UntrustedCertificate, 3009),
+            (R::CertExpired, 3010),
+            (R::CertNotYetValid, 3011),
+            (R::LeafKeyNotP384, 3012),
+            (R::Revoked, 3013),
+            (R::UnknownIssuer, 3014),
+            (R::PathBudgetExceeded, 3015),
+            (R::CrlSignatureInvalid, 3016),
+            (R::CrlStale, 3017),
+            (R::CrlNotYetValid, 3018),
+            (R::CrlMissing, 3019),
+            (R::TpmOther, 4000),
+            (R::TpmMalformed, 4001),
+            (R::UnsupportedTpmAlgorithm, 4002),
+            (R::TpmMagic, 4003),
+            (R::TpmAttestType, 4004),
+            (R::AkAttributes, 4005),
+            (R::NonceMismatch, 4006),
+            (R::PcrDigestMismatch, 4007),
+            (R::PcrValueMissing, 4008),
+            (R::Sha1Refused, 4009),
+            (R::QuoteSignatureInvalid, 4010),
+            (R::EventLog, 4011),
+            (R::EventLogReplayMismatch, 4012),
+            (R::PolicyViolation, 5000),
+            (R::PolicyFile, 5001),
+            (R::MeasurementsFile, 5002),
+            (R::PolicyReportStructure, 5101),
+            (R::PolicyProduct, 5102),
+            (R::PolicyCertificateChain, 5103),
+            (R::PolicyCertificateValidity, 5104),
+            (R::PolicyRevocation, 5105),
+            (R::PolicySigningKey, 5106),
+            (R::PolicyTcbBinding, 5107),
+            (R::PolicyChipIdBinding, 5108),
+            (R::PolicyReportSignature, 5109),
+            (R::PolicyReportVersion, 5110),
+            (R::PolicyReportData, 5111),
+            (R::PolicyMeasurement, 5112),
+            (R::PolicyHostData, 5113),
+            (R::PolicyIdKeyDigest, 5114),
+            (R::PolicyAuthorKeyDigest, 5115),
+            (R::PolicyFamilyId, 5116),
+            (R::PolicyImageId, 5117),
+            (R::PolicyGuestSvn, 5118),
+            (R::PolicyDebug, 5119),
+            (R::PolicyMigrationAgent, 5120),
+            (R::PolicySmt, 5121),
+            (R::PolicySingleSocket, 5122),
+            (R::PolicyAbiVersion, 5123),
+            (R::PolicyVmpl, 5124),
+            (R::PolicyPlatformInfo, 5125),
+            (R::PolicyChipId, 5126),
+            (R::PolicyTcbConsistency, 5127),
+            (R::PolicyMinReportedTcb, 5128),
+            (R::PolicyMinCommittedTcb, 5129),
+            (R::PolicyMinLaunchTcb, 5130),
+            (R::PolicyMinCurrentTcb, 5131),
+            (R::PolicyProvisionalFirmware, 5132),
+            (R::VariantOther, 6000),
+            (R::RuntimeData, 6001),
+            (R::VariantMismatch, 6002),
+            (R::MissingEvidence, 6003),
+            (R::AkNotTrusted, 6004),
+            (R::AkBindingMismatch, 6005),
+            (R::PcrMismatch, 6006),
+            (R::DocumentMalformed, 6007),
+            (R::UnsupportedVariant, 6008),
+            (R::EncodingOther, 7000),
+            (R::Truncated, 7001),
+            (R::TrailingData, 7002),
+            (R::LimitExceeded, 7003),
+            (R::UnsupportedAlgorithm, 7004),
+            (R::Unclassified, 9000),
+        ];
+        assert_eq!(pinned.len(), attest_result::ALL.len(), "a code was added without pinning its number");
+        for (r, n) in pinned {
+            assert_eq!(*r as u32, *n, "{r:?} was renumbered");
+            assert_eq!(attest_result::from_u32(*n), Some(*r));
+        }
+    }
+
+    #[test]
+    fn every_code_is_in_its_domain_and_has_text() {
+        for r in attest_result::ALL {
+            let n = *r as u32;
+            let domains = [
+                attest_result_is_api_error(n),
+                attest_result_is_snp_error(n),
+                attest_result_is_x509_error(n),
+                attest_result_is_tpm_error(n),
+                attest_result_is_policy_error(n),
+                attest_result_is_variant_error(n),
+                attest_result_is_encoding_error(n),
+            ];
+            let count = domains.iter().filter(|d| **d).count();
+            match r {
+                attest_result::Ok | attest_result::Unclassified => assert_eq!(count, 0, "{r:?}"),
+                _ => assert_eq!(count, 1, "{r:?}"),
+            }
+            assert_eq!(attest_result_is_evidence_error(n), n >= 2000, "{r:?}");
+            assert!(!r.text().is_empty());
+        }
+        assert_eq!(attest_result::from_u32(1999), None);
+    }
+
+    #[test]
+    fn engine_errors_map_to_their_domain_never_unclassified() {
+        let b = Bytes::new(&[1]);
+        let t = attest_engine::UnixTime::from_secs(0);
+        let samples: Vec<(Error, extern "C" fn(u32) -> bool)> = vec![
+            (Error::Der { structure: "x", offset: 0, reason: "r" }, attest_result_is_x509_error),
+            (Error::Pem { reason: "r" }, attest_result_is_x509_error),
+            (Error::ReportSignatureInvalid, attest_result_is_snp_error),
+            (Error::ChipIdMismatch { report: b.clone(), certificate: b.clone() }, attest_result_is_snp_error),
+            (Error::CertExpired { role: CertRole::Vcek, time: t, not_after: t }, attest_result_is_x509_error),
+            (Error::CrlMissing, attest_result_is_x509_error),
+            (Error::QuoteSignatureInvalid, attest_result_is_tpm_error),
+            (Error::NonceMismatch { expected: b.clone(), found: b.clone() }, attest_result_is_tpm_error),
+            (Error::PcrMismatch { pcr: 4, expected: b.clone(), found: b.clone() }, attest_result_is_variant_error),
+            (Error::RuntimeData { reason: "r" }, attest_result_is_variant_error),
+            (Error::Truncated { structure: "x", needed: 2, found: 1 }, attest_result_is_encoding_error),
+            (Error::Misuse { reason: "r" }, attest_result_is_api_error),
+            (Error::PolicyFile { format: "json", reason: "r".into() }, attest_result_is_policy_error),
+        ];
+        for (e, domain) in samples {
+            let r = attest_result::from(&e);
+            assert!(domain(r as u32), "{e:?} → {r:?}");
+        }
+        // Every check known today has its own code (named after the check), none the generic one.
+        let mut seen = std::collections::HashSet::new();
+        for c in Check::ALL {
+            let e = Error::Policy(PolicyViolation { check: *c, expected: Value::Int(0), found: Value::Int(1) });
+            let r = attest_result::from(&e);
+            assert!((5101..5200).contains(&(r as u32)), "{c} → {r:?}");
+            assert!(r.text().ends_with(c.name()), "{c} → {r:?}");
+            assert!(seen.insert(r), "{c} shares {r:?}");
+        }
+    }
+}

@@ -1,0 +1,678 @@
+//! `attest_verifier`: AMD trust roots, the SNP policy, the verified-chain cache and the verify calls.
+//!
+//! The verifier is an `Arc` behind the handle and is `Send + Sync`: share one across threads; every call
+//! takes `const attest_verifier *`. Configuration calls (`set_policy_json`, `set_crl`, `pin_ak`) swap their
+//! value atomically; a verification already running keeps the values it started with.
+//!
+//! # Certificates "from the cache"
+//!
+//! The engine caches verified VCEK/VLEK chains by the SHA-256 of the certificate, so a caller that passes
+//! the same certificate again gets a warm verify (one P-384 check). In addition the verifier remembers, for
+//! each accepted report, which certificate signed it, keyed by (CHIP_ID, REPORTED_TCB, SIGNING_KEY), in a
+//! bounded FIFO ([`ATTEST_LEAF_STORE_CAPACITY`]); a later report from the same chip at the same TCB may then be
+//! verified with no certificate at all (`leaf = NULL, leaf_len = 0`). A miss is
+//! `ATTEST_RESULT_CERTIFICATE_NOT_CACHED`: fetch the VCEK (the shell's KDS client) and pass it.
+
+use crate::boundary::{self, guard, guard_value, with_last_error};
+use crate::document;
+use crate::handle::{Castable, OutBuf, OutPtr, OwnershipArc, arc_into_ptr, free_arc, try_ref, try_slice};
+use crate::result::attest_result;
+use crate::verdict::{Verdict, attest_evidence_kind, attest_outcome, attest_verdict};
+use attest_engine::azure::{AzureSnpRequest, verify_azure_snp};
+use attest_engine::crypto::HashAlgorithm;
+use attest_engine::snp::Report;
+use attest_engine::tpm::alg::hash_from_tpm;
+use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmtPublic, verify_quote};
+use attest_engine::variant::{AkBasis, PcrOutcome, StaticAkRegistry, Validator, Variant};
+use attest_engine::x509::pem::{certificates_from_pem_or_der, parse_pem};
+use attest_engine::{Error, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_char;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+/// Certificates remembered for verification without a certificate (see the module docs).
+pub const ATTEST_LEAF_STORE_CAPACITY: usize = 256;
+
+/// Use the current system time as the trusted time (`time` argument of the verify calls).
+pub const ATTEST_TIME_NOW: u64 = 0;
+
+/// `signature_format`: a marshalled TPMT_SIGNATURE, as TPM2_Quote returns it.
+pub const ATTEST_QUOTE_SIGNATURE_TPMT: u32 = 0;
+/// `signature_format`: bare RSASSA-PKCS1-v1_5 / SHA-256 signature bytes (Azure vTPM quote bundles).
+pub const ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256: u32 = 1;
+/// `signature_format`: bare RSASSA-PSS / SHA-256 signature bytes.
+pub const ATTEST_QUOTE_SIGNATURE_RSAPSS_SHA256: u32 = 2;
+
+/// A verifier (opaque): AMD roots, SNP policy, caches. Thread-safe; free with `attest_verifier_free`.
+#[allow(non_camel_case_types)]
+pub struct attest_verifier {
+    _private: [u8; 0],
+}
+
+impl Castable for attest_verifier {
+    type Ownership = OwnershipArc;
+    type RustType = Verifier;
+}
+
+/// One presented PCR value. Plain data (no pointers), so Go can pass a slice of them to C directly.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct attest_pcr_value {
+    /// The bank's TPM_ALG_ID (0x000B SHA-256, 0x000C SHA-384, 0x000D SHA-512; SHA-1 0x0004 is refused).
+    pub hash_alg: u16,
+    /// The PCR index, 0..=23.
+    pub index: u8,
+    /// Number of valid bytes in `value` (the bank's digest size).
+    pub value_len: u8,
+    /// The value, left-aligned.
+    pub value: [u8; 64],
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct LeafKey {
+    chip_id: [u8; 64],
+    reported_tcb: u64,
+    vlek: bool,
+}
+
+impl LeafKey {
+    fn of(report: &Report<'_>) -> Self {
+        Self {
+            chip_id: *report.chip_id(),
+            reported_tcb: report.reported_tcb(),
+            vlek: report.signing_key().role() == attest_engine::CertRole::Vlek,
+        }
+    }
+}
+
+#[derive(Default)]
+struct LeafStore {
+    map: HashMap<LeafKey, Arc<[u8]>>,
+    order: VecDeque<LeafKey>,
+}
+
+impl LeafStore {
+    fn get(&self, key: &LeafKey) -> Option<Arc<[u8]>> {
+        self.map.get(key).cloned()
+    }
+
+    fn remember(&mut self, key: LeafKey, der: &[u8]) {
+        if self.map.get(&key).is_some_and(|d| **d == *der) {
+            return;
+        }
+        if self.map.insert(key, der.into()).is_none() {
+            self.order.push_back(key);
+            while self.order.len() > ATTEST_LEAF_STORE_CAPACITY {
+                if let Some(old) = self.order.pop_front() {
+                    self.map.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+/// The Rust value behind `attest_verifier`.
+pub struct Verifier {
+    snp: Arc<SnpVerifier>,
+    policy: RwLock<Arc<SnpPolicy>>,
+    pinned_aks: RwLock<Arc<StaticAkRegistry>>,
+    leaves: Mutex<LeafStore>,
+}
+
+impl Verifier {
+    fn new() -> Self {
+        Self {
+            snp: Arc::new(SnpVerifier::new()),
+            policy: RwLock::new(Arc::new(SnpPolicy::default())),
+            pinned_aks: RwLock::new(Arc::new(StaticAkRegistry::default())),
+            leaves: Mutex::new(LeafStore::default()),
+        }
+    }
+
+    fn policy(&self) -> Arc<SnpPolicy> {
+        Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+// The handle is shared across threads by C and Go callers: the type behind it must be Send + Sync.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Verifier>();
+    send_sync::<Verdict>();
+};
+
+/// A failed call: its code and the detailed message for `attest_verifier_last_error`.
+struct Failure {
+    code: attest_result,
+    message: String,
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self { code: (&e).into(), message: e.to_string() }
+    }
+}
+
+impl From<attest_result> for Failure {
+    fn from(code: attest_result) -> Self {
+        Self { code, message: code.text().to_owned() }
+    }
+}
+
+impl From<attest_measurements::Error> for Failure {
+    fn from(e: attest_measurements::Error) -> Self {
+        Self { code: attest_result::MeasurementsFile, message: format!("measurements file: {e}") }
+    }
+}
+
+impl From<document::DocError> for Failure {
+    fn from(e: document::DocError) -> Self {
+        match e {
+            document::DocError::Engine(e) => e.into(),
+            document::DocError::Malformed(message) => Self { code: attest_result::DocumentMalformed, message },
+        }
+    }
+}
+
+fn misuse(what: &str) -> Failure {
+    Failure { code: attest_result::InvalidParameter, message: what.to_owned() }
+}
+
+/// Runs a verifier call: panic boundary, NULL verifier check, per-thread detailed error.
+fn call(v: *const attest_verifier, f: impl FnOnce(&Verifier) -> Result<(), Failure>) -> attest_result {
+    guard(|| {
+        let verifier = try_ref(v).ok_or(attest_result::NullParameter)?;
+        let outcome = f(verifier).map_err(|e| (e.code, e.message));
+        match boundary::record(v as usize, outcome) {
+            attest_result::Ok => Ok(()),
+            code => Err(code),
+        }
+    })
+}
+
+/// An input `(ptr, len)`; NULL with a nonzero length is `NULL_PARAMETER`.
+fn input<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], Failure> {
+    try_slice(ptr, len).ok_or_else(|| Failure::from(attest_result::NullParameter))
+}
+
+/// A required, non-empty input.
+fn required<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Failure> {
+    if ptr.is_null() {
+        return Err(Failure { code: attest_result::NullParameter, message: format!("{what} is NULL") });
+    }
+    input(ptr, len)
+}
+
+fn out_param<'a, T>(ptr: *mut T) -> Result<OutPtr<'a, T>, Failure> {
+    OutPtr::new(ptr).ok_or_else(|| Failure::from(attest_result::NullParameter))
+}
+
+fn trusted_time(time: u64) -> Result<UnixTime, Failure> {
+    if time != ATTEST_TIME_NOW {
+        return Ok(UnixTime::from_secs(time));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| misuse("system clock before 1970"))?;
+    Ok(UnixTime::from_secs(now.as_secs()))
+}
+
+/// A leaf certificate (borrowed DER or decoded PEM) and the certificates that followed it in a PEM.
+type LeafAndChain<'a> = (Cow<'a, [u8]>, Vec<Vec<u8>>);
+
+/// A certificate input: DER (borrowed) or PEM (the first CERTIFICATE block, with the following blocks as
+/// the chain).
+fn leaf_and_chain(leaf: &[u8]) -> Result<LeafAndChain<'_>, Failure> {
+    if leaf.first() == Some(&0x30) {
+        return Ok((Cow::Borrowed(leaf), Vec::new()));
+    }
+    let mut certs = certificates_from_pem_or_der(leaf)?.into_iter();
+    let first = certs.next().ok_or(Error::Pem { reason: "no CERTIFICATE block" })?;
+    Ok((Cow::Owned(first), certs.collect()))
+}
+
+fn chain_certs(leaf_extras: Vec<Vec<u8>>, chain: &[u8]) -> Result<Vec<Vec<u8>>, Failure> {
+    let certs = if chain.is_empty() { leaf_extras } else { certificates_from_pem_or_der(chain)? };
+    if certs.len() > 2 {
+        return Err(misuse("the chain holds more than an intermediate (ASK/ASVK) and a root (ARK)"));
+    }
+    Ok(certs)
+}
+
+fn signature(bytes: &[u8], format: u32) -> Result<QuoteSignature<'_>, Failure> {
+    let sha256 = HashAlgorithm::Sha256;
+    Ok(match format {
+        ATTEST_QUOTE_SIGNATURE_TPMT => QuoteSignature::Tpmt(bytes),
+        ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256 => {
+            QuoteSignature::RsaRaw { scheme: SigScheme::RsaSsa(sha256), sig: bytes }
+        }
+        ATTEST_QUOTE_SIGNATURE_RSAPSS_SHA256 => {
+            QuoteSignature::RsaRaw { scheme: SigScheme::RsaPss(sha256), sig: bytes }
+        }
+        _ => return Err(misuse("unknown signature_format")),
+    })
+}
+
+/// The presented PCR values, borrowed from the caller's array for the duration of the call.
+fn pcr_values(pcrs: &[attest_pcr_value]) -> Result<PcrValues<'_>, Failure> {
+    let mut out = PcrValues::new();
+    for p in pcrs {
+        let alg = hash_from_tpm(p.hash_alg, "PCR bank")?;
+        let value =
+            p.value.get(..usize::from(p.value_len)).ok_or_else(|| misuse("attest_pcr_value.value_len above 64"))?;
+        let index = usize::from(p.index);
+        if out.get(alg, index).is_some() {
+            return Err(misuse("the same PCR is presented twice"));
+        }
+        out.set(alg, index, value)?;
+    }
+    Ok(out)
+}
+
+fn write_verdict(out: OutPtr<'_, *mut attest_verdict>, verdict: Verdict) {
+    out.write(crate::handle::box_into_ptr::<attest_verdict>(verdict));
+}
+
+/// Copies `text` into `(buf, len)` and its length into `*out_n`. Not NUL-terminated. A too-small buffer
+/// (including the size query `buf = NULL, len = 0`) returns `ATTEST_RESULT_INSUFFICIENT_SIZE` with the
+/// size needed in `*out_n` and nothing written to `buf`.
+fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<(), attest_result> {
+    let out_n = OutPtr::new(out_n).ok_or(attest_result::NullParameter)?;
+    let buf = OutBuf::new(buf.cast(), len).ok_or(attest_result::NullParameter)?;
+    if text.len() > buf.len() {
+        out_n.write(text.len());
+        return Err(attest_result::InsufficientSize);
+    }
+    buf.copy_from(text.as_bytes());
+    out_n.write(text.len());
+    Ok(())
+}
+
+// ---- Lifecycle and configuration ----------------------------------------------------------------------
+
+/// Creates a verifier with AMD's Milan, Genoa and Turin roots, the default (strict) SNP policy, and empty
+/// caches. On success `*out` holds the handle; free it with `attest_verifier_free`.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_new(out: *mut *const attest_verifier) -> attest_result {
+    guard(|| {
+        let out = OutPtr::new(out).ok_or(attest_result::NullParameter)?;
+        out.write(arc_into_ptr(Arc::new(Verifier::new())));
+        Ok(())
+    })
+}
+
+/// Frees a verifier. NULL is ignored. No call may use the verifier concurrently or afterwards; verdicts
+/// it produced stay valid.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_free(verifier: *const attest_verifier) {
+    guard_value((), || free_arc(verifier));
+}
+
+/// Replaces the SNP policy with one parsed from JSON (`(json, json_len)`, UTF-8; the engine's
+/// `SnpPolicy` fields, unknown keys rejected, missing keys take the strict defaults; `{}` is the default
+/// policy). On error the previous policy stays. Applies to SNP, Azure and document verifications.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_set_policy_json(
+    verifier: *const attest_verifier,
+    json: *const u8,
+    json_len: usize,
+) -> attest_result {
+    call(verifier, |v| {
+        let json = required(json, json_len, "json")?;
+        let text = std::str::from_utf8(json).map_err(|_| misuse("policy JSON is not UTF-8"))?;
+        let policy = SnpPolicy::from_json(text)?;
+        *v.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        Ok(())
+    })
+}
+
+/// Installs an ARK-signed CRL (DER or PEM `X509 CRL`) for the product whose ARK signed it, replacing that
+/// product's previous CRL, and clears the verified-chain cache.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_set_crl(
+    verifier: *const attest_verifier,
+    crl: *const u8,
+    crl_len: usize,
+) -> attest_result {
+    call(verifier, |v| {
+        let crl = required(crl, crl_len, "crl")?;
+        let der = if crl.first() == Some(&0x30) {
+            Cow::Borrowed(crl)
+        } else {
+            let block = parse_pem(crl)?.into_iter().find(|b| b.label == "X509 CRL");
+            Cow::Owned(block.ok_or(Error::Pem { reason: "no X509 CRL block" })?.der)
+        };
+        v.snp.set_crl(&der)?;
+        Ok(())
+    })
+}
+
+/// Trusts an attestation key for `qemu-vtpm` documents (which have no hardware report to bind the AK):
+/// `(tpm2b_public, len)` is the AK's TPM2B_PUBLIC, as in the document. Recorded with the basis "pinned".
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_pin_ak(
+    verifier: *const attest_verifier,
+    tpm2b_public: *const u8,
+    tpm2b_public_len: usize,
+) -> attest_result {
+    call(verifier, |v| {
+        let bytes = required(tpm2b_public, tpm2b_public_len, "tpm2b_public")?;
+        let tpmt = TpmtPublic::parse_tpm2b(bytes)?;
+        tpmt.check_attestation_key()?;
+        let digest = v.snp.provider().digests.sha256(tpmt.as_bytes());
+        let mut pins = v.pinned_aks.write().unwrap_or_else(PoisonError::into_inner);
+        if !pins.0.iter().any(|(d, _)| *d == digest) {
+            let mut next = (**pins).clone();
+            next.0.push((digest, AkBasis::Pinned));
+            *pins = Arc::new(next);
+        }
+        Ok(())
+    })
+}
+
+/// This thread's detailed message for the most recent failed call on `verifier` (e.g. "VCEK expired: valid
+/// until …"), into `(buf, len)` as UTF-8 without a NUL terminator, its length in `*out_n`. Empty when
+/// this thread's most recent call on the verifier succeeded. Per thread: threads sharing a verifier see
+/// only their own failures. `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in `*out_n`) when
+/// the buffer is too small.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_last_error(
+    verifier: *const attest_verifier,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> attest_result {
+    guard(|| {
+        try_ref(verifier).ok_or(attest_result::NullParameter)?;
+        with_last_error(verifier as usize, |msg| write_text(msg, buf, len, out_n))
+    })
+}
+
+/// The static description of result code `code` (any `uint32_t`; unknown codes get "unknown result
+/// code"), into `(buf, len)` without a NUL terminator, its length in `*out_n`.
+/// `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in `*out_n`) when the buffer is too small.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_text(code: u32, buf: *mut c_char, len: usize, out_n: *mut usize) -> attest_result {
+    guard(|| {
+        let text = attest_result::from_u32(code).map_or("unknown result code", attest_result::text);
+        write_text(text, buf, len, out_n)
+    })
+}
+
+/// The library version, a static NUL-terminated string.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_version() -> *const c_char {
+    concat!("attest-ffi ", env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+// ---- Verification -------------------------------------------------------------------------------------
+
+/// Verifies an SEV-SNP report against the AMD roots and the verifier's policy.
+///
+/// - `report`: the 0x4A0-byte ATTESTATION_REPORT, exactly.
+/// - `leaf`: the VCEK or VLEK, DER or PEM (a PEM may carry the ASK/ASVK and ARK after the leaf); NULL with
+///   `leaf_len = 0` verifies with the certificate remembered for this chip and TCB (see the module docs).
+/// - `chain`: optional (NULL, 0) ASK/ASVK [+ ARK], DER or PEM; the pinned ones are used when absent.
+/// - `report_data`: optional (NULL, 0) expected REPORT_DATA, exactly 64 bytes (e.g. a nonce hash).
+/// - `time`: the trusted time, seconds since 1970 (UTC); `ATTEST_TIME_NOW` (0) uses the system clock.
+///
+/// On success `*out` holds a new verdict (free with `attest_verdict_free`); on failure nothing is written
+/// and the code says why (`attest_verifier_last_error` has the details).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn attest_verifier_verify_snp(
+    verifier: *const attest_verifier,
+    report: *const u8,
+    report_len: usize,
+    leaf: *const u8,
+    leaf_len: usize,
+    chain: *const u8,
+    chain_len: usize,
+    report_data: *const u8,
+    report_data_len: usize,
+    time: u64,
+    out: *mut *mut attest_verdict,
+) -> attest_result {
+    call(verifier, |v| {
+        let report = required(report, report_len, "report")?;
+        let leaf = input(leaf, leaf_len)?;
+        let chain = input(chain, chain_len)?;
+        let report_data = input(report_data, report_data_len)?;
+        let out = out_param(out)?;
+        let time = trusted_time(time)?;
+
+        let cached = if leaf.is_empty() {
+            let key = LeafKey::of(&Report::parse(report)?);
+            let hit = v.leaves.lock().unwrap_or_else(PoisonError::into_inner).get(&key);
+            Some(hit.ok_or(attest_result::CertificateNotCached)?)
+        } else {
+            None
+        };
+        let (leaf, extras) = match &cached {
+            Some(der) => (Cow::Borrowed(&**der), Vec::new()),
+            None => leaf_and_chain(leaf)?,
+        };
+        let chain = chain_certs(extras, chain)?;
+        let req = SnpRequest {
+            report,
+            leaf: &leaf,
+            intermediate: chain.first().map(Vec::as_slice),
+            root: chain.get(1).map(Vec::as_slice),
+            product: None,
+            report_data: (!report_data.is_empty()).then_some(report_data),
+            time,
+        };
+        let ok = v.snp.verify(&req, &v.policy())?;
+        if cached.is_none() {
+            v.leaves.lock().unwrap_or_else(PoisonError::into_inner).remember(LeafKey::of(ok.report()), &leaf);
+        }
+        write_verdict(out, Verdict::new(attest_evidence_kind::Snp).with_snp(&ok));
+        Ok(())
+    })
+}
+
+/// Verifies a TPM 2.0 quote.
+///
+/// - `ak`: the attestation key the caller trusts: SubjectPublicKeyInfo DER, PEM `PUBLIC KEY`, or the AK's
+///   TPM2B_PUBLIC (which must be a restricted signing key; its scheme must match the signature's).
+/// - `attest`: TPMS_ATTEST as returned by TPM2_Quote; `signature` in `signature_format`
+///   (`ATTEST_QUOTE_SIGNATURE_*`).
+/// - `pcrs`: the presented PCR values (`pcrs_len` entries); every PCR the quote selects must be present.
+/// - `nonce`: the expected extraData, exactly (NULL, 0 for an empty one).
+///
+/// SHA-1 banks are refused. On success `*out` holds a new verdict with the quoted SHA-256 PCRs.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn attest_verifier_verify_tpm_quote(
+    verifier: *const attest_verifier,
+    ak: *const u8,
+    ak_len: usize,
+    attest: *const u8,
+    attest_len: usize,
+    signature_bytes: *const u8,
+    signature_len: usize,
+    signature_format: u32,
+    pcrs: *const attest_pcr_value,
+    pcrs_len: usize,
+    nonce: *const u8,
+    nonce_len: usize,
+    out: *mut *mut attest_verdict,
+) -> attest_result {
+    call(verifier, |v| {
+        let ak = required(ak, ak_len, "ak")?;
+        let attest = required(attest, attest_len, "attest")?;
+        let sig = required(signature_bytes, signature_len, "signature")?;
+        let pcrs = input(pcrs, pcrs_len)?;
+        let nonce = input(nonce, nonce_len)?;
+        let out = out_param(out)?;
+
+        let pem_der;
+        let tpmt;
+        let (key, scheme) = if ak.starts_with(b"-----BEGIN") {
+            let block = parse_pem(ak)?.into_iter().find(|b| b.label == "PUBLIC KEY");
+            pem_der = block.ok_or(Error::Pem { reason: "no PUBLIC KEY block" })?.der;
+            (AkPublic::from_spki_der(&pem_der)?, None)
+        } else if ak.first() == Some(&0x30) {
+            (AkPublic::from_spki_der(ak)?, None)
+        } else {
+            tpmt = TpmtPublic::parse_tpm2b(ak)?;
+            tpmt.check_attestation_key()?;
+            (tpmt.key(), tpmt.scheme())
+        };
+        let pcrs = pcr_values(pcrs)?;
+        let req = QuoteRequest {
+            attest,
+            signature: signature(sig, signature_format)?,
+            ak: key,
+            ak_scheme: scheme,
+            pcrs: &pcrs,
+            nonce,
+            allow_sha1: false,
+        };
+        let ok = verify_quote(v.snp.provider(), &req)?;
+        write_verdict(out, Verdict::new(attest_evidence_kind::TpmQuote).with_quote(&ok));
+        Ok(())
+    })
+}
+
+/// Verifies an Azure SEV-SNP vTPM bundle: the HCL report's SNP report (against `vcek`, DER or PEM with
+/// optional chain, and the verifier's policy), its binding of the runtime data, the HCLAkPub attestation
+/// key in it, and the vTPM quote by that key over `pcrs` with extraData = `nonce`.
+/// `signature_format` is usually `ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256` (Azure's bundles carry bare
+/// signatures). On success `*out` holds a verdict with the SNP and quote parts.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn attest_verifier_verify_azure_snp(
+    verifier: *const attest_verifier,
+    hcl_report: *const u8,
+    hcl_report_len: usize,
+    vcek: *const u8,
+    vcek_len: usize,
+    attest: *const u8,
+    attest_len: usize,
+    signature_bytes: *const u8,
+    signature_len: usize,
+    signature_format: u32,
+    pcrs: *const attest_pcr_value,
+    pcrs_len: usize,
+    nonce: *const u8,
+    nonce_len: usize,
+    time: u64,
+    out: *mut *mut attest_verdict,
+) -> attest_result {
+    call(verifier, |v| {
+        let hcl = required(hcl_report, hcl_report_len, "hcl_report")?;
+        let vcek = required(vcek, vcek_len, "vcek")?;
+        let attest = required(attest, attest_len, "attest")?;
+        let sig = required(signature_bytes, signature_len, "signature")?;
+        let pcrs = input(pcrs, pcrs_len)?;
+        let nonce = input(nonce, nonce_len)?;
+        let out = out_param(out)?;
+        let time = trusted_time(time)?;
+
+        let (vcek, extras) = leaf_and_chain(vcek)?;
+        let pcrs = pcr_values(pcrs)?;
+        let req = AzureSnpRequest {
+            hcl_report: hcl,
+            vcek: &vcek,
+            intermediate: extras.first().map(Vec::as_slice),
+            attest,
+            signature: signature(sig, signature_format)?,
+            pcrs: &pcrs,
+            quote_nonce: nonce,
+            time,
+        };
+        let ok = verify_azure_snp(&v.snp, &req, &v.policy())?;
+        let verdict = Verdict::new(attest_evidence_kind::AzureSnp)
+            .with_snp(&ok.snp)
+            .check("ak_binding", attest_outcome::Passed)
+            .with_quote(&ok.quote);
+        write_verdict(out, verdict);
+        Ok(())
+    })
+}
+
+/// Validates an attestation document (the protobuf `attest.v1.AttestationDocument`, as sent in aTLS
+/// certificates) for the attestation variant named `(variant, variant_len)` ("qemu-vtpm",
+/// "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp") against the expected PCRs of a measurements file
+/// (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and never empty) and
+/// the verifier's SNP policy, for the verifier's `nonce` at the trusted `time`.
+///
+/// `qemu-vtpm` documents need their AK pinned first (`attest_verifier_pin_ak`). The measurements file is
+/// parsed on every call (≈ µs for a release file). On success `*out` holds a verdict with the SNP part (SNP
+/// variants), the quote, `ak_trust`, `event_log`, and one `pcr_<n>` check per expected PCR (outcome
+/// `ATTEST_OUTCOME_WARNED` for warn-only mismatches).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn attest_verifier_verify_document(
+    verifier: *const attest_verifier,
+    variant: *const u8,
+    variant_len: usize,
+    document_bytes: *const u8,
+    document_len: usize,
+    measurements: *const u8,
+    measurements_len: usize,
+    nonce: *const u8,
+    nonce_len: usize,
+    time: u64,
+    out: *mut *mut attest_verdict,
+) -> attest_result {
+    call(verifier, |v| {
+        let variant = required(variant, variant_len, "variant")?;
+        let doc_bytes = required(document_bytes, document_len, "document")?;
+        let measurements = required(measurements, measurements_len, "measurements")?;
+        let nonce = input(nonce, nonce_len)?;
+        let out = out_param(out)?;
+        let time = trusted_time(time)?;
+
+        let variant = std::str::from_utf8(variant).ok().and_then(Variant::from_name).ok_or_else(|| Failure {
+            code: attest_result::UnsupportedVariant,
+            message: format!("unsupported attestation variant {:?}", String::from_utf8_lossy(variant)),
+        })?;
+        let expected = attest_measurements::parse_any(measurements)?.to_pcr_policy()?;
+        let doc = document::decode(doc_bytes)?;
+        let pcrs = document::pcr_values(&doc)?;
+        let view = document::view(&doc, &pcrs);
+        let pins = Arc::clone(&v.pinned_aks.read().unwrap_or_else(PoisonError::into_inner));
+        let validator =
+            Validator::new(variant, Arc::clone(&v.snp), (*v.policy()).clone(), expected).with_ak_registry(pins);
+        let ok = validator.validate(&view, nonce, time)?;
+
+        let mut verdict = Verdict::new(attest_evidence_kind::Document);
+        if let Some(snp) = &ok.snp {
+            verdict = verdict.with_snp(snp);
+        }
+        verdict = verdict.check("ak_trust", attest_outcome::Passed).with_quote(&ok.quote);
+        let log = if ok.event_log_replayed { attest_outcome::Passed } else { attest_outcome::Waived };
+        verdict = verdict.check("event_log", log);
+        for (index, outcome) in &ok.pcrs {
+            let o = match outcome {
+                PcrOutcome::Match => attest_outcome::Passed,
+                PcrOutcome::MismatchWarnOnly => attest_outcome::Warned,
+            };
+            verdict = verdict.check(format!("pcr_{index}"), o);
+        }
+        let basis = match ok.ak_basis {
+            AkBasis::CredentialActivation => "credential-activation",
+            AkBasis::TrustOnFirstUse => "trust-on-first-use",
+            AkBasis::Pinned => "pinned",
+            AkBasis::HardwareReport => "hardware-report",
+        };
+        write_verdict(out, verdict.with_variant(ok.variant.name(), basis));
+        Ok(())
+    })
+}
