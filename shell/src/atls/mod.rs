@@ -56,6 +56,7 @@ pub mod attestation;
 pub mod cert;
 pub mod conn;
 pub mod error;
+pub mod grpc;
 pub mod nonce;
 pub mod verify;
 

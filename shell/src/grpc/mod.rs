@@ -41,5 +41,5 @@ pub mod status;
 pub use client::{Channel, ChannelConfig};
 pub use metadata::Metadata;
 pub use server::{Server, ServerConfig};
-pub use service::{Request, Response, Router, Service, Streaming};
+pub use service::{PeerInfo, Request, Response, Router, Service, Streaming};
 pub use status::{Code, Status};

@@ -43,14 +43,14 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Sleep;
 
 use super::codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, MessageDecoder};
 use super::metadata::{Metadata, encode_bin, parse_timeout};
-use super::service::{EncodedStream, Reply, Request, Response, Router};
+use super::service::{EncodedStream, PeerInfo, Reply, Request, Response, Router};
 use super::status::{Status, percent_encode};
 
 /// Default bound on concurrently open streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS). grpc-go
@@ -216,6 +216,17 @@ impl Server {
     /// Accepts h2c (HTTP/2 with prior knowledge) connections from `listener` in a task of its own until
     /// [`Server::shutdown`]. Returns the local address.
     pub fn serve(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
+        self.accept_loop(listener, |server, tcp, _peer| {
+            server.spawn_connection(tcp);
+        })
+    }
+
+    /// The accept loop shared by [`Server::serve`] and [`Server::serve_with`]: runs until shutdown, applies
+    /// the connection limit and TCP_NODELAY, and hands each connection to `start`.
+    fn accept_loop<S>(&self, listener: TcpListener, start: S) -> std::io::Result<SocketAddr>
+    where
+        S: Fn(&Server, TcpStream, SocketAddr) + Send + 'static,
+    {
         let addr = listener.local_addr()?;
         let server = self.clone();
         let task = tokio::spawn(async move {
@@ -232,7 +243,7 @@ impl Server {
                             continue;
                         }
                         let _ = tcp.set_nodelay(true);
-                        server.spawn_connection(tcp);
+                        start(&server, tcp, peer);
                     }
                     Err(e) => {
                         // EMFILE and friends: back off instead of spinning.
@@ -261,8 +272,44 @@ impl Server {
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let guard = self.inner.connections.guard();
+        self.serve_tracked(io, None, guard).await;
+    }
+
+    /// Accepts TCP connections from `listener` until [`Server::shutdown`], runs `handshake` on each (TLS,
+    /// aTLS, …) in the connection's own task under [`ServerConfig::handshake_timeout`], and serves HTTP/2 on
+    /// the stream it returns. The [`PeerInfo`] it returns with the stream is handed to every call on that
+    /// connection as [`Request::peer`]. A handshake that fails (`Err`, logged at debug with the peer
+    /// address) or times out closes that connection only. Connections count against
+    /// [`ServerConfig::max_connections`] from accept on, so a flood of slow handshakes is bounded too.
+    pub fn serve_with<H, Fut, IO, E>(&self, listener: TcpListener, handshake: H) -> std::io::Result<SocketAddr>
+    where
+        H: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(IO, Option<PeerInfo>), E>> + Send + 'static,
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        let handshake = Arc::new(handshake);
+        self.accept_loop(listener, move |server, tcp, peer| {
+            let guard = server.inner.connections.guard();
+            let fut = handshake(tcp);
+            let timeout = server.inner.config.handshake_timeout;
+            let server = server.clone();
+            tokio::spawn(async move {
+                match tokio::time::timeout(timeout, fut).await {
+                    Ok(Ok((io, info))) => server.serve_tracked(io, info, guard).await,
+                    Ok(Err(e)) => tracing::debug!(%peer, error = %e, "grpc: connection handshake failed"),
+                    Err(_) => tracing::debug!(%peer, "grpc: connection handshake timed out"),
+                }
+            });
+        })
+    }
+
+    async fn serve_tracked<IO>(&self, io: IO, peer: Option<PeerInfo>, _guard: TrackGuard)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let inner = &self.inner;
-        let _guard = inner.connections.guard();
         let mut phase = inner.phase.subscribe();
         if *phase.borrow_and_update() != Phase::Running {
             return;
@@ -295,7 +342,12 @@ impl Server {
             tokio::select! {
                 next = conn.accept() => match next {
                     Some(Ok((request, respond))) => {
-                        let call = Call { inner: Arc::clone(inner), budget: Arc::clone(&budget), _guard: inner.calls.guard() };
+                        let call = Call {
+                            inner: Arc::clone(inner),
+                            budget: Arc::clone(&budget),
+                            peer: peer.clone(),
+                            _guard: inner.calls.guard(),
+                        };
                         tokio::spawn(call.run(request, respond));
                     }
                     Some(Err(e)) => {
@@ -433,6 +485,7 @@ async fn expire(deadline: &mut Option<Pin<Box<Sleep>>>) {
 struct Call {
     inner: Arc<Inner>,
     budget: Arc<Semaphore>,
+    peer: Option<PeerInfo>,
     _guard: TrackGuard,
 }
 
@@ -491,7 +544,7 @@ impl Call {
         let mut body = body;
         let work = async {
             let message = self.read_request(&mut body).await?;
-            method.call(Request { metadata, deadline, message }).await
+            method.call(Request { metadata, deadline, message, peer: self.peer.clone() }).await
         };
         let outcome = tokio::select! {
             r = work => Ok(r),

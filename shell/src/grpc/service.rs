@@ -32,17 +32,29 @@ pub struct Request<T> {
     pub deadline: Option<Instant>,
     /// The request message.
     pub message: T,
+    /// What the transport learned about the peer, if the connection was accepted through
+    /// [`Server::serve_with`](super::Server::serve_with) — e.g. the aTLS peer's verified attestation
+    /// ([`crate::atls::PeerAttestation`]). Downcast with [`Request::peer`].
+    pub peer: Option<PeerInfo>,
 }
 
+/// Per-connection information about the peer, shared by every call on the connection.
+pub type PeerInfo = Arc<dyn std::any::Any + Send + Sync>;
+
 impl<T> Request<T> {
-    /// A request with no metadata and no deadline.
+    /// A request with no metadata, no deadline and no peer information.
     pub fn new(message: T) -> Request<T> {
-        Request { metadata: Metadata::new(), deadline: None, message }
+        Request { metadata: Metadata::new(), deadline: None, message, peer: None }
     }
 
-    /// Replaces the message, keeping metadata and deadline.
+    /// Replaces the message, keeping metadata, deadline and peer information.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Request<U> {
-        Request { metadata: self.metadata, deadline: self.deadline, message: f(self.message) }
+        Request { metadata: self.metadata, deadline: self.deadline, message: f(self.message), peer: self.peer }
+    }
+
+    /// The connection's peer information as a `P`, if there is some of that type.
+    pub fn peer<P: std::any::Any + Send + Sync>(&self) -> Option<&P> {
+        self.peer.as_deref().and_then(|p| p.downcast_ref::<P>())
     }
 }
 
@@ -146,10 +158,10 @@ pub(crate) trait Method: Send + Sync {
 }
 
 fn decode<Req: prost::Message + Default>(request: Request<Bytes>) -> Result<Request<Req>, Status> {
-    let Request { metadata, deadline, message } = request;
+    let Request { metadata, deadline, message, peer } = request;
     let message =
         Req::decode(message).map_err(|e| Status::internal(format!("failed to decode request message: {e}")))?;
-    Ok(Request { metadata, deadline, message })
+    Ok(Request { metadata, deadline, message, peer })
 }
 
 /// A unary handler; `Req` is named so the impl can decode it.
