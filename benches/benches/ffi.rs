@@ -19,14 +19,7 @@ use std::path::PathBuf;
 
 /// `$ATTEST_TESTDATA`, else `../shared/testdata`; `None` with a NOTICE when absent (a panic under CI=true).
 fn testdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("ATTEST_TESTDATA")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata"), PathBuf::from);
-    if dir.join("INDEX.md").is_file() {
-        return Some(dir);
-    }
-    assert!(!std::env::var("CI").is_ok_and(|v| v == "true"), "testdata not found at {}", dir.display());
-    eprintln!("NOTICE: skipping FFI benchmarks: testdata not found at {} (set ATTEST_TESTDATA)", dir.display());
-    None
+    attest_test_support::testdata::dir()
 }
 
 /// One warm verify through the C ABI; the verdict is freed as a C caller would.

@@ -39,18 +39,7 @@ const RSASSA_SHA256: SigScheme = SigScheme::RsaSsa(HashAlgorithm::Sha256);
 /// `$ATTEST_TESTDATA`, else `../shared/testdata` next to the repository; `None` with a NOTICE when
 /// absent, a panic under `CI=true`.
 fn testdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("ATTEST_TESTDATA")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata"), PathBuf::from);
-    if dir.join("INDEX.md").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "real-evidence testdata not found at {} (set ATTEST_TESTDATA); required under CI=true",
-        dir.display()
-    );
-    eprintln!("NOTICE: skipping TPM benchmarks: testdata not found at {} (set ATTEST_TESTDATA)", dir.display());
-    None
+    attest_test_support::testdata::dir()
 }
 
 fn read(dir: &Path, rel: &str) -> Vec<u8> {

@@ -63,8 +63,7 @@ fn lib_dir() -> &'static Path {
 }
 
 fn testdata() -> PathBuf {
-    let dir =
-        std::env::var_os("ATTEST_TESTDATA").map_or_else(|| manifest_dir().join("../../shared/testdata"), PathBuf::from);
+    let dir = attest_test_support::testdata::configured_dir();
     // Absolute, since the C programs run in another directory; a missing directory stays as given (the C
     // programs then skip with a NOTICE, or fail under CI=true).
     dir.canonicalize().unwrap_or(dir)

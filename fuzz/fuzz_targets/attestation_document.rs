@@ -1,6 +1,6 @@
-//! A protobuf `attest.v1.AttestationDocument` (prost) → the engine's borrowed `Document` (the conversion of
-//! `shell/src/issuer/mod.rs`, re-implemented here so the fuzz build needs neither tss-esapi nor OpenSSL) →
-//! every variant's `Validator`; must never panic.
+//! A protobuf `attest.v1.AttestationDocument` (prost) → the engine's borrowed `Document` (the one bridge,
+//! `attest_proto::document`, that the shell and the C library use too) → every variant's `Validator`; must
+//! never panic.
 //!
 //! Validators, all at 2025-06-01 with the default SNP policy and nonce [`NONCE`]:
 //! - `qemu-vtpm` with an empty AK registry (what a fresh verifier has: every AK is refused after its
@@ -12,14 +12,10 @@
 #![no_main]
 
 use attest_engine::crypto::{HashAlgorithm, default_provider};
-use attest_engine::tpm::alg::hash_from_tpm;
-use attest_engine::tpm::{PcrValues, QuoteSignature};
-use attest_engine::variant::{
-    AkBasis, AkRegistry, Document, PcrExpectation, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator,
-    Variant,
-};
+use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, StaticAkRegistry, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
+use attest_proto::document::{pcr_values, view};
 use libfuzzer_sys::fuzz_target;
 use prost::Message as _;
 use std::hint::black_box;
@@ -61,50 +57,10 @@ static VALIDATORS: LazyLock<Vec<Validator>> = LazyLock::new(|| {
 });
 static TIME: LazyLock<UnixTime> = LazyLock::new(|| UnixTime::parse("2025-06-01T00:00:00Z").unwrap());
 
-/// `attest_shell::issuer::pcr_values`: `None` where the shell would refuse the document.
-fn pcr_values(doc: &AttestationDocument) -> Option<PcrValues<'_>> {
-    let mut out = PcrValues::new();
-    let Some(tpm) = &doc.tpm else { return Some(out) };
-    for p in &tpm.pcrs {
-        let alg: HashAlgorithm = hash_from_tpm(u16::try_from(p.hash_alg).ok()?, "PCR bank").ok()?;
-        let index = usize::try_from(p.index).ok()?;
-        if out.get(alg, index).is_some() {
-            return None;
-        }
-        out.set(alg, index, &p.value).ok()?;
-    }
-    Some(out)
-}
-
-/// `attest_shell::issuer::document`.
-fn document<'a>(doc: &'a AttestationDocument, pcrs: &'a PcrValues<'a>) -> Document<'a> {
-    let tpm = doc.tpm.as_ref().map(|t| TpmEvidence {
-        ak_public: &t.ak_public,
-        attest: &t.quote_attest,
-        signature: QuoteSignature::Tpmt(&t.quote_signature),
-        pcrs,
-        event_log: &t.event_log,
-    });
-    let snp = doc.snp.as_ref().map(|s| SnpEvidence {
-        report: &s.report,
-        leaf: &s.leaf_certificate,
-        intermediate: (!s.intermediate_certificate.is_empty()).then_some(&s.intermediate_certificate[..]),
-        root: (!s.root_certificate.is_empty()).then_some(&s.root_certificate[..]),
-    });
-    Document {
-        variant: &doc.variant,
-        tpm,
-        snp,
-        hcl_report: &doc.hcl_report,
-        instance_info: &doc.instance_info,
-        user_data: &doc.user_data,
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
     let Ok(doc) = AttestationDocument::decode(data) else { return };
-    let Some(pcrs) = pcr_values(&doc) else { return };
-    let view = document(&doc, &pcrs);
+    let Ok(pcrs) = pcr_values(&doc) else { return };
+    let view = view(&doc, &pcrs);
     for v in VALIDATORS.iter() {
         if let Ok(ok) = v.validate(&view, NONCE, *TIME) {
             black_box((ok.variant, ok.ak_basis, &ok.pcrs, ok.event_log_replayed, ok.user_data));

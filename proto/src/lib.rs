@@ -9,6 +9,8 @@
 #![forbid(unsafe_code)]
 #![allow(missing_docs, unreachable_pub, clippy::pedantic)] // generated code
 
+pub mod document;
+
 /// Attestation evidence.
 pub mod attest {
     /// Version 1 of the attestation document.

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod der;
+pub mod testdata;
 pub mod tpm;
 
 mod crl;

@@ -7,18 +7,7 @@ use std::path::PathBuf;
 /// `None` (after printing a visible notice) when absent; under `CI=true` absence is a failure.
 #[track_caller]
 pub fn testdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("ATTEST_TESTDATA")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata"), PathBuf::from);
-    if dir.join("INDEX.md").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "real-evidence testdata not found at {} (set ATTEST_TESTDATA); required under CI=true",
-        dir.display()
-    );
-    eprintln!("NOTICE: skipping real-evidence test: testdata not found at {} (set ATTEST_TESTDATA)", dir.display());
-    None
+    attest_test_support::testdata::dir()
 }
 
 /// Reads a testdata file.

@@ -29,18 +29,7 @@ use std::time::Duration;
 /// The testdata directory, or `None` with a visible notice (a failure under `CI=true`).
 #[track_caller]
 pub fn testdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("ATTEST_TESTDATA")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata"), PathBuf::from);
-    if dir.join("INDEX.md").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "real-evidence testdata not found at {} (set ATTEST_TESTDATA); required under CI=true",
-        dir.display()
-    );
-    eprintln!("NOTICE: skipping KDS test: testdata not found at {} (set ATTEST_TESTDATA)", dir.display());
-    None
+    attest_test_support::testdata::dir()
 }
 
 /// Reads a testdata file.

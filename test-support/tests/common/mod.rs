@@ -232,19 +232,8 @@ pub fn openssl(args: &[&str]) -> Output {
     }
 }
 
-/// Where the real AMD certificates used for conformance checks live, if present.
+/// Where the real AMD certificates used for conformance checks live, if present (a NOTICE when absent; a
+/// failure under `CI=true`).
 pub fn real_testdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("ATTEST_TESTDATA")
-        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata"), PathBuf::from);
-    if dir.join("amd-kds-roots").is_dir() {
-        Some(dir)
-    } else {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "real AMD test vectors not found at {} (set ATTEST_TESTDATA); required under CI=true",
-            dir.display()
-        );
-        eprintln!("NOTICE: real AMD test vectors not found at {} (set ATTEST_TESTDATA); skipping", dir.display());
-        None
-    }
+    attest_test_support::testdata::dir()
 }
