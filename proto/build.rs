@@ -7,6 +7,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "protos/init.proto",
         "protos/kms.proto",
         "protos/components.proto",
+        "protos/registration.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

@@ -2,6 +2,7 @@
 //! protox, so no `protoc` is needed). Field numbers are the wire contract (DESIGN.md §2–§3).
 //!
 //! - [`attest::v1::AttestationDocument`]: the evidence a node sends in its aTLS certificate.
+//! - `attest::v1` also holds the AK registration messages (`AkRegistration`, `CredentialActivation`).
 //! - [`join`], [`init`], [`kms`]: the service messages; [`components::Component`] is shared.
 //!
 //! gRPC services are not generated here: the shell implements the framing on h2 and routes by path.
@@ -49,6 +50,14 @@ pub mod paths {
     pub const INIT_INIT: &str = "/init.API/Init";
     /// kms.API/GetDataKey.
     pub const KMS_GET_DATA_KEY: &str = "/kms.API/GetDataKey";
+    /// attest.v1.AkRegistration/Begin (served by verifiers).
+    pub const REGISTRATION_BEGIN: &str = "/attest.v1.AkRegistration/Begin";
+    /// attest.v1.AkRegistration/Complete (served by verifiers).
+    pub const REGISTRATION_COMPLETE: &str = "/attest.v1.AkRegistration/Complete";
+    /// attest.v1.CredentialActivation/GetIdentity (served by attesters).
+    pub const ACTIVATION_GET_IDENTITY: &str = "/attest.v1.CredentialActivation/GetIdentity";
+    /// attest.v1.CredentialActivation/Activate (served by attesters).
+    pub const ACTIVATION_ACTIVATE: &str = "/attest.v1.CredentialActivation/Activate";
 }
 
 #[cfg(test)]
@@ -75,6 +84,24 @@ mod tests {
         assert_eq!(m.encode_to_vec()[0], (5 << 3) | 2);
         let m = components::Component { extract: true, ..Default::default() };
         assert_eq!(m.encode_to_vec(), vec![4 << 3, 1]);
+    }
+
+    #[test]
+    fn registration_field_numbers_are_the_wire_contract() {
+        use attest::v1::*;
+        let m = BeginRegistrationRequest { ak_public: vec![1], ..Default::default() };
+        assert_eq!(m.encode_to_vec()[0], (2 << 3) | 2);
+        let m = BeginRegistrationResponse { encrypted_secret: vec![1], ..Default::default() };
+        assert_eq!(m.encode_to_vec()[0], (3 << 3) | 2);
+        let m = CompleteRegistrationRequest { secret: vec![1], ..Default::default() };
+        assert_eq!(m.encode_to_vec()[0], (2 << 3) | 2);
+        let m = CompleteRegistrationResponse { ak_digest: vec![1] };
+        assert_eq!(m.encode_to_vec()[0], (1 << 3) | 2);
+        let m = GetIdentityResponse { ak_public: vec![1], ..Default::default() };
+        assert_eq!(m.encode_to_vec()[0], (2 << 3) | 2);
+        let m = ActivateRequest { encrypted_secret: vec![1], ..Default::default() };
+        assert_eq!(m.encode_to_vec()[0], (2 << 3) | 2);
+        assert_eq!(ActivateResponse { secret: vec![1] }.encode_to_vec()[0], (1 << 3) | 2);
     }
 
     #[test]

@@ -16,4 +16,5 @@ pub mod grpc;
 pub mod issuer;
 pub mod kds;
 pub mod keyservice;
+pub mod registration;
 pub mod tpm;

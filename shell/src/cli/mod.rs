@@ -4,10 +4,13 @@
 //! [`Status::Usage`] (2). Clap's own usage errors already exit with 2; every malformed argument or
 //! unreadable/malformed input file detected here does too, with a message on stderr.
 
+pub mod init;
 pub mod input;
 pub mod kds;
 pub mod measurements;
+pub mod node;
 pub mod snp;
+pub mod verify;
 
 use clap::{Parser, Subcommand};
 use std::fmt;
@@ -34,6 +37,10 @@ pub enum Command {
     /// AMD KDS certificate store: fetch and prefill VCEKs, chains and CRLs for offline verification.
     #[command(subcommand)]
     Kds(kds::KdsCommand),
+    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (qemu-vtpm).
+    Init(init::InitArgs),
+    /// Remote attestation of a running node over aTLS (qemu-vtpm).
+    Verify(verify::VerifyArgs),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -89,6 +96,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Snp(cmd) => snp::run(cmd),
         Command::Measurements(cmd) => measurements::run(cmd),
         Command::Kds(cmd) => kds::run(cmd),
+        Command::Init(args) => init::run(&args, &mut std::io::stdout()),
+        Command::Verify(args) => verify::run(&args, &mut std::io::stdout()),
     };
     match result {
         Ok(status) => status.into(),

@@ -18,10 +18,12 @@ use openssl::x509::store::{X509Store, X509StoreBuilder};
 use openssl::x509::verify::X509VerifyFlags;
 use openssl::x509::{X509, X509StoreContext};
 use std::path::Path;
+use std::sync::Arc;
 
-/// Trusted EK certificate issuers.
+/// Trusted EK certificate issuers. Cheap to clone (the store is shared; it is immutable once built).
+#[derive(Clone)]
 pub struct EkCaBundle {
-    store: X509Store,
+    store: Arc<X509Store>,
     count: usize,
 }
 
@@ -45,7 +47,7 @@ impl EkCaBundle {
         }
         // X509_V_FLAG_X509_STRICT: refuse malformed certificates rather than work around them.
         b.set_flags(X509VerifyFlags::X509_STRICT)?;
-        Ok(Self { store: b.build(), count: certs.len() })
+        Ok(Self { store: Arc::new(b.build()), count: certs.len() })
     }
 
     /// A bundle from PEM files (each may hold several certificates).

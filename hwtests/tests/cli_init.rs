@@ -1,0 +1,333 @@
+//! `attest init` and `attest verify` against a small in-test bootstrapper: an swtpm-backed `qemu-vtpm` issuer
+//! attesting over aTLS, serving `init.API/Init` (a few log lines, then success or failure) and
+//! `attest.v1.CredentialActivation` — the same two services the real bootstrapper's init server mounts.
+//!
+//! The commands run in-process (`cli::init::run`, `cli::verify::run` with a captured stdout) on the test
+//! thread; the node runs on a runtime of its own.
+
+use attest_hwtests::Swtpm;
+use attest_proto::init::{
+    InitFailureResponse, InitRequest, InitResponse, InitSuccessResponse, LogResponseType, init_response,
+};
+use attest_proto::paths;
+use attest_shell::atls::AtlsAcceptor;
+use attest_shell::cli::{Cli, Command, Status, UsageError};
+use attest_shell::grpc::{Request, Response, Router, Server, ServerConfig, Streaming};
+use attest_shell::issuer::QemuVtpmIssuer;
+use attest_shell::keyservice::{MasterSecret, cluster_id, measurement_secret};
+use attest_shell::registration::ActivationService;
+use attest_shell::tpm::{AkConfig, FileAkRegistry, PcrMask, Tpm, ak_digest};
+use clap::Parser;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+const KUBECONFIG: &[u8] = b"apiVersion: v1\nkind: Config\nclusters: []\n";
+const OWNER_ID: [u8; 32] = [0x0D; 32];
+
+/// The in-test bootstrapper.
+struct Node {
+    sw: Swtpm,
+    issuer: Arc<QemuVtpmIssuer>,
+    addr: SocketAddr,
+    requests: Arc<Mutex<Vec<InitRequest>>>,
+    _server: Server,
+    _rt: tokio::runtime::Runtime,
+}
+
+impl Node {
+    /// A node answering `Init` with success, or with `init_failure` when `fail` is set.
+    #[track_caller]
+    fn start(fail: bool) -> Self {
+        let sw = Swtpm::start().expect("start swtpm");
+        let mut tpm = Tpm::open(&sw.tcti()).expect("open TPM");
+        let ek = tpm.ek_certificate().unwrap();
+        let issuer = Arc::new(QemuVtpmIssuer::new(tpm, AkConfig::default()).unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+
+        let mut router = Router::new();
+        router.add_service(Arc::new(ActivationService::new(issuer.clone(), ek)));
+        let seen = requests.clone();
+        router.server_streaming(paths::INIT_INIT, move |req: Request<InitRequest>| {
+            let seen = seen.clone();
+            async move {
+                let request = req.message;
+                seen.lock().unwrap().push(request.clone());
+                let (tx, stream) = Streaming::channel(4);
+                tokio::spawn(async move {
+                    let log = |s: &str| InitResponse {
+                        kind: Some(init_response::Kind::Log(LogResponseType { log: s.as_bytes().to_vec() })),
+                    };
+                    for line in ["[init] checking the init secret", "[init] kubeadm init (dry run)\n[init] done\n"] {
+                        let _ = tx.send(Ok(log(line))).await;
+                    }
+                    let kind = if fail {
+                        init_response::Kind::InitFailure(InitFailureResponse {
+                            error: "kubeadm init failed: exit 1".into(),
+                        })
+                    } else {
+                        let master = MasterSecret::from_kms_uri(&request.kms_uri).unwrap();
+                        let id = cluster_id(&measurement_secret(&master), &request.measurement_salt);
+                        init_response::Kind::InitSuccess(InitSuccessResponse {
+                            kubeconfig: KUBECONFIG.to_vec(),
+                            owner_id: OWNER_ID.to_vec(),
+                            cluster_id: id.to_vec(),
+                        })
+                    };
+                    let _ = tx.send(Ok(InitResponse { kind: Some(kind) })).await;
+                });
+                Ok(Response::new(stream))
+            }
+        });
+        let server = Server::new(router, ServerConfig::default());
+        let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer.clone()), None).unwrap());
+        let addr = rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            attest_shell::atls::grpc::serve(&server, listener, acceptor).unwrap()
+        });
+        Self { sw, issuer, addr, requests, _server: server, _rt: rt }
+    }
+
+    fn dir(&self) -> &Path {
+        self.sw.dir()
+    }
+
+    fn endpoint(&self) -> String {
+        self.addr.to_string()
+    }
+
+    fn ak_digest(&self) -> [u8; 32] {
+        ak_digest(self.issuer.attestation_key().tpm2b_public()).unwrap()
+    }
+
+    /// A measurements file expecting this node's PCRs 0, 4, 7 and 15, with PCR `wrong` (if any) altered.
+    fn measurements(&self, name: &str, wrong: Option<u8>) -> PathBuf {
+        let pcrs = self.issuer.with_tpm(|tpm, _| tpm.read_pcrs(PcrMask::ALL)).unwrap();
+        let mut map = serde_json::Map::new();
+        for i in [0u8, 4, 7, 15] {
+            let mut v = *pcrs.get(i).unwrap();
+            if Some(i) == wrong {
+                v[0] ^= 1;
+            }
+            map.insert(i.to_string(), serde_json::json!({"expected": hex::encode(v), "warnOnly": false}));
+        }
+        let path = self.dir().join(name);
+        std::fs::write(&path, serde_json::to_vec(&map).unwrap()).unwrap();
+        path
+    }
+}
+
+fn parse(args: &[&str]) -> Command {
+    let mut argv = vec!["attest"];
+    argv.extend_from_slice(args);
+    Cli::try_parse_from(argv).expect("arguments parse").command
+}
+
+/// Runs a command line; returns its status and stdout.
+fn run(args: &[&str]) -> (Result<Status, UsageError>, String) {
+    let mut out = Vec::new();
+    let status = match parse(args) {
+        Command::Init(a) => attest_shell::cli::init::run(&a, &mut out),
+        Command::Verify(a) => attest_shell::cli::verify::run(&a, &mut out),
+        other => panic!("not init/verify: {other:?}"),
+    };
+    (status, String::from_utf8(out).unwrap())
+}
+
+fn ca() -> String {
+    Swtpm::ca_dir().unwrap().display().to_string()
+}
+
+fn json(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn init_registers_the_ak_attests_the_node_and_writes_the_cluster_files() {
+    let node = Node::start(false);
+    let out = node.dir().join("out");
+    let measurements = node.measurements("m.json", None);
+    let init_secret = node.dir().join("init-secret");
+    std::fs::write(&init_secret, b"the init secret\n").unwrap();
+    let (m, o, s, ca) =
+        (measurements.display().to_string(), out.display().to_string(), init_secret.display().to_string(), ca());
+    let args = [
+        "init",
+        "--endpoint",
+        &node.endpoint(),
+        "--measurements",
+        &m,
+        "--ek-ca",
+        &ca,
+        "--init-secret",
+        &s,
+        "--out",
+        &o,
+        "--cluster-name",
+        "demo",
+        "--kubernetes-version",
+        "v1.30.4",
+        "--json",
+    ];
+    let (status, stdout) = run(&args);
+    assert_eq!(status.unwrap(), Status::Accepted, "{stdout}");
+    let summary = json(&stdout);
+    assert_eq!(summary["initialized"], true);
+    assert_eq!(summary["registeredNow"], true);
+    assert_eq!(summary["masterSecret"]["generated"], true);
+    assert_eq!(summary["attestation"]["variant"], "qemu-vtpm");
+    assert_eq!(summary["attestation"]["akBasis"], "credential-activation");
+    assert_eq!(summary["attestation"]["akDigest"], hex::encode(node.ak_digest()));
+    assert_eq!(summary["attestation"]["pcrsChecked"].as_array().unwrap().len(), 4);
+    assert_eq!(summary["attestation"]["quotedPcrs"], 24);
+
+    // The request the node received.
+    let requests = node.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let req = &requests[0];
+    assert_eq!(req.init_secret, b"the init secret\n");
+    assert_eq!(req.cluster_name, "demo");
+    assert_eq!(req.kubernetes_version, "v1.30.4");
+    assert_eq!(req.measurement_salt.len(), 32);
+
+    // The files: master secret (0600, the secret the node got), kubeconfig (0600), cluster.json, registry.
+    use std::os::unix::fs::PermissionsExt;
+    let secret_path = out.join("master-secret.json");
+    assert_eq!(std::fs::metadata(&secret_path).unwrap().permissions().mode() & 0o777, 0o600);
+    let master = MasterSecret::from_file(&secret_path).unwrap();
+    assert_eq!((master.key().len(), master.salt().len()), (32, 32));
+    assert_eq!(MasterSecret::from_kms_uri(&req.kms_uri).unwrap().key(), master.key());
+    assert!(std::fs::read_to_string(&secret_path).unwrap().starts_with("{\"key\":"));
+    assert_eq!(std::fs::read(out.join("kubeconfig")).unwrap(), KUBECONFIG);
+    assert_eq!(std::fs::metadata(out.join("kubeconfig")).unwrap().permissions().mode() & 0o777, 0o600);
+    let cluster = json(&std::fs::read_to_string(out.join("cluster.json")).unwrap());
+    let id = cluster_id(&measurement_secret(&master), &req.measurement_salt);
+    assert_eq!(cluster["clusterId"], hex::encode(id));
+    assert_eq!(summary["clusterId"], hex::encode(id));
+    assert_eq!(cluster["ownerId"], hex::encode(OWNER_ID));
+    assert_eq!(cluster["measurementSalt"], hex::encode(&req.measurement_salt));
+    assert_eq!(cluster["endpoint"], node.endpoint());
+    let registry = FileAkRegistry::open(out.join("ak-registry.json")).unwrap();
+    assert_eq!(registry.entries(), vec![(node.ak_digest(), attest_engine::variant::AkBasis::CredentialActivation)]);
+
+    // Secrets never reach stdout.
+    assert!(!stdout.contains("the init secret"));
+    assert!(!stdout.contains(&std::fs::read_to_string(&secret_path).unwrap()[8..30]));
+
+    // A second run reuses the master secret and the registration; without --ek-ca it still works.
+    let args = ["init", "--endpoint", &node.endpoint(), "--measurements", &m, "--out", &o, "--json"];
+    let (status, stdout) = run(&args);
+    assert_eq!(status.unwrap(), Status::Accepted, "{stdout}");
+    let summary = json(&stdout);
+    assert_eq!(summary["registeredNow"], false);
+    assert_eq!(summary["masterSecret"]["generated"], false);
+    let requests = node.requests.lock().unwrap().clone();
+    assert_eq!(MasterSecret::from_kms_uri(&requests[1].kms_uri).unwrap().key(), master.key());
+    assert_ne!(requests[1].measurement_salt, requests[0].measurement_salt, "a fresh measurement salt per init");
+
+    // attest verify against the same node and registry.
+    let registry_path = out.join("ak-registry.json").display().to_string();
+    let (status, stdout) = run(&[
+        "verify",
+        "--endpoint",
+        &node.endpoint(),
+        "--measurements",
+        &m,
+        "--ak-registry",
+        &registry_path,
+        "--json",
+    ]);
+    assert_eq!(status.unwrap(), Status::Accepted, "{stdout}");
+    let v = json(&stdout);
+    assert_eq!(v["verified"], true);
+    assert_eq!(v["variant"], "qemu-vtpm");
+    assert_eq!(v["akBasis"], "credential-activation");
+    assert_eq!(v["akDigest"], hex::encode(node.ak_digest()));
+    let (status, stdout) =
+        run(&["verify", "--endpoint", &node.endpoint(), "--measurements", &m, "--ak-registry", &registry_path]);
+    assert_eq!(status.unwrap(), Status::Accepted);
+    assert!(stdout.starts_with("VERIFIED") && stdout.contains("credential-activation"), "{stdout}");
+
+    // A wrong measurement: verify refuses (1), and so does init — before sending anything.
+    let wrong = node.measurements("wrong.json", Some(4)).display().to_string();
+    let (status, stdout) = run(&[
+        "verify",
+        "--endpoint",
+        &node.endpoint(),
+        "--measurements",
+        &wrong,
+        "--ak-registry",
+        &registry_path,
+        "--json",
+    ]);
+    assert_eq!(status.unwrap(), Status::Rejected);
+    let v = json(&stdout);
+    assert_eq!(v["verified"], false);
+    assert_eq!(v["refused"], true);
+    assert!(v["error"].as_str().unwrap().contains("PCR"), "{v}");
+    let (status, stdout) =
+        run(&["init", "--endpoint", &node.endpoint(), "--measurements", &wrong, "--out", &o, "--json"]);
+    assert_eq!(status.unwrap(), Status::Rejected);
+    let summary = json(&stdout);
+    assert_eq!(summary["initialized"], false);
+    assert_eq!(summary["stage"], "attestation");
+    assert_eq!(node.requests.lock().unwrap().len(), 2, "no init request after a refused attestation");
+}
+
+#[test]
+fn init_and_verify_refuse_unregistered_nodes_and_report_init_failures() {
+    let node = Node::start(true);
+    let out = node.dir().join("out");
+    let m = node.measurements("m.json", None).display().to_string();
+    let o = out.display().to_string();
+
+    // No --ek-ca and an empty registry: the AK cannot be registered → refused, nothing sent.
+    let (status, stdout) = run(&["init", "--endpoint", &node.endpoint(), "--measurements", &m, "--out", &o, "--json"]);
+    assert_eq!(status.unwrap(), Status::Rejected);
+    let summary = json(&stdout);
+    assert_eq!(summary["stage"], "registration");
+    assert!(summary["error"].as_str().unwrap().contains("--ek-ca"), "{summary}");
+    assert!(node.requests.lock().unwrap().is_empty());
+
+    // verify with a registry that does not know the AK: refused.
+    let empty = node.dir().join("empty.json");
+    std::fs::write(&empty, "{\"version\":1,\"aks\":[]}").unwrap();
+    let e = empty.display().to_string();
+    let (status, stdout) = run(&["verify", "--endpoint", &node.endpoint(), "--measurements", &m, "--ak-registry", &e]);
+    assert_eq!(status.unwrap(), Status::Rejected);
+    assert!(stdout.starts_with("REFUSED"), "{stdout}");
+
+    // With the CA: registered, attested, and the node's init_failure is reported with exit 1.
+    let ca = ca();
+    let args = ["init", "--endpoint", &node.endpoint(), "--measurements", &m, "--out", &o, "--ek-ca", &ca, "--json"];
+    let (status, stdout) = run(&args);
+    assert_eq!(status.unwrap(), Status::Rejected);
+    let summary = json(&stdout);
+    assert_eq!(summary["stage"], "init");
+    assert_eq!(summary["error"], "kubeadm init failed: exit 1");
+    assert!(!out.join("kubeconfig").exists());
+    assert!(out.join("master-secret.json").exists(), "the master secret is kept for the next attempt");
+    assert_eq!(node.requests.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = std::env::temp_dir().join(format!("attest-cli-usage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.json").display().to_string();
+    let (status, _) = run(&["verify", "--endpoint", "127.0.0.1:1", "--measurements", &missing]);
+    assert!(status.is_err());
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"0\": {\"expected\": \"zz\"}}").unwrap();
+    let bad = bad.display().to_string();
+    let (status, _) =
+        run(&["init", "--endpoint", "127.0.0.1:1", "--measurements", &bad, "--out", &dir.display().to_string()]);
+    assert!(status.is_err());
+    let (status, _) = run(&["init", "--endpoint", "no-port", "--measurements", &bad]);
+    assert!(status.is_err());
+    assert!(Cli::try_parse_from(["attest", "init", "--measurements", "m.json"]).is_err(), "--endpoint is required");
+    assert_eq!(Status::Usage.code(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,381 @@
+//! AK registration over real gRPC on 127.0.0.1 (`attest_shell::registration`), with swtpm TPMs whose EK
+//! certificates chain to this binary's swtpm-localca CA:
+//!
+//! - push (`AkRegistration`, served by a verifier) and pull (`CredentialActivation`, served by the node) both
+//!   register the AK, and a quote by that AK then validates through the `FileAkRegistry` with basis
+//!   credential-activation;
+//! - refusals: an EK certificate from another CA, a wrong secret, a replayed or expired registration id, an
+//!   AK with the wrong attributes, a full pending table, and a different TPM trying to answer someone else's
+//!   challenge — each with its gRPC status, and nothing recorded.
+
+use attest_engine::variant::{AkBasis, PcrPolicy};
+use attest_hwtests::Swtpm;
+use attest_hwtests::support::{now, random32, validator};
+use attest_proto::attest::v1::{
+    ActivateRequest, ActivateResponse, BeginRegistrationRequest, BeginRegistrationResponse,
+    CompleteRegistrationRequest, CompleteRegistrationResponse, GetIdentityRequest, GetIdentityResponse,
+};
+use attest_proto::paths;
+use attest_shell::grpc::{
+    Channel, ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status,
+};
+use attest_shell::issuer::{QemuVtpmIssuer, document, pcr_values};
+use attest_shell::registration::{
+    ActivationService, RegistrationError, RegistrationService, register, register_remote,
+};
+use attest_shell::tpm::{AkConfig, CredentialChallenge, EkCaBundle, Error as TpmError, FileAkRegistry, Tpm, ak_digest};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// A node: its swtpm, EK certificate and issuer.
+struct Node {
+    sw: Swtpm,
+    ek_certificate: Vec<u8>,
+    issuer: Arc<QemuVtpmIssuer>,
+}
+
+impl Node {
+    #[track_caller]
+    fn start(unique: bool) -> Self {
+        let sw = if unique { Swtpm::start_unique() } else { Swtpm::start() }.expect("start swtpm");
+        let mut tpm = Tpm::open(&sw.tcti()).expect("open TPM");
+        let ek_certificate = tpm.ek_certificate().expect("EK certificate");
+        let issuer = Arc::new(QemuVtpmIssuer::new(tpm, AkConfig::default()).expect("issuer"));
+        Self { sw, ek_certificate, issuer }
+    }
+
+    fn ak_public(&self) -> Vec<u8> {
+        self.issuer.attestation_key().tpm2b_public().to_vec()
+    }
+
+    fn digest(&self) -> [u8; 32] {
+        ak_digest(&self.ak_public()).unwrap()
+    }
+
+    fn activate(&self, blob: &[u8], secret: &[u8]) -> Result<Vec<u8>, TpmError> {
+        let c = CredentialChallenge { credential_blob: blob.to_vec(), encrypted_secret: secret.to_vec() };
+        self.issuer.with_tpm(|tpm, ak| tpm.activate_credential(ak, &c)).map(|s| s.to_vec())
+    }
+
+    /// A quote by this node's AK validates through `registry`, with the basis it records.
+    fn validates_through(&self, registry: &Arc<FileAkRegistry>) -> Result<AkBasis, attest_engine::Error> {
+        let v = validator(registry.clone(), PcrPolicy::default());
+        let nonce = random32();
+        let doc = self.issuer.issue(&nonce, b"user data", b"").unwrap();
+        let pcrs = pcr_values(&doc).unwrap();
+        v.validate(&document(&doc, &pcrs), &nonce, now()).map(|ok| ok.ak_basis)
+    }
+}
+
+fn ca() -> EkCaBundle {
+    EkCaBundle::from_swtpm_localca(&Swtpm::ca_dir().unwrap()).unwrap()
+}
+
+fn registry_in(sw: &Swtpm, name: &str) -> Arc<FileAkRegistry> {
+    Arc::new(FileAkRegistry::open(sw.dir().join(name)).unwrap())
+}
+
+/// Serves `router` on a loopback port (h2c) and returns a channel to it.
+async fn serve(router: Router) -> (Server, Channel) {
+    let server = Server::new(router, ServerConfig::default());
+    let addr = server.serve(TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
+    let channel = Channel::connect(addr, ChannelConfig::default()).await.unwrap();
+    (server, channel)
+}
+
+async fn verifier(service: RegistrationService) -> (Arc<RegistrationService>, Server, Channel) {
+    let service = Arc::new(service);
+    let mut router = Router::new();
+    router.add_service(Arc::clone(&service));
+    let (server, channel) = serve(router).await;
+    (service, server, channel)
+}
+
+async fn unary<Req: prost::Message, Resp: prost::Message + Default>(
+    ch: &Channel,
+    path: &str,
+    req: Req,
+) -> Result<Resp, Status> {
+    ch.unary(path, req, Metadata::new(), Some(Duration::from_secs(30))).await.map(|r| r.message)
+}
+
+async fn begin(ch: &Channel, ek: &[u8], ak: &[u8]) -> Result<BeginRegistrationResponse, Status> {
+    unary(
+        ch,
+        paths::REGISTRATION_BEGIN,
+        BeginRegistrationRequest { ek_certificate: ek.to_vec(), ak_public: ak.to_vec() },
+    )
+    .await
+}
+
+async fn complete(ch: &Channel, id: &[u8], secret: &[u8]) -> Result<CompleteRegistrationResponse, Status> {
+    let req = CompleteRegistrationRequest { registration_id: id.to_vec(), secret: secret.to_vec() };
+    unary(ch, paths::REGISTRATION_COMPLETE, req).await
+}
+
+#[track_caller]
+fn assert_code<T: std::fmt::Debug>(r: Result<T, Status>, code: Code) {
+    match r {
+        Err(s) => assert_eq!(s.code, code, "{s}"),
+        Ok(v) => panic!("expected {code}, got {v:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_rpc_code(r: Result<[u8; 32], RegistrationError>, code: Code) {
+    match r {
+        Err(RegistrationError::Rpc { status, .. }) => assert_eq!(status.code, code, "{status}"),
+        other => panic!("expected an RPC failure with {code}, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_registration_then_quotes_validate_through_the_registry() {
+    let node = Node::start(false);
+    let registry = registry_in(&node.sw, "aks.json");
+    assert!(node.validates_through(&registry).is_err(), "not registered yet");
+    let (service, _server, ch) = verifier(RegistrationService::new(registry.clone(), ca())).await;
+
+    let digest = register(&ch, &node.issuer, &node.ek_certificate).await.unwrap();
+    assert_eq!(digest, node.digest());
+    assert_eq!(registry.entries(), vec![(digest, AkBasis::CredentialActivation)]);
+    assert_eq!(service.pending(), 0);
+    assert_eq!(node.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
+    // A verifier reading the file afresh agrees.
+    let reloaded = Arc::new(FileAkRegistry::open(registry.path()).unwrap());
+    assert_eq!(node.validates_through(&reloaded).unwrap(), AkBasis::CredentialActivation);
+    // Registering again is harmless.
+    assert_eq!(register(&ch, &node.issuer, &node.ek_certificate).await.unwrap(), digest);
+    assert_eq!(registry.entries().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_registration_then_quotes_validate_through_the_registry() {
+    let node = Node::start(false);
+    let mut router = Router::new();
+    router.add_service(Arc::new(ActivationService::new(node.issuer.clone(), node.ek_certificate.clone())));
+    let (_server, ch) = serve(router).await;
+
+    let identity: GetIdentityResponse =
+        unary(&ch, paths::ACTIVATION_GET_IDENTITY, GetIdentityRequest {}).await.unwrap();
+    assert_eq!(identity.ek_certificate, node.ek_certificate);
+    assert_eq!(identity.ak_public, node.ak_public());
+
+    let registry = registry_in(&node.sw, "pulled.json");
+    let digest = register_remote(&ch, &ca(), &registry).await.unwrap();
+    assert_eq!(digest, node.digest());
+    assert_eq!(node.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
+
+    // An EK certificate from another CA: refused by the puller, nothing recorded.
+    let other = registry_in(&node.sw, "foreign.json");
+    let foreign = EkCaBundle::from_pem(&foreign_ca_pem()).unwrap();
+    match register_remote(&ch, &foreign, &other).await {
+        Err(e @ RegistrationError::Refused(TpmError::EkCertificate { .. })) => assert!(e.is_refusal()),
+        r => panic!("{r:?}"),
+    }
+    assert!(other.entries().is_empty());
+
+    // The node refuses oversized and malformed credentials.
+    let r: Result<ActivateResponse, _> = unary(
+        &ch,
+        paths::ACTIVATION_ACTIVATE,
+        ActivateRequest { credential_blob: vec![0; 4096], encrypted_secret: vec![0; 10] },
+    )
+    .await;
+    assert_code(r, Code::InvalidArgument);
+    let r: Result<ActivateResponse, _> = unary(
+        &ch,
+        paths::ACTIVATION_ACTIVATE,
+        ActivateRequest { credential_blob: vec![0, 5, 2], encrypted_secret: vec![0, 1, 2] },
+    )
+    .await;
+    assert_code(r, Code::InvalidArgument);
+    // Well-formed but not a credential for this TPM: the TPM refuses it, a failed proof.
+    let r: Result<ActivateResponse, _> = unary(
+        &ch,
+        paths::ACTIVATION_ACTIVATE,
+        ActivateRequest { credential_blob: vec![0, 1, 2], encrypted_secret: vec![0, 1, 2] },
+    )
+    .await;
+    assert_code(r, Code::PermissionDenied);
+}
+
+/// A node that lies in `CredentialActivation`: presents `identity`, answers every activation with `secret`.
+async fn lying_node(identity: GetIdentityResponse, secret: Vec<u8>) -> (Server, Channel) {
+    let mut router = Router::new();
+    router.unary(paths::ACTIVATION_GET_IDENTITY, move |_: Request<GetIdentityRequest>| {
+        let identity = identity.clone();
+        async move { Ok(Response::new(identity)) }
+    });
+    router.unary(paths::ACTIVATION_ACTIVATE, move |_: Request<ActivateRequest>| {
+        let secret = secret.clone();
+        async move { Ok(Response::new(ActivateResponse { secret })) }
+    });
+    serve(router).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_refuses_wrong_secrets_and_non_attestation_keys() {
+    let node = Node::start(false);
+    let registry = registry_in(&node.sw, "aks.json");
+
+    // A node that cannot activate and answers with a guess.
+    let identity = GetIdentityResponse { ek_certificate: node.ek_certificate.clone(), ak_public: node.ak_public() };
+    let (_s1, ch) = lying_node(identity, vec![0; 32]).await;
+    match register_remote(&ch, &ca(), &registry).await {
+        Err(e @ RegistrationError::Refused(TpmError::CredentialMismatch)) => assert!(e.is_refusal()),
+        r => panic!("{r:?}"),
+    }
+
+    // A node presenting its EK's public area (restricted decrypt) as its AK.
+    let ek_public = node.issuer.with_tpm(|tpm, _| tpm.ek_public()).unwrap().tpm2b_public;
+    let identity = GetIdentityResponse { ek_certificate: node.ek_certificate.clone(), ak_public: ek_public };
+    let (_s2, ch) = lying_node(identity, vec![0; 32]).await;
+    assert!(matches!(
+        register_remote(&ch, &ca(), &registry).await,
+        Err(RegistrationError::Refused(TpmError::Engine(_)))
+    ));
+    assert!(registry.entries().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_refuses_foreign_eks_and_non_attestation_keys() {
+    let node = Node::start(false);
+    let registry = registry_in(&node.sw, "aks.json");
+
+    // A verifier trusting another CA refuses this TPM's EK certificate.
+    let foreign = EkCaBundle::from_pem(&foreign_ca_pem()).unwrap();
+    let (_svc, _server, ch) = verifier(RegistrationService::new(registry.clone(), foreign)).await;
+    let r = register(&ch, &node.issuer, &node.ek_certificate).await;
+    assert!(r.as_ref().is_err_and(RegistrationError::is_refusal));
+    assert_rpc_code(r, Code::InvalidArgument);
+
+    let (service, _server, ch) = verifier(RegistrationService::new(registry.clone(), ca())).await;
+    // Not a certificate; truncated; oversized.
+    assert_code(begin(&ch, b"not DER", &node.ak_public()).await, Code::InvalidArgument);
+    let ek = &node.ek_certificate;
+    assert_code(begin(&ch, &ek[..ek.len() - 1], &node.ak_public()).await, Code::InvalidArgument);
+    assert_code(begin(&ch, &vec![0x30; 5000], &node.ak_public()).await, Code::InvalidArgument);
+    // The EK's own public area is no attestation key; nor are garbage or an oversized area.
+    let ek_public = node.issuer.with_tpm(|tpm, _| tpm.ek_public()).unwrap().tpm2b_public;
+    assert_code(begin(&ch, ek, &ek_public).await, Code::InvalidArgument);
+    assert_code(begin(&ch, ek, &[0, 1, 0]).await, Code::InvalidArgument);
+    assert_code(begin(&ch, ek, &[0; 2000]).await, Code::InvalidArgument);
+    assert_eq!(service.pending(), 0);
+    assert!(registry.entries().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_ids_are_single_use_and_expire() {
+    let node = Node::start(false);
+    let registry = registry_in(&node.sw, "aks.json");
+    let (service, _server, ch) = verifier(RegistrationService::new(registry.clone(), ca())).await;
+    let ak = node.ak_public();
+
+    // A wrong secret is refused and consumes the registration: the right one cannot follow.
+    let b = begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    assert_eq!(b.registration_id.len(), 16);
+    assert_eq!(service.pending(), 1);
+    let secret = node.activate(&b.credential_blob, &b.encrypted_secret).unwrap();
+    assert_code(complete(&ch, &b.registration_id, &[0; 32]).await, Code::PermissionDenied);
+    assert_code(complete(&ch, &b.registration_id, &secret).await, Code::NotFound);
+    assert!(registry.entries().is_empty());
+
+    // A right answer registers; replaying it is NOT_FOUND.
+    let b = begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    let secret = node.activate(&b.credential_blob, &b.encrypted_secret).unwrap();
+    assert_eq!(complete(&ch, &b.registration_id, &secret).await.unwrap().ak_digest, node.digest());
+    assert_code(complete(&ch, &b.registration_id, &secret).await, Code::NotFound);
+    // Ids are random: never seen before, never the same twice.
+    let b2 = begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    assert_ne!(b2.registration_id, b.registration_id);
+    assert_ne!(b2.credential_blob, b.credential_blob);
+    // Unknown and malformed ids.
+    assert_code(complete(&ch, &[7; 16], &secret).await, Code::NotFound);
+    assert_code(complete(&ch, &[7; 3], &secret).await, Code::InvalidArgument);
+
+    // Expiry: a registration completed after its TTL is FAILED_PRECONDITION, even with the right secret.
+    let short = registry_in(&node.sw, "short.json");
+    let (_svc, _server2, ch) =
+        verifier(RegistrationService::new(short.clone(), ca()).with_ttl(Duration::from_millis(200))).await;
+    let b = begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    let secret = node.activate(&b.credential_blob, &b.encrypted_secret).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_code(complete(&ch, &b.registration_id, &secret).await, Code::FailedPrecondition);
+    assert_code(complete(&ch, &b.registration_id, &secret).await, Code::NotFound);
+    assert!(short.entries().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pending_table_is_bounded() {
+    let node = Node::start(false);
+    let registry = registry_in(&node.sw, "aks.json");
+    let (service, _server, ch) =
+        verifier(RegistrationService::new(registry, ca()).with_max_pending(2).with_ttl(Duration::from_millis(300)))
+            .await;
+    let ak = node.ak_public();
+    begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    assert_code(begin(&ch, &node.ek_certificate, &ak).await, Code::ResourceExhausted);
+    assert_eq!(service.pending(), 2);
+    // Expired entries make room again.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    assert_eq!(service.pending(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_tpm_cannot_answer_someone_elses_challenge() {
+    let alice = Node::start(false);
+    let mallory = Node::start(true);
+    assert_ne!(alice.ek_certificate, mallory.ek_certificate);
+    assert_ne!(alice.digest(), mallory.digest());
+    let registry = registry_in(&alice.sw, "aks.json");
+    let (_service, _server, ch) = verifier(RegistrationService::new(registry.clone(), ca())).await;
+
+    // Mallory presents Alice's EK certificate with her own AK: the credential is sealed to Alice's EK.
+    let b = begin(&ch, &alice.ek_certificate, &mallory.ak_public()).await.unwrap();
+    assert!(matches!(mallory.activate(&b.credential_blob, &b.encrypted_secret), Err(TpmError::CredentialMismatch)));
+    assert_code(complete(&ch, &b.registration_id, &[0; 32]).await, Code::PermissionDenied);
+    // Through the client API, the same attempt fails on Mallory's TPM before anything is sent back.
+    let r = register(&ch, &mallory.issuer, &alice.ek_certificate).await;
+    assert!(matches!(r, Err(RegistrationError::BadResponse { .. })), "{r:?}");
+
+    // Mallory intercepts Alice's challenge: her TPM cannot open it, and her answer to Alice's id is refused
+    // (which also burns that id: Alice begins again).
+    let b = begin(&ch, &alice.ek_certificate, &alice.ak_public()).await.unwrap();
+    assert!(matches!(mallory.activate(&b.credential_blob, &b.encrypted_secret), Err(TpmError::CredentialMismatch)));
+    let mallorys = begin(&ch, &mallory.ek_certificate, &mallory.ak_public()).await.unwrap();
+    let mallorys_secret = mallory.activate(&mallorys.credential_blob, &mallorys.encrypted_secret).unwrap();
+    assert_code(complete(&ch, &b.registration_id, &mallorys_secret).await, Code::PermissionDenied);
+    assert!(registry.entries().is_empty());
+
+    // Alice's AK on Mallory's EK the other way round: Alice's TPM cannot open a credential for Mallory's EK.
+    let b = begin(&ch, &mallory.ek_certificate, &alice.ak_public()).await.unwrap();
+    assert!(matches!(alice.activate(&b.credential_blob, &b.encrypted_secret), Err(TpmError::CredentialMismatch)));
+
+    // Each registers itself fine; Mallory's AK never vouches for Alice's quotes.
+    assert_eq!(register(&ch, &alice.issuer, &alice.ek_certificate).await.unwrap(), alice.digest());
+    assert_eq!(register(&ch, &mallory.issuer, &mallory.ek_certificate).await.unwrap(), mallory.digest());
+    assert_eq!(alice.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
+    assert_eq!(mallory.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
+}
+
+fn foreign_ca_pem() -> Vec<u8> {
+    use openssl::x509::{X509Builder, X509NameBuilder};
+    let key = openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
+    let mut name = X509NameBuilder::new().unwrap();
+    name.append_entry_by_text("CN", "not the swtpm CA").unwrap();
+    let name = name.build();
+    let mut b = X509Builder::new().unwrap();
+    b.set_version(2).unwrap();
+    b.set_subject_name(&name).unwrap();
+    b.set_issuer_name(&name).unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.set_not_before(&openssl::asn1::Asn1Time::days_from_now(0).unwrap()).unwrap();
+    b.set_not_after(&openssl::asn1::Asn1Time::days_from_now(1).unwrap()).unwrap();
+    b.append_extension(openssl::x509::extension::BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
+    b.sign(&key, openssl::hash::MessageDigest::sha256()).unwrap();
+    b.build().to_pem().unwrap()
+}

@@ -1,0 +1,89 @@
+//! `attest verify`: remote attestation of a running node. Opens an aTLS connection to the node and verifies
+//! its certificate's attestation — the AK against the AK registry, the PCRs against the measurements file,
+//! the quote against a fresh nonce, the certificate key against the quote — then closes it; no RPC is made.
+//!
+//! Exit statuses: 0 verified; 1 refused (with the reason) or unreachable; 2 usage.
+
+use super::node::{self, CONNECT_TIMEOUT, reason, verifying_connector};
+use super::{Status, UsageError};
+use clap::Args;
+use serde_json::json;
+use std::io::Write;
+use std::path::PathBuf;
+use tokio::net::TcpStream;
+
+/// `attest verify` arguments.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The node's aTLS endpoint (e.g. its bootstrapper), HOST:PORT.
+    #[arg(long)]
+    pub endpoint: String,
+    /// Expected measurements (JSON or YAML map, or a one-entry release list).
+    #[arg(long)]
+    pub measurements: PathBuf,
+    /// The AK registry (as written by `attest init`).
+    #[arg(long, default_value = "ak-registry.json")]
+    pub ak_registry: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `attest verify`; the verdict goes to `stdout`.
+pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageError> {
+    let addr = node::resolve(&args.endpoint)?;
+    let policy = node::load_policy(&args.measurements)?;
+    if !args.ak_registry.is_file() {
+        return Err(UsageError::new(format!(
+            "--ak-registry {}: no such file (attest init writes it when it registers the node's AK)",
+            args.ak_registry.display()
+        )));
+    }
+    let registry = node::open_registry(&args.ak_registry)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
+    let (connector, recorder) =
+        verifying_connector(registry, policy).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
+    let outcome: Result<(), (bool, String)> = rt.block_on(async {
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| (false, format!("connecting to {addr}: timed out")))?
+            .map_err(|e| (false, format!("connecting to {addr}: {e}")))?;
+        let tls = tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(tcp))
+            .await
+            .map_err(|_| (false, "the aTLS handshake timed out".to_owned()))?
+            .map_err(|e| (true, reason(&e)))?;
+        drop(tls);
+        Ok(())
+    });
+    let (status, verdict) = match (outcome, recorder.last()) {
+        (Ok(()), Some(summary)) => (Status::Accepted, Ok(summary)),
+        (Ok(()), None) => (Status::Rejected, Err((false, "the handshake verified no attestation".to_owned()))),
+        (Err(e), _) => (Status::Rejected, Err(e)),
+    };
+    match verdict {
+        Ok(summary) => {
+            if args.json {
+                let mut v = summary.to_json();
+                v["verified"] = json!(true);
+                v["endpoint"] = json!(args.endpoint);
+                let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                let _ = writeln!(stdout, "VERIFIED {}\n{}", args.endpoint, summary.describe());
+            }
+        }
+        Err((attested, reason)) => {
+            let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
+            if args.json {
+                let v = json!({"verified": false, "endpoint": args.endpoint, "refused": attested, "error": reason});
+                let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                let _ = writeln!(stdout, "{kind} {}", args.endpoint);
+            }
+            eprintln!("attest: {kind}: {reason}");
+        }
+    }
+    Ok(status)
+}
