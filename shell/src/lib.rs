@@ -14,6 +14,8 @@ pub mod atls;
 pub mod cli;
 pub mod grpc;
 pub mod issuer;
+pub mod joinservice;
+pub mod k8s;
 pub mod kds;
 pub mod keyservice;
 pub mod registration;

@@ -1,0 +1,380 @@
+//! The join service end to end over 127.0.0.1: swtpm-backed joining nodes (the `qemu-vtpm` issuer) attest
+//! over aTLS to a join service with an in-process key service, the dry-run token issuer and a generated
+//! kubeadm PKI; the measurements file is swapped while joins run.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use attest_engine::variant::{AkBasis, Variant};
+use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_hwtests::Swtpm;
+use attest_proto::join::{
+    IssueJoinTicketRequest, IssueJoinTicketResponse, IssueRejoinTicketRequest, IssueRejoinTicketResponse,
+};
+use attest_proto::paths;
+use attest_shell::atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, Verifier};
+use attest_shell::grpc::{ChannelConfig, Code, Metadata, Router, Server, ServerConfig, Status};
+use attest_shell::issuer::QemuVtpmIssuer;
+use attest_shell::joinservice::{
+    JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, ValidatorConfig, Validators,
+    load_measurement_salt,
+};
+use attest_shell::k8s::{ClusterCa, DryRunTokenIssuer, generate_pki};
+use attest_shell::keyservice::{KeyService, MasterSecret, measurement_secret, state_disk_key};
+use attest_shell::tpm::{AkConfig, FileAkRegistry, PcrMask, Tpm, ak_digest};
+use openssl::hash::MessageDigest;
+use openssl::nid::Nid;
+use openssl::pkey::PKey;
+use openssl::x509::{X509, X509NameBuilder, X509ReqBuilder};
+
+/// 16 bytes of 0x42, base64.
+const KMS_URI: &str = "kms://cluster-kms?key=QkJCQkJCQkJCQkJCQkJCQg==&salt=";
+const DISK_UUID: &str = "3a1f6c2e-9b4d-4e7a-8f0c-5d6e7f8a9b0c";
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let mut r = [0u8; 6];
+    openssl::rand::rand_bytes(&mut r).unwrap();
+    let dir = std::env::temp_dir().join(format!("attest-hw-join-{tag}-{}", hex::encode(r)));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A simulated node.
+struct Node {
+    _sw: Swtpm,
+    issuer: Arc<QemuVtpmIssuer>,
+}
+
+impl Node {
+    fn start(unique: bool) -> Node {
+        let sw = if unique { Swtpm::start_unique() } else { Swtpm::start() }.expect("swtpm");
+        let tpm = Tpm::open(&sw.tcti()).expect("open TPM");
+        let issuer = Arc::new(QemuVtpmIssuer::new(tpm, AkConfig::default()).expect("issuer"));
+        Node { _sw: sw, issuer }
+    }
+
+    fn ak_digest(&self) -> [u8; 32] {
+        ak_digest(self.issuer.attestation_key().tpm2b_public()).unwrap()
+    }
+
+    /// Measurements for this node's current PCRs 0–7 (PCR 4 replaced by `pcr4` when given).
+    fn measurements(&self, pcr4: Option<[u8; 32]>, warn_only_extra: bool) -> String {
+        let pcrs = self.issuer.with_tpm(|tpm, _| tpm.read_pcrs(PcrMask::ALL)).unwrap();
+        let mut entries = Vec::new();
+        for i in 0u8..8 {
+            let mut value = *pcrs.get(i).unwrap();
+            if i == 4
+                && let Some(v) = pcr4
+            {
+                value = v;
+            }
+            entries.push(format!("\"{i}\": {{\"expected\": \"{}\", \"warnOnly\": false}}", hex::encode(value)));
+        }
+        if warn_only_extra {
+            entries.push(format!("\"15\": {{\"expected\": \"{}\", \"warnOnly\": true}}", hex::encode([0xEE; 32])));
+        }
+        format!("{{{}}}", entries.join(", "))
+    }
+
+    async fn channel(&self, addr: SocketAddr) -> Result<attest_shell::grpc::Channel, String> {
+        let connector = AtlsConnector::new(Some(self.issuer.clone() as Arc<dyn AttestationIssuer>), None).unwrap();
+        attest_shell::atls::grpc::connect(addr, &connector, ChannelConfig::default())
+            .await
+            .map(|(c, _)| c)
+            .map_err(|e| e.to_string())
+    }
+
+    /// One join over a fresh aTLS connection.
+    async fn join(&self, addr: SocketAddr, node: &str, control_plane: bool) -> Result<IssueJoinTicketResponse, String> {
+        let channel = self.channel(addr).await?;
+        let request = IssueJoinTicketRequest {
+            disk_uuid: DISK_UUID.into(),
+            certificate_request: csr(node),
+            is_control_plane: control_plane,
+            ..Default::default()
+        };
+        channel
+            .unary::<_, IssueJoinTicketResponse>(paths::JOIN_ISSUE_JOIN_TICKET, request, Metadata::new(), Some(TIMEOUT))
+            .await
+            .map(|r| r.message)
+            .map_err(|s: Status| s.to_string())
+    }
+}
+
+fn csr(node: &str) -> Vec<u8> {
+    let group = openssl::ec::EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+    let key = PKey::from_ec_key(openssl::ec::EcKey::generate(&group).unwrap()).unwrap();
+    let mut name = X509NameBuilder::new().unwrap();
+    name.append_entry_by_nid(Nid::ORGANIZATIONNAME, "system:nodes").unwrap();
+    name.append_entry_by_nid(Nid::COMMONNAME, &format!("system:node:{node}")).unwrap();
+    let mut b = X509ReqBuilder::new().unwrap();
+    b.set_subject_name(&name.build()).unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.sign(&key, MessageDigest::sha256()).unwrap();
+    b.build().to_der().unwrap()
+}
+
+/// The join service with its collaborators.
+struct Cluster {
+    dir: PathBuf,
+    addr: SocketAddr,
+    validators: Arc<Validators>,
+    metrics: Arc<Metrics>,
+    ca: Arc<ClusterCa>,
+    measurements: PathBuf,
+    _servers: Vec<Server>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Cluster {
+    /// Starts a key service (unless `kms` is given) and the join service trusting `trusted` AKs, with
+    /// `measurements` as the file content.
+    async fn start(trusted: &[[u8; 32]], measurements: &str, kms: Option<SocketAddr>) -> Cluster {
+        let dir = temp_dir("cluster");
+        let mut servers = Vec::new();
+        let kms = if let Some(a) = kms {
+            a
+        } else {
+            let mut router = Router::new();
+            router.add_service(Arc::new(KeyService::new(MasterSecret::from_kms_uri(KMS_URI).unwrap())));
+            let server = Server::new(router, ServerConfig::default());
+            let a = server.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
+            servers.push(server);
+            a
+        };
+        generate_pki(&dir.join("pki")).unwrap();
+        let ca = Arc::new(ClusterCa::load(&dir.join("pki")).unwrap());
+        let registry = Arc::new(FileAkRegistry::open(dir.join("aks.json")).unwrap());
+        for d in trusted {
+            registry.register(*d, AkBasis::CredentialActivation).unwrap();
+        }
+        let path = dir.join("measurements.json");
+        std::fs::write(&path, measurements).unwrap();
+        std::fs::write(dir.join("salt"), [0x5A; 32]).unwrap();
+        let metrics = Arc::new(Metrics::new());
+        let config = ValidatorConfig {
+            variants: vec![Variant::QemuVtpm],
+            ak_registry: registry,
+            record_first_use: false,
+            snp: Arc::new(SnpVerifier::new()),
+            snp_policy: SnpPolicy::default(),
+        };
+        let validators = Arc::new(Validators::load(config, &path, Arc::clone(&metrics)).unwrap());
+        let settings = TicketSettings {
+            measurement_salt: load_measurement_salt(&dir.join("salt")).unwrap(),
+            api_server_endpoint: "10.0.0.1:6443".into(),
+            kubernetes: KubernetesSettings::parse(br#"{"kubernetesVersion":"v1.31.1"}"#).unwrap(),
+            token_ttl: Duration::from_secs(600),
+        };
+        let service = JoinService::new(
+            KeyServiceClient::new(kms, Duration::from_secs(2), Arc::clone(&metrics)),
+            Arc::new(DryRunTokenIssuer::new(dir.join("tokens")).unwrap()),
+            Arc::clone(&ca),
+            settings,
+            Arc::clone(&metrics),
+        );
+        let mut router = Router::new();
+        router.add_service(Arc::new(service));
+        let server = Server::new(router, ServerConfig::default());
+        let acceptor =
+            AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
+        let addr = attest_shell::atls::grpc::serve(
+            &server,
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            Arc::new(acceptor),
+        )
+        .unwrap();
+        servers.push(server);
+        Cluster { dir, addr, validators, metrics, ca, measurements: path, _servers: servers }
+    }
+
+    fn tokens(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.dir.join("tokens")).unwrap().map(|e| e.unwrap().path()).collect()
+    }
+
+    fn write_measurements(&self, text: &str) {
+        write_atomically(&self.measurements, text);
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// Captures the service's logs (the tests run on a current-thread runtime, so the aTLS handshakes log here).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn an_attested_node_joins_and_rejoins() {
+    let node = Node::start(true);
+    let cluster = Cluster::start(&[node.ak_digest()], &node.measurements(None, false), None).await;
+    let secret = MasterSecret::from_kms_uri(KMS_URI).unwrap();
+
+    let t = node.join(cluster.addr, "worker-1", false).await.expect("join");
+    assert_eq!(t.state_disk_key, state_disk_key(&secret, DISK_UUID).unwrap().to_vec());
+    assert_eq!(t.measurement_secret, measurement_secret(&secret).to_vec());
+    assert_eq!(t.measurement_salt, [0x5A; 32]);
+    assert_eq!(t.discovery_token_ca_cert_hash, cluster.ca.discovery_hash());
+    assert_eq!(t.api_server_endpoint, "10.0.0.1:6443");
+    assert_eq!(t.kubernetes_version, "v1.31.1");
+    assert!(t.control_plane_files.is_empty());
+    assert!(!t.authorized_ca_public_key.is_empty() && t.host_certificate.is_empty());
+    let cert = X509::from_der(&t.kubelet_cert).unwrap();
+    assert!(cert.verify(&cluster.ca.certificate().public_key().unwrap()).unwrap());
+    let cn = cert.subject_name().entries_by_nid(Nid::COMMONNAME).next().unwrap().data().to_string().unwrap();
+    assert_eq!(cn, "system:node:worker-1");
+    let (id, _) = t.token.split_once('.').unwrap();
+    assert_eq!(cluster.tokens(), [cluster.dir.join("tokens").join(format!("bootstrap-token-{id}.json"))]);
+
+    let cp = node.join(cluster.addr, "cp-1", true).await.expect("control-plane join");
+    assert_eq!(cp.control_plane_files.len(), 8);
+
+    let channel = node.channel(cluster.addr).await.unwrap();
+    let rejoin = channel
+        .unary::<_, IssueRejoinTicketResponse>(
+            paths::JOIN_ISSUE_REJOIN_TICKET,
+            IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() },
+            Metadata::new(),
+            Some(TIMEOUT),
+        )
+        .await
+        .expect("rejoin")
+        .message;
+    assert_eq!(rejoin.state_disk_key, t.state_disk_key);
+    assert_eq!(rejoin.measurement_secret, t.measurement_secret);
+    assert_eq!(cluster.metrics.issued_count(), (2, 1));
+}
+
+#[tokio::test]
+async fn a_wrong_pcr_is_refused_in_the_handshake() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt().with_writer(captured.clone()).with_ansi(false).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let node = Node::start(false);
+    let cluster = Cluster::start(&[node.ak_digest()], &node.measurements(Some([0xAB; 32]), false), None).await;
+    let e = node.join(cluster.addr, "worker-1", false).await.expect_err("a wrong PCR must be refused");
+    // The node sees the handshake fail (TLS 1.3: on its first read); the service names the PCR.
+    assert!(e.contains("handshake") || e.contains("alert") || e.contains("HTTP/2"), "{e}");
+    let logs = captured.text();
+    let want = format!("PCR 4: expected {}", hex::encode([0xAB; 32]));
+    assert!(logs.contains("joining node's attestation refused") && logs.contains(&want), "{logs}");
+    assert_eq!(cluster.metrics.issued_count(), (0, 0));
+    assert!(cluster.tokens().is_empty());
+    assert!(cluster.metrics.render().contains("attest_join_attestations_total{outcome=\"rejected\"} 1"));
+
+    // An AK that is not registered is refused as well.
+    let stranger = Node::start(true);
+    let e = stranger.join(cluster.addr, "worker-2", false).await.expect_err("an unregistered AK must be refused");
+    assert!(!e.is_empty());
+    assert!(captured.text().contains("not trusted") || captured.text().contains("AK"), "{}", captured.text());
+}
+
+#[tokio::test]
+async fn key_service_down_is_unavailable_and_leaves_no_token() {
+    let node = Node::start(false);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let cluster = Cluster::start(&[node.ak_digest()], &node.measurements(None, false), Some(closed)).await;
+    let e = node.join(cluster.addr, "worker-1", false).await.unwrap_err();
+    assert!(e.starts_with(&format!("{} ", Code::Unavailable)), "{e}");
+    assert!(cluster.tokens().is_empty(), "{:?}", cluster.tokens());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn measurements_swap_while_joins_run() {
+    let a = Node::start(false);
+    let b = Node::start(false);
+    let good = a.measurements(None, false);
+    assert_eq!(good, b.measurements(None, false), "both nodes boot the same (fresh) PCRs");
+    let cluster = Arc::new(Cluster::start(&[a.ak_digest(), b.ak_digest()], &good, None).await);
+    let nodes = [Arc::new(a), Arc::new(b)];
+
+    // Joins keep running on both nodes while the file changes under them.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut runners = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let (node, cluster, stop) = (Arc::clone(node), Arc::clone(&cluster), Arc::clone(&stop));
+        runners.push(tokio::spawn(async move {
+            let mut n = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                node.join(cluster.addr, &format!("node-{i}-{n}"), false).await.expect("join during a swap");
+                n += 1;
+            }
+            n
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A different but still accepting file: new validators, joins unaffected.
+    cluster.write_measurements(&a_measurements_with_extra(&nodes[0]));
+    assert_eq!(cluster.validators.reload().unwrap(), Some(2));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // An invalid file: rejected, the current validators stay.
+    cluster.write_measurements("{\"4\": {\"expected\": \"zz\"}}");
+    assert!(cluster.validators.reload().is_err());
+    assert_eq!(cluster.validators.current().generation(), 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in runners {
+        assert!(r.await.unwrap() > 0, "every runner completed joins");
+    }
+
+    // The new policy applies to the next handshake — found by the watcher this time.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let watcher = cluster.validators.watch(Duration::from_millis(50), stop_rx);
+    cluster.write_measurements(&nodes[0].measurements(Some([0xCD; 32]), false));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while cluster.validators.current().generation() != 3 {
+        assert!(tokio::time::Instant::now() < deadline, "the watcher did not pick up the change");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(nodes[0].join(cluster.addr, "late", false).await.is_err(), "the new (wrong) PCR 4 must refuse");
+    cluster.write_measurements(&good);
+    while cluster.validators.current().generation() != 4 {
+        assert!(tokio::time::Instant::now() < deadline, "the watcher did not pick up the change back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    nodes[1].join(cluster.addr, "later", false).await.expect("accepted again");
+    let _ = stop_tx.send(true);
+    watcher.await.unwrap();
+    let text = cluster.metrics.render();
+    assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"applied\"} 4"), "{text}");
+    assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"rejected\"} 1"), "{text}");
+}
+
+fn a_measurements_with_extra(node: &Node) -> String {
+    node.measurements(None, true)
+}

@@ -1,0 +1,385 @@
+//! Prometheus metrics of the join service, and the `/metrics` endpoint (plain HTTP/1.1 on a listener of its
+//! own, hyper's server).
+//!
+//! # Why no metrics crate
+//!
+//! The service exports a handful of counters and two histograms. The text exposition format (version
+//! 0.0.4: `# HELP`, `# TYPE`, one sample per line, cumulative `_bucket{le=…}` plus `_sum` and `_count`) is a
+//! page of code over atomics, so `prometheus`/`prometheus-client` (and their registries, encoders and
+//! dependency trees) would not earn their place. Label values are fixed `&'static str` sets, so no label
+//! escaping is needed and cardinality is bounded by construction.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `attest_join_tickets_issued_total` | counter | `kind` = `join` \| `rejoin` |
+//! | `attest_join_refused_total` | counter | `reason` ([`RefusalReason`]) |
+//! | `attest_join_attestation_seconds` | histogram | — (every aTLS validation, accepted or not) |
+//! | `attest_join_attestations_total` | counter | `outcome` = `accepted` \| `rejected` |
+//! | `attest_join_key_service_seconds` | histogram | — (every `GetDataKey` call) |
+//! | `attest_join_key_service_calls_total` | counter | `outcome` = `ok` \| `error` |
+//! | `attest_join_measurements_reloads_total` | counter | `outcome` = `applied` \| `rejected` |
+//! | `attest_join_measurements_generation` | gauge | — |
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+/// Histogram bucket upper bounds in seconds: from 1 ms (a warm key-service call) to 10 s (a timeout).
+pub const LATENCY_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+/// Most concurrent `/metrics` connections.
+pub const MAX_METRICS_CONNECTIONS: usize = 32;
+/// Time allowed for a scraper to send its request head.
+pub const METRICS_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The exposition content type.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Why a join (or rejoin) was refused: the `reason` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// The connection carried no verified attestation.
+    Unauthenticated,
+    /// A malformed request field (disk UUID, host key, principals).
+    InvalidRequest,
+    /// The CSR failed a check.
+    InvalidCsr,
+    /// The key service could not be reached.
+    KeyServiceUnavailable,
+    /// The key service did not answer in time.
+    KeyServiceDeadline,
+    /// The key service refused or answered wrongly.
+    KeyServiceError,
+    /// The Kubernetes API was unavailable (transient).
+    TokenApiUnavailable,
+    /// The Kubernetes API refused the token (permanent).
+    TokenApiRefused,
+    /// The PKI lacks control-plane files.
+    ControlPlaneFiles,
+    /// Anything else.
+    Internal,
+}
+
+impl RefusalReason {
+    /// Every reason, in label order.
+    pub const ALL: [RefusalReason; 10] = [
+        RefusalReason::Unauthenticated,
+        RefusalReason::InvalidRequest,
+        RefusalReason::InvalidCsr,
+        RefusalReason::KeyServiceUnavailable,
+        RefusalReason::KeyServiceDeadline,
+        RefusalReason::KeyServiceError,
+        RefusalReason::TokenApiUnavailable,
+        RefusalReason::TokenApiRefused,
+        RefusalReason::ControlPlaneFiles,
+        RefusalReason::Internal,
+    ];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            RefusalReason::Unauthenticated => "unauthenticated",
+            RefusalReason::InvalidRequest => "invalid_request",
+            RefusalReason::InvalidCsr => "invalid_csr",
+            RefusalReason::KeyServiceUnavailable => "key_service_unavailable",
+            RefusalReason::KeyServiceDeadline => "key_service_deadline",
+            RefusalReason::KeyServiceError => "key_service_error",
+            RefusalReason::TokenApiUnavailable => "token_api_unavailable",
+            RefusalReason::TokenApiRefused => "token_api_refused",
+            RefusalReason::ControlPlaneFiles => "control_plane_files",
+            RefusalReason::Internal => "internal",
+        }
+    }
+}
+
+/// A histogram over [`LATENCY_BUCKETS`].
+#[derive(Debug, Default)]
+struct Histogram {
+    buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        if let Some(i) = LATENCY_BUCKETS.iter().position(|&b| secs <= b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (bound, n) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
+            cumulative += n.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        #[allow(clippy::cast_precision_loss)] // nanoseconds summed over the process lifetime; f64 is the format
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    }
+}
+
+/// The join service's metrics. Shared (`Arc`) by the service, the validators and the key service client.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    joins_issued: AtomicU64,
+    rejoins_issued: AtomicU64,
+    refused: [AtomicU64; RefusalReason::ALL.len()],
+    attestation: Histogram,
+    attestations_accepted: AtomicU64,
+    attestations_rejected: AtomicU64,
+    key_service: Histogram,
+    key_calls_ok: AtomicU64,
+    key_calls_error: AtomicU64,
+    reloads_applied: AtomicU64,
+    reloads_rejected: AtomicU64,
+    generation: AtomicU64,
+}
+
+impl Metrics {
+    /// Fresh, all zero.
+    pub fn new() -> Metrics {
+        Metrics::default()
+    }
+
+    /// A join ticket was issued.
+    pub fn join_issued(&self) {
+        self.joins_issued.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A rejoin ticket was issued.
+    pub fn rejoin_issued(&self) {
+        self.rejoins_issued.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A join or rejoin was refused.
+    pub fn refused(&self, reason: RefusalReason) {
+        let i = RefusalReason::ALL.iter().position(|r| *r == reason).unwrap_or(RefusalReason::ALL.len() - 1);
+        self.refused[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many refusals with `reason` so far.
+    pub fn refused_count(&self, reason: RefusalReason) -> u64 {
+        RefusalReason::ALL.iter().position(|r| *r == reason).map_or(0, |i| self.refused[i].load(Ordering::Relaxed))
+    }
+
+    /// Tickets issued so far: (joins, rejoins).
+    pub fn issued_count(&self) -> (u64, u64) {
+        (self.joins_issued.load(Ordering::Relaxed), self.rejoins_issued.load(Ordering::Relaxed))
+    }
+
+    /// An attestation validation took `d` and was accepted or not.
+    pub fn attestation(&self, d: Duration, accepted: bool) {
+        self.attestation.observe(d);
+        let c = if accepted { &self.attestations_accepted } else { &self.attestations_rejected };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A key service call took `d`.
+    pub fn key_service_call(&self, d: Duration, ok: bool) {
+        self.key_service.observe(d);
+        let c = if ok { &self.key_calls_ok } else { &self.key_calls_error };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A measurements reload was applied (new `generation`) or rejected.
+    pub fn measurements_reload(&self, applied: Option<u64>) {
+        match applied {
+            Some(generation) => {
+                self.reloads_applied.fetch_add(1, Ordering::Relaxed);
+                self.generation.store(generation, Ordering::Relaxed);
+            }
+            None => {
+                self.reloads_rejected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The text exposition (format 0.0.4).
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        let counter = |out: &mut String, name: &str, help: &str, samples: &[(&str, &str, u64)]| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (label, value, n) in samples {
+                let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {n}");
+            }
+        };
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        counter(
+            &mut out,
+            "attest_join_tickets_issued_total",
+            "Join and rejoin tickets issued.",
+            &[("kind", "join", load(&self.joins_issued)), ("kind", "rejoin", load(&self.rejoins_issued))],
+        );
+        let refused: Vec<_> =
+            RefusalReason::ALL.iter().zip(&self.refused).map(|(r, n)| ("reason", r.label(), load(n))).collect();
+        counter(&mut out, "attest_join_refused_total", "Join and rejoin requests refused, by reason.", &refused);
+        self.attestation.render(
+            &mut out,
+            "attest_join_attestation_seconds",
+            "Time to validate a joining node's attestation in the aTLS handshake.",
+        );
+        counter(
+            &mut out,
+            "attest_join_attestations_total",
+            "Attestations validated in aTLS handshakes, by outcome.",
+            &[
+                ("outcome", "accepted", load(&self.attestations_accepted)),
+                ("outcome", "rejected", load(&self.attestations_rejected)),
+            ],
+        );
+        self.key_service.render(&mut out, "attest_join_key_service_seconds", "Latency of kms.API/GetDataKey calls.");
+        counter(
+            &mut out,
+            "attest_join_key_service_calls_total",
+            "kms.API/GetDataKey calls, by outcome.",
+            &[("outcome", "ok", load(&self.key_calls_ok)), ("outcome", "error", load(&self.key_calls_error))],
+        );
+        counter(
+            &mut out,
+            "attest_join_measurements_reloads_total",
+            "Measurements file changes seen, by outcome.",
+            &[
+                ("outcome", "applied", load(&self.reloads_applied)),
+                ("outcome", "rejected", load(&self.reloads_rejected)),
+            ],
+        );
+        let _ = writeln!(
+            out,
+            "# HELP attest_join_measurements_generation Generation of the validator set in use (1 = the startup file).\n\
+             # TYPE attest_join_measurements_generation gauge\nattest_join_measurements_generation {}",
+            load(&self.generation)
+        );
+        out
+    }
+}
+
+/// A running `/metrics` endpoint.
+#[derive(Debug)]
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetricsServer {
+    /// Serves `metrics` at `GET /metrics` on `listener` (other paths 404, other methods 405).
+    pub fn serve(listener: TcpListener, metrics: Arc<Metrics>) -> std::io::Result<MetricsServer> {
+        let addr = listener.local_addr()?;
+        let (stop, mut stopped) = watch::channel(false);
+        let permits = Arc::new(Semaphore::new(MAX_METRICS_CONNECTIONS));
+        let task = tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    r = listener.accept() => r,
+                    _ = stopped.wait_for(|s| *s) => return,
+                };
+                let Ok((tcp, _)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    continue; // over the connection limit: close at once
+                };
+                let metrics = Arc::clone(&metrics);
+                let mut stopped = stopped.clone();
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    let service = hyper::service::service_fn(move |req| {
+                        let metrics = Arc::clone(&metrics);
+                        async move { Ok::<_, std::convert::Infallible>(respond(&req, &metrics)) }
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(METRICS_HEADER_TIMEOUT)
+                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+                    tokio::pin!(conn);
+                    let stop_requested = tokio::select! {
+                        _ = conn.as_mut() => false,
+                        r = stopped.wait_for(|s| *s) => r.is_ok(),
+                    };
+                    if stop_requested {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
+                    }
+                });
+            }
+        });
+        Ok(MetricsServer { addr, stop, task })
+    }
+
+    /// The listening address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, closes idle connections and waits for the accept loop to end.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+fn respond<B>(req: &http::Request<B>, metrics: &Metrics) -> http::Response<Full<Bytes>> {
+    let (status, content_type, body) = match (req.method(), req.uri().path()) {
+        (&http::Method::GET | &http::Method::HEAD, "/metrics") => {
+            (http::StatusCode::OK, CONTENT_TYPE, Bytes::from(metrics.render()))
+        }
+        (_, "/metrics") => (http::StatusCode::METHOD_NOT_ALLOWED, "text/plain", Bytes::from_static(b"GET only\n")),
+        _ => (http::StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"not found; try /metrics\n")),
+    };
+    let mut response = http::Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_format() {
+        let m = Metrics::new();
+        m.join_issued();
+        m.refused(RefusalReason::KeyServiceUnavailable);
+        m.refused(RefusalReason::KeyServiceUnavailable);
+        m.attestation(Duration::from_millis(3), true);
+        m.attestation(Duration::from_secs(20), false);
+        m.key_service_call(Duration::from_micros(500), true);
+        m.measurements_reload(Some(2));
+        let text = m.render();
+        for line in [
+            "attest_join_tickets_issued_total{kind=\"join\"} 1",
+            "attest_join_refused_total{reason=\"key_service_unavailable\"} 2",
+            "attest_join_refused_total{reason=\"invalid_csr\"} 0",
+            "attest_join_attestation_seconds_bucket{le=\"0.001\"} 0",
+            "attest_join_attestation_seconds_bucket{le=\"0.005\"} 1",
+            "attest_join_attestation_seconds_bucket{le=\"10\"} 1",
+            "attest_join_attestation_seconds_bucket{le=\"+Inf\"} 2",
+            "attest_join_attestation_seconds_count 2",
+            "attest_join_attestations_total{outcome=\"rejected\"} 1",
+            "attest_join_key_service_seconds_bucket{le=\"0.001\"} 1",
+            "attest_join_measurements_generation 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+        // Every sample line is `name{labels} value` or `name value`, with a HELP and TYPE per family.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let (_, value) = l.rsplit_once(' ').unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{l}");
+        }
+        assert_eq!(text.matches("# TYPE").count(), 8);
+    }
+}

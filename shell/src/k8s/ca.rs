@@ -1,0 +1,529 @@
+//! The cluster CA: the kubeadm PKI directory, the discovery hash, and kubelet client certificates.
+//!
+//! # Layout (kubeadm's `/etc/kubernetes/pki`, PEM)
+//!
+//! | file | what | needed for |
+//! |---|---|---|
+//! | `ca.crt`, `ca.key` | the cluster CA | always (discovery hash, kubelet certificates) |
+//! | `sa.key`, `sa.pub` | service-account token signing key pair | control-plane joins |
+//! | `front-proxy-ca.crt`, `front-proxy-ca.key` | the aggregation-layer CA | control-plane joins |
+//! | `etcd/ca.crt`, `etcd/ca.key` | the etcd CA | control-plane joins |
+//!
+//! A control-plane node receives exactly these eight files, named by their path below the PKI directory
+//! (kubeadm's "upload-certs" set), and makes its own leaf certificates from them.
+//!
+//! # Kubelet certificates
+//!
+//! The joining node sends a CSR (PKCS #10, DER or PEM). It is signed only if it is what a kubelet client
+//! certificate request must be (the rules of the Kubernetes `kubernetes.io/kube-apiserver-client-kubelet`
+//! signer):
+//! - the CSR's self-signature verifies (the node holds the key);
+//! - the subject is exactly `O=system:nodes, CN=system:node:<nodename>` and `<nodename>` is a DNS-1123
+//!   subdomain;
+//! - the key is EC P-256/P-384 or RSA of 2048–8192 bits.
+//!
+//! Requested extensions are ignored: the certificate gets this module's, never the requester's —
+//! keyUsage digitalSignature (+ keyEncipherment for RSA, critical), extKeyUsage clientAuth, basicConstraints
+//! CA:FALSE (critical), subject and authority key identifiers, a random 127-bit serial, validity from
+//! [`CLOCK_SKEW_ALLOWANCE`] ago for the configured duration, signed with SHA-256.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use openssl::asn1::Asn1Time;
+use openssl::bn::{BigNum, MsbOption};
+use openssl::ec::EcKey;
+use openssl::hash::MessageDigest;
+use openssl::nid::Nid;
+use openssl::pkey::{Id, PKey, Private, Public};
+use openssl::x509::extension::{
+    AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectKeyIdentifier,
+};
+use openssl::x509::{X509, X509NameBuilder, X509Req};
+use zeroize::Zeroizing;
+
+/// Largest CSR accepted, in bytes (a kubelet's P-256 CSR is ≈ 250 bytes DER, an RSA-8192 one ≈ 1.2 KiB).
+pub const MAX_CSR_SIZE: usize = 16 * 1024;
+/// Largest PKI file read, in bytes.
+pub const MAX_PKI_FILE_SIZE: u64 = 64 * 1024;
+/// Default validity of kubelet client certificates (kubeadm's leaf default: one year).
+pub const DEFAULT_KUBELET_CERT_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Shortest kubelet certificate validity accepted.
+pub const MIN_KUBELET_CERT_VALIDITY: Duration = Duration::from_secs(3600);
+/// Longest kubelet certificate validity accepted (five years).
+pub const MAX_KUBELET_CERT_VALIDITY: Duration = Duration::from_secs(5 * 365 * 24 * 3600);
+/// How far in the past a certificate's notBefore is set, for nodes whose clock runs behind.
+pub const CLOCK_SKEW_ALLOWANCE: Duration = Duration::from_secs(5 * 60);
+/// Smallest RSA key accepted in a CSR, in bits.
+pub const MIN_RSA_BITS: u32 = 2048;
+/// Largest RSA key accepted in a CSR, in bits (bounds the verification cost).
+pub const MAX_RSA_BITS: u32 = 8192;
+/// Longest node name (a DNS-1123 subdomain).
+pub const MAX_NODE_NAME_LENGTH: usize = 253;
+/// The organization of node client certificates.
+pub const NODES_GROUP: &str = "system:nodes";
+/// The common-name prefix of node client certificates.
+pub const NODE_USER_PREFIX: &str = "system:node:";
+
+/// The control-plane files, by path below the PKI directory (kubeadm's names).
+pub const CONTROL_PLANE_FILES: [&str; 8] =
+    ["ca.crt", "ca.key", "sa.key", "sa.pub", "front-proxy-ca.crt", "front-proxy-ca.key", "etcd/ca.crt", "etcd/ca.key"];
+
+/// Why the PKI could not be loaded or a CSR was refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CaError {
+    // ---- Loading ----------------------------------------------------------------------------------------
+    /// A PKI file could not be read.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A PKI file is not what it must be (not PEM, wrong key, key does not match the certificate).
+    BadPkiFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A control-plane join was asked for, but the PKI directory lacks control-plane files.
+    MissingControlPlaneFiles {
+        /// The missing files.
+        missing: Vec<&'static str>,
+    },
+    /// A kubelet certificate validity outside [`MIN_KUBELET_CERT_VALIDITY`]`..=`[`MAX_KUBELET_CERT_VALIDITY`].
+    InvalidValidity {
+        /// The requested validity.
+        validity: Duration,
+    },
+
+    // ---- The CSR (the caller's fault) -------------------------------------------------------------------
+    /// The CSR is larger than [`MAX_CSR_SIZE`].
+    CsrTooLarge {
+        /// Its size.
+        len: usize,
+    },
+    /// The CSR is not a PKCS #10 request in DER or PEM.
+    MalformedCsr {
+        /// OpenSSL's reason.
+        reason: String,
+    },
+    /// The CSR's signature does not verify under its own key (RFC 2986 §4.2).
+    BadCsrSignature,
+    /// The subject is not exactly `O=system:nodes, CN=system:node:<nodename>`.
+    BadSubject {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The node name is not a DNS-1123 subdomain.
+    BadNodeName {
+        /// The name (cut to [`MAX_NODE_NAME_LENGTH`] bytes).
+        name: String,
+    },
+    /// The key is not EC P-256/P-384 or RSA of [`MIN_RSA_BITS`]–[`MAX_RSA_BITS`] bits.
+    UnsupportedKey {
+        /// What the key is.
+        found: String,
+    },
+
+    // ---- Signing ----------------------------------------------------------------------------------------
+    /// OpenSSL failed while building or signing the certificate.
+    Signing {
+        /// OpenSSL's reason.
+        reason: String,
+    },
+}
+
+impl CaError {
+    /// Whether the error is the requester's fault (a bad CSR): `INVALID_ARGUMENT` on the wire.
+    pub fn is_bad_request(&self) -> bool {
+        matches!(
+            self,
+            CaError::CsrTooLarge { .. }
+                | CaError::MalformedCsr { .. }
+                | CaError::BadCsrSignature
+                | CaError::BadSubject { .. }
+                | CaError::BadNodeName { .. }
+                | CaError::UnsupportedKey { .. }
+        )
+    }
+}
+
+impl fmt::Display for CaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            CaError::BadPkiFile { path, reason } => write!(f, "{}: {reason}", path.display()),
+            CaError::MissingControlPlaneFiles { missing } => {
+                write!(f, "the PKI directory lacks control-plane files: {}", missing.join(", "))
+            }
+            CaError::InvalidValidity { validity } => write!(
+                f,
+                "kubelet certificate validity {validity:?} is outside {MIN_KUBELET_CERT_VALIDITY:?}..={MAX_KUBELET_CERT_VALIDITY:?}"
+            ),
+            CaError::CsrTooLarge { len } => write!(f, "CSR of {len} bytes exceeds the limit of {MAX_CSR_SIZE}"),
+            CaError::MalformedCsr { reason } => write!(f, "CSR is not a PKCS #10 request: {reason}"),
+            CaError::BadCsrSignature => f.write_str("CSR signature does not verify under its own key"),
+            CaError::BadSubject { reason } => {
+                write!(f, "CSR subject must be exactly O={NODES_GROUP}, CN={NODE_USER_PREFIX}<nodename>: {reason}")
+            }
+            CaError::BadNodeName { name } => write!(f, "node name {name:?} is not a DNS-1123 subdomain"),
+            CaError::UnsupportedKey { found } => {
+                write!(f, "CSR key must be EC P-256/P-384 or RSA {MIN_RSA_BITS}-{MAX_RSA_BITS} bits, found {found}")
+            }
+            CaError::Signing { reason } => write!(f, "signing the certificate: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CaError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CaError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+#[allow(clippy::needless_pass_by_value)] // a `map_err` adapter
+fn signing(e: openssl::error::ErrorStack) -> CaError {
+    CaError::Signing { reason: e.to_string() }
+}
+
+/// A control-plane file: its name (path below the PKI directory) and contents. Key contents are zeroized on
+/// drop.
+#[derive(Clone)]
+pub struct PkiFile {
+    /// Path below the PKI directory (`etcd/ca.key`).
+    pub name: &'static str,
+    /// The file's bytes (PEM).
+    pub data: Zeroizing<Vec<u8>>,
+}
+
+impl fmt::Debug for PkiFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PkiFile").field("name", &self.name).field("len", &self.data.len()).finish_non_exhaustive()
+    }
+}
+
+/// A CSR that passed every check: the node name and the key to certify.
+#[derive(Debug)]
+pub struct CheckedCsr {
+    /// The node name from `CN=system:node:<nodename>`.
+    pub node_name: String,
+    key: PKey<Public>,
+}
+
+/// The cluster CA loaded from a kubeadm PKI directory.
+pub struct ClusterCa {
+    cert: X509,
+    key: PKey<Private>,
+    discovery_hash: String,
+    control_plane: Vec<PkiFile>,
+    missing: Vec<&'static str>,
+    validity: Duration,
+}
+
+impl fmt::Debug for ClusterCa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterCa")
+            .field("subject", &self.cert.subject_name())
+            .field("discovery_hash", &self.discovery_hash)
+            .field("control_plane_files", &self.control_plane.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterCa {
+    /// Loads `dir`: `ca.crt` and `ca.key` are required (and must match); the other control-plane files are
+    /// loaded when present, and their absence only fails control-plane joins.
+    pub fn load(dir: &Path) -> Result<ClusterCa, CaError> {
+        let mut control_plane = Vec::new();
+        let mut missing = Vec::new();
+        for name in CONTROL_PLANE_FILES {
+            let path = dir.join(name);
+            match read_limited(&path) {
+                Ok(data) => {
+                    check_pem(&path, name, &data)?;
+                    control_plane.push(PkiFile { name, data });
+                }
+                Err(CaError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && !name.starts_with("ca.") =>
+                {
+                    missing.push(name);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let file = |name: &str| control_plane.iter().find(|f| f.name == name).map(|f| &f.data);
+        let (cert_path, key_path) = (dir.join("ca.crt"), dir.join("ca.key"));
+        let bad = |path: &Path, reason: String| CaError::BadPkiFile { path: path.to_owned(), reason };
+        let cert = X509::from_pem(file("ca.crt").map_or(&[][..], |d| d)).map_err(|e| bad(&cert_path, e.to_string()))?;
+        let key = PKey::private_key_from_pem(file("ca.key").map_or(&[][..], |d| d))
+            .map_err(|e| bad(&key_path, e.to_string()))?;
+        let cert_key = cert.public_key().map_err(|e| bad(&cert_path, e.to_string()))?;
+        if !key.public_eq(&cert_key) {
+            return Err(bad(&key_path, "the key does not belong to ca.crt".into()));
+        }
+        let discovery_hash = discovery_token_ca_cert_hash(&cert).map_err(|e| bad(&cert_path, e.to_string()))?;
+        Ok(ClusterCa { cert, key, discovery_hash, control_plane, missing, validity: DEFAULT_KUBELET_CERT_VALIDITY })
+    }
+
+    /// Sets the kubelet certificate validity.
+    pub fn with_kubelet_cert_validity(mut self, validity: Duration) -> Result<ClusterCa, CaError> {
+        if !(MIN_KUBELET_CERT_VALIDITY..=MAX_KUBELET_CERT_VALIDITY).contains(&validity) {
+            return Err(CaError::InvalidValidity { validity });
+        }
+        self.validity = validity;
+        Ok(self)
+    }
+
+    /// The CA certificate.
+    pub fn certificate(&self) -> &X509 {
+        &self.cert
+    }
+
+    /// `sha256:<hex>` of the CA certificate's SubjectPublicKeyInfo (kubeadm's
+    /// `--discovery-token-ca-cert-hash`).
+    pub fn discovery_hash(&self) -> &str {
+        &self.discovery_hash
+    }
+
+    /// The eight control-plane files, or [`CaError::MissingControlPlaneFiles`].
+    pub fn control_plane_files(&self) -> Result<&[PkiFile], CaError> {
+        if self.missing.is_empty() {
+            Ok(&self.control_plane)
+        } else {
+            Err(CaError::MissingControlPlaneFiles { missing: self.missing.clone() })
+        }
+    }
+
+    /// Parses and checks a kubelet CSR (module docs); does not sign.
+    pub fn check_kubelet_csr(&self, csr: &[u8]) -> Result<CheckedCsr, CaError> {
+        check_kubelet_csr(csr)
+    }
+
+    /// Signs a checked CSR: a kubelet client certificate (DER).
+    pub fn sign_kubelet(&self, csr: &CheckedCsr) -> Result<Vec<u8>, CaError> {
+        let mut name = X509NameBuilder::new().map_err(signing)?;
+        name.append_entry_by_nid(Nid::ORGANIZATIONNAME, NODES_GROUP).map_err(signing)?;
+        name.append_entry_by_nid(Nid::COMMONNAME, &format!("{NODE_USER_PREFIX}{}", csr.node_name)).map_err(signing)?;
+        let name = name.build();
+
+        let mut b = X509::builder().map_err(signing)?;
+        b.set_version(2).map_err(signing)?;
+        let mut serial = BigNum::new().map_err(signing)?;
+        serial.rand(127, MsbOption::MAYBE_ZERO, false).map_err(signing)?;
+        let serial = serial.to_asn1_integer().map_err(signing)?;
+        b.set_serial_number(&serial).map_err(signing)?;
+        b.set_subject_name(&name).map_err(signing)?;
+        b.set_issuer_name(self.cert.subject_name()).map_err(signing)?;
+        b.set_pubkey(&csr.key).map_err(signing)?;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let not_before = now.saturating_sub(CLOCK_SKEW_ALLOWANCE.as_secs());
+        let not_after = now.saturating_add(self.validity.as_secs());
+        let time = |secs: u64| Asn1Time::from_unix(i64::try_from(secs).unwrap_or(i64::MAX)).map_err(signing);
+        let (not_before, not_after) = (time(not_before)?, time(not_after)?);
+        b.set_not_before(&not_before).map_err(signing)?;
+        b.set_not_after(&not_after).map_err(signing)?;
+
+        b.append_extension(BasicConstraints::new().critical().build().map_err(signing)?).map_err(signing)?;
+        let mut usage = KeyUsage::new();
+        usage.critical().digital_signature();
+        if csr.key.id() == Id::RSA {
+            usage.key_encipherment();
+        }
+        b.append_extension(usage.build().map_err(signing)?).map_err(signing)?;
+        b.append_extension(ExtendedKeyUsage::new().client_auth().build().map_err(signing)?).map_err(signing)?;
+        let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(&self.cert), None)).map_err(signing)?;
+        b.append_extension(ski).map_err(signing)?;
+        let aki = AuthorityKeyIdentifier::new()
+            .keyid(true)
+            .build(&b.x509v3_context(Some(&self.cert), None))
+            .map_err(signing)?;
+        b.append_extension(aki).map_err(signing)?;
+        b.sign(&self.key, MessageDigest::sha256()).map_err(signing)?;
+        b.build().to_der().map_err(signing)
+    }
+}
+
+/// `sha256:<hex>` of `cert`'s SubjectPublicKeyInfo DER.
+pub fn discovery_token_ca_cert_hash(cert: &X509) -> Result<String, openssl::error::ErrorStack> {
+    let spki = cert.public_key()?.public_key_to_der()?;
+    Ok(format!("sha256:{}", hex::encode(openssl::sha::sha256(&spki))))
+}
+
+/// Parses and checks a kubelet CSR (module docs).
+pub fn check_kubelet_csr(csr: &[u8]) -> Result<CheckedCsr, CaError> {
+    if csr.len() > MAX_CSR_SIZE {
+        return Err(CaError::CsrTooLarge { len: csr.len() });
+    }
+    let is_pem = csr.trim_ascii_start().starts_with(b"-----BEGIN");
+    let req = if is_pem { X509Req::from_pem(csr) } else { X509Req::from_der(csr) }
+        .map_err(|e| CaError::MalformedCsr { reason: e.to_string() })?;
+    let key = req.public_key().map_err(|e| CaError::MalformedCsr { reason: e.to_string() })?;
+    check_key(&key)?;
+    if !req.verify(&key).unwrap_or(false) {
+        return Err(CaError::BadCsrSignature);
+    }
+    let subject = req.subject_name();
+    let (mut cn, mut o) = (Vec::new(), Vec::new());
+    for entry in subject.entries() {
+        let value = entry
+            .data()
+            .to_string()
+            .map_err(|_| CaError::BadSubject { reason: "an attribute that is not a string".into() })?;
+        match entry.object().nid() {
+            Nid::COMMONNAME => cn.push(value),
+            Nid::ORGANIZATIONNAME => o.push(value),
+            other => {
+                return Err(CaError::BadSubject {
+                    reason: format!("unexpected attribute {}", other.short_name().unwrap_or("(unknown)")),
+                });
+            }
+        }
+    }
+    if o != [NODES_GROUP] {
+        return Err(CaError::BadSubject { reason: format!("organizations {o:?}") });
+    }
+    let [cn] = &cn[..] else {
+        return Err(CaError::BadSubject { reason: format!("{} common names", cn.len()) });
+    };
+    let node_name = cn
+        .strip_prefix(NODE_USER_PREFIX)
+        .ok_or_else(|| CaError::BadSubject { reason: format!("common name {cn:?}") })?;
+    if !is_dns1123_subdomain(node_name) {
+        let mut end = node_name.len().min(MAX_NODE_NAME_LENGTH);
+        while !node_name.is_char_boundary(end) {
+            end -= 1;
+        }
+        return Err(CaError::BadNodeName { name: node_name[..end].to_owned() });
+    }
+    Ok(CheckedCsr { node_name: node_name.to_owned(), key })
+}
+
+fn check_key(key: &PKey<Public>) -> Result<(), CaError> {
+    match key.id() {
+        Id::EC => {
+            let ec: EcKey<Public> = key.ec_key().map_err(|e| CaError::MalformedCsr { reason: e.to_string() })?;
+            match ec.group().curve_name() {
+                Some(Nid::X9_62_PRIME256V1 | Nid::SECP384R1) => Ok(()),
+                other => Err(CaError::UnsupportedKey {
+                    found: format!("EC on {}", other.and_then(|n| n.short_name().ok()).unwrap_or("an unnamed curve")),
+                }),
+            }
+        }
+        Id::RSA if (MIN_RSA_BITS..=MAX_RSA_BITS).contains(&key.bits()) => Ok(()),
+        Id::RSA => Err(CaError::UnsupportedKey { found: format!("RSA-{}", key.bits()) }),
+        other => Err(CaError::UnsupportedKey { found: format!("key type {}", other.as_raw()) }),
+    }
+}
+
+/// RFC 1123 subdomain as Kubernetes validates object names: at most 253 characters of lower-case
+/// alphanumeric labels (each 1–63 characters, `-` inside only) joined by `.`.
+pub fn is_dns1123_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NODE_NAME_LENGTH
+        && name.split('.').all(|label| {
+            let b = label.as_bytes();
+            !b.is_empty()
+                && b.len() <= 63
+                && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
+}
+
+fn read_limited(path: &Path) -> Result<Zeroizing<Vec<u8>>, CaError> {
+    use std::io::Read as _;
+    let io = |source| CaError::Io { path: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut out = Zeroizing::new(Vec::new());
+    file.take(MAX_PKI_FILE_SIZE + 1).read_to_end(&mut out).map_err(io)?;
+    if out.len() as u64 > MAX_PKI_FILE_SIZE {
+        return Err(CaError::BadPkiFile {
+            path: path.to_owned(),
+            reason: format!("larger than {MAX_PKI_FILE_SIZE} bytes"),
+        });
+    }
+    Ok(out)
+}
+
+/// Checks that a PKI file parses as what its name says (certificate, private key or public key).
+fn check_pem(path: &Path, name: &str, data: &[u8]) -> Result<(), CaError> {
+    let bad = |e: openssl::error::ErrorStack| CaError::BadPkiFile { path: path.to_owned(), reason: e.to_string() };
+    match extension(name) {
+        "crt" => X509::from_pem(data).map(drop).map_err(bad),
+        "key" => PKey::private_key_from_pem(data).map(drop).map_err(bad),
+        _ => PKey::public_key_from_pem(data).map(drop).map_err(bad),
+    }
+}
+
+/// The extension of one of the fixed [`CONTROL_PLANE_FILES`] names (all lower case, by construction).
+fn extension(name: &str) -> &str {
+    Path::new(name).extension().and_then(std::ffi::OsStr::to_str).unwrap_or_default()
+}
+
+/// Writes a fresh kubeadm-layout PKI into `dir` (what `kubeadm init phase certs` + `kubeadm init phase sa`
+/// would create, for the files this module reads): three self-signed CAs (EC P-256, ten years) with their
+/// keys, and an RSA-2048 service-account key pair. Keys are written with mode 0600. For the local demo and
+/// tests, where no kubeadm runs; existing files are overwritten.
+pub fn generate_pki(dir: &Path) -> Result<(), CaError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let write = |name: &str, data: &[u8]| -> Result<(), CaError> {
+        use std::io::Write as _;
+        let path = dir.join(name);
+        let io = |source| CaError::Io { path: path.clone(), source };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        let mode = if extension(name) == "key" { 0o600 } else { 0o644 };
+        let mut f =
+            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&path).map_err(io)?;
+        f.write_all(data).map_err(io)
+    };
+    for (prefix, cn) in [("ca", "kubernetes"), ("front-proxy-ca", "front-proxy-ca"), ("etcd/ca", "etcd-ca")] {
+        let (cert, key) = self_signed_ca(cn).map_err(signing)?;
+        write(&format!("{prefix}.crt"), &cert.to_pem().map_err(signing)?)?;
+        write(&format!("{prefix}.key"), &Zeroizing::new(key.private_key_to_pem_pkcs8().map_err(signing)?))?;
+    }
+    let sa = PKey::from_rsa(openssl::rsa::Rsa::generate(2048).map_err(signing)?).map_err(signing)?;
+    write("sa.key", &Zeroizing::new(sa.private_key_to_pem_pkcs8().map_err(signing)?))?;
+    write("sa.pub", &sa.public_key_to_pem().map_err(signing)?)?;
+    Ok(())
+}
+
+/// A self-signed CA certificate (EC P-256, ten years, SHA-256) and its key.
+fn self_signed_ca(cn: &str) -> Result<(X509, PKey<Private>), openssl::error::ErrorStack> {
+    const TEN_YEARS: u32 = 3650;
+    let group = openssl::ec::EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
+    let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
+    let mut name = X509NameBuilder::new()?;
+    name.append_entry_by_nid(Nid::COMMONNAME, cn)?;
+    let name = name.build();
+    let mut b = X509::builder()?;
+    b.set_version(2)?;
+    let mut serial = BigNum::new()?;
+    serial.rand(127, MsbOption::MAYBE_ZERO, false)?;
+    let serial = serial.to_asn1_integer()?;
+    b.set_serial_number(&serial)?;
+    b.set_subject_name(&name)?;
+    b.set_issuer_name(&name)?;
+    b.set_pubkey(&key)?;
+    let (not_before, not_after) = (Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(TEN_YEARS)?);
+    b.set_not_before(&not_before)?;
+    b.set_not_after(&not_after)?;
+    b.append_extension(BasicConstraints::new().critical().ca().build()?)?;
+    b.append_extension(KeyUsage::new().critical().key_cert_sign().crl_sign().digital_signature().build()?)?;
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(None, None))?;
+    b.append_extension(ski)?;
+    b.sign(&key, MessageDigest::sha256())?;
+    Ok((b.build(), key))
+}
+
+#[cfg(test)]
+#[path = "ca_test.rs"]
+mod tests;
