@@ -24,6 +24,11 @@ use std::sync::{Arc, Mutex};
 const ATTESTATION_ARC: [u8; 3] = [0x2B, 0xCD, 0x2C];
 /// Default number of accepted keys remembered for replay detection.
 pub const DEFAULT_REPLAY_CAPACITY: usize = 4096;
+/// Largest attestation document accepted in a peer certificate's extension, checked before a byte of it is
+/// decoded. The whole certificate is bounded already — the engine's DER reader refuses any value above
+/// 64 KiB, and OpenSSL any certificate list above its `max_cert_list` (100 KiB) — so this is that bound
+/// less room for the certificate around the document, stated where the document is taken out.
+pub const MAX_DOCUMENT_SIZE: usize = 60 * 1024;
 
 /// What a verified peer proved.
 #[derive(Clone, Debug)]
@@ -92,6 +97,14 @@ impl Verifier {
             (None, Some(oid)) => return Err(Error::UnknownOid { oid }),
             (None, None) => return Err(Error::MissingExtension),
         };
+        if document.len() > MAX_DOCUMENT_SIZE {
+            return Err(Error::MalformedCertificate {
+                reason: format!(
+                    "attestation document of {} bytes exceeds the limit of {MAX_DOCUMENT_SIZE}",
+                    document.len()
+                ),
+            });
+        }
 
         let spki_sha256 = openssl::sha::sha256(parsed.spki());
         if self.memory().seen.contains(&spki_sha256) {
@@ -164,7 +177,7 @@ pub fn oid_to_dotted(content: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::oid_to_dotted;
+    use super::*;
 
     #[test]
     fn oids_decode_to_dotted_text() {
@@ -181,5 +194,41 @@ mod tests {
         assert_eq!(oid_to_dotted(&[]), None);
         assert_eq!(oid_to_dotted(&[0x2B, 0x80, 0x01]), None);
         assert_eq!(oid_to_dotted(&[0x2B, 0x81]), None);
+    }
+
+    /// Accepts every document (binding whatever the caller says), counting calls: the size limit must
+    /// stop an oversized document before any validator sees it.
+    #[derive(Debug, Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl AttestationValidator for Counting {
+        fn oid(&self) -> &str {
+            attest_engine::variant::Variant::QemuVtpm.oid()
+        }
+
+        fn validate(&self, _: &[u8], _: &Nonce) -> Result<Vec<u8>, ValidationError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(ValidationError::NonceMismatch)
+        }
+    }
+
+    #[test]
+    fn oversized_documents_are_refused_before_validation() {
+        let counting = Arc::new(Counting::default());
+        let verifier = Verifier::new(vec![counting.clone()]);
+        let key = crate::atls::cert::fresh_key().unwrap();
+        let oid = attest_engine::variant::Variant::QemuVtpm.oid();
+        let nonce = [7u8; 32];
+
+        let big = crate::atls::cert::build(&key, Some((oid, &vec![0u8; MAX_DOCUMENT_SIZE + 1]))).unwrap();
+        let err = verifier.verify(&big, &nonce, NonceChannel::ServerName).unwrap_err();
+        assert!(matches!(&err, Error::MalformedCertificate { reason } if reason.contains("exceeds the limit")), "{err}");
+        assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+        // At the limit, the document reaches the validator.
+        let limit = crate::atls::cert::build(&key, Some((oid, &vec![0u8; MAX_DOCUMENT_SIZE]))).unwrap();
+        let err = verifier.verify(&limit, &nonce, NonceChannel::ServerName).unwrap_err();
+        assert!(matches!(err, Error::WrongNonce { .. }), "{err}");
+        assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

@@ -186,16 +186,21 @@ fn load_or_generate_master_secret(path: &Path) -> Result<(MasterSecret, bool), U
         let secret = MasterSecret::from_file(path).map_err(|e| UsageError::new(format!("--master-secret: {e}")))?;
         return Ok((secret, false));
     }
+    let secret = generate_master_secret()?;
+    let json = secret.to_json();
+    write_private(path, json.as_bytes())
+        .map_err(|e| UsageError::new(format!("writing the master secret {}: {e}", path.display())))?;
+    Ok((secret, true))
+}
+
+/// A fresh master secret: key and salt from the OS random number generator.
+pub(crate) fn generate_master_secret() -> Result<MasterSecret, UsageError> {
     let mut key = Zeroizing::new(vec![0u8; MASTER_KEY_LEN]);
     let mut salt = Zeroizing::new(vec![0u8; MASTER_SALT_LEN]);
     openssl::rand::rand_bytes(&mut key)
         .and_then(|()| openssl::rand::rand_bytes(&mut salt))
         .map_err(|e| UsageError::new(format!("random number generator: {e}")))?;
-    let secret = MasterSecret::new(key, salt).map_err(|e| UsageError::new(e.to_string()))?;
-    let json = secret.to_json();
-    write_private(path, json.as_bytes())
-        .map_err(|e| UsageError::new(format!("writing the master secret {}: {e}", path.display())))?;
-    Ok((secret, true))
+    MasterSecret::new(key, salt).map_err(|e| UsageError::new(e.to_string()))
 }
 
 /// How the network part ended.

@@ -9,6 +9,7 @@ pub mod input;
 pub mod kds;
 pub mod measurements;
 pub mod node;
+pub mod secret;
 pub mod snp;
 pub mod verify;
 
@@ -41,6 +42,9 @@ pub enum Command {
     Init(init::InitArgs),
     /// Remote attestation of a running node over aTLS (qemu-vtpm).
     Verify(verify::VerifyArgs),
+    /// Cluster secrets: create the master secret.
+    #[command(subcommand)]
+    Secret(secret::SecretCommand),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -98,6 +102,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Kds(cmd) => kds::run(cmd),
         Command::Init(args) => init::run(&args, &mut std::io::stdout()),
         Command::Verify(args) => verify::run(&args, &mut std::io::stdout()),
+        Command::Secret(cmd) => secret::run(&cmd, &mut std::io::stdout()),
     };
     match result {
         Ok(status) => status.into(),
