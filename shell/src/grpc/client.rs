@@ -254,7 +254,7 @@ impl Channel {
             biased;
             r = &mut response => r,
             // A send error means the stream was reset or answered early: the response tells which.
-            _ = send_data(&mut stream, body, true) => response.await,
+            _ = send_data(&mut stream, body, true, usize::MAX) => response.await,
         };
         let response = response.map_err(|e| h2_error_status(&e))?;
         let (parts, body) = response.into_parts();
