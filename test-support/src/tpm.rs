@@ -222,6 +222,24 @@ impl SoftAk {
         Self { key: Key::Ecc(key) }
     }
 
+    /// The private key as PKCS#8 v1 DER, to hand the same AK to another process ([`SoftAk::from_pkcs8`]).
+    pub fn to_pkcs8(&self) -> Vec<u8> {
+        use aws_lc_rs::encoding::AsDer as _;
+        match &self.key {
+            Key::Rsa(k) => k.as_der().expect("RSA key serialization failed").as_ref().to_vec(),
+            Key::Ecc(k) => k.to_pkcs8v1().expect("ECDSA key serialization failed").as_ref().to_vec(),
+        }
+    }
+
+    /// A key of `kind` from PKCS#8 DER ([`SoftAk::to_pkcs8`]); `None` when `der` is not such a key.
+    pub fn from_pkcs8(kind: AkKind, der: &[u8]) -> Option<Self> {
+        let key = match kind {
+            AkKind::Rsa2048 => Key::Rsa(RsaKeyPair::from_pkcs8(der).ok()?),
+            AkKind::EccP256 => Key::Ecc(EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der).ok()?),
+        };
+        Some(Self { key })
+    }
+
     /// The key type.
     pub fn kind(&self) -> AkKind {
         match self.key {

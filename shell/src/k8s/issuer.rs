@@ -123,8 +123,19 @@ impl DryRunTokenIssuer {
         self.dir.join(format!("{}.json", secret_name(id)))
     }
 
-    /// Writes the manifest; `Ok(false)` when a file for that id exists already (a collision).
-    fn write_new(&self, token: &BootstrapToken) -> Result<bool, K8sError> {
+    /// Writes the manifest on the blocking pool (create, fsync, link: milliseconds on a disk, which must not
+    /// stall an async worker); `Ok(false)` when a file for that id exists already (a collision).
+    async fn write_new(&self, token: BootstrapToken) -> Result<(BootstrapToken, bool), K8sError> {
+        let issuer = DryRunTokenIssuer { dir: self.dir.clone() };
+        tokio::task::spawn_blocking(move || {
+            let written = issuer.write_new_blocking(&token);
+            written.map(|w| (token, w))
+        })
+        .await
+        .map_err(|e| K8sError::Io { path: self.dir.clone(), source: std::io::Error::other(e.to_string()) })?
+    }
+
+    fn write_new_blocking(&self, token: &BootstrapToken) -> Result<bool, K8sError> {
         use std::os::unix::fs::OpenOptionsExt as _;
         let path = self.manifest_path(token.id());
         let tmp = self.dir.join(format!(".{}.json.tmp", token.secret_name()));
@@ -157,8 +168,8 @@ impl TokenIssuer for DryRunTokenIssuer {
     fn create(&self, ttl: Duration) -> IssueFuture<'_, BootstrapToken> {
         Box::pin(async move {
             for attempt in 1..=MAX_CREATE_ATTEMPTS {
-                let token = BootstrapToken::generate(ttl)?;
-                if self.write_new(&token)? {
+                let (token, written) = self.write_new(BootstrapToken::generate(ttl)?).await?;
+                if written {
                     tracing::debug!(token_id = token.id(), dir = %self.dir.display(), "dry run: token manifest written");
                     return Ok(token);
                 }
@@ -174,7 +185,13 @@ impl TokenIssuer for DryRunTokenIssuer {
                 return Err(K8sError::InvalidTokenId);
             }
             let path = self.manifest_path(id);
-            match std::fs::remove_file(&path) {
+            let removed = {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || std::fs::remove_file(&path))
+                    .await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+            };
+            match removed {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 Err(source) => Err(K8sError::Io { path, source }),

@@ -1,0 +1,243 @@
+//! `join-load`: load generator for the join service (issue 8, "Load").
+//!
+//! ```text
+//! join-load setup --dir DIR [--aks 8] [--ak-kind ecc-p256|rsa-2048]
+//! join-load run --fixture DIR --addr 127.0.0.1:PORT [--concurrency 16] [--joins N] [--duration SECONDS]
+//!     [--rate JOINS_PER_S] [--warmup SECONDS] [--aks N] [--nodes 16] [--timeout SECONDS]
+//!     [--verify-certs] [--progress SECONDS] [--worker-threads N] [--json]
+//! join-load validate --fixture DIR [--threads 1,2] [--per-thread 2000] [--rounds 3] [--json]
+//! ```
+//!
+//! `setup` writes the files of `attest_benches::joinload::fixture` (AKs, an AK registry pinning
+//! them, measurements, salt, master secret, Kubernetes settings, PKI) for `key-service` and `join-service`.
+//! `run` joins over aTLS as real nodes do (fresh TCP + aTLS handshake in which the client attests with a
+//! software-AK quote, then `IssueJoinTicket` with a kubelet CSR) from `--concurrency` clients until
+//! `--joins` joins or `--duration` seconds (default bound 300 s), after `--warmup` seconds (default 2). It
+//! prints latency percentiles, throughput and failures by kind (text, or one JSON object with `--json`).
+//! `validate` runs the join service's handshake validation path on 1, 2, … threads in-process.
+//!
+//! Exit codes: 0 when every join succeeded, 1 when any failed (or setup/validate failed), 2 for a usage
+//! error.
+
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use attest_benches::joinload::{self, LoadConfig, fixture};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "join-load", version, about = "Load generator for the join service")]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write a fixture directory: software AKs, the AK registry pinning them, measurements, salt, master
+    /// secret, Kubernetes settings and a kubeadm PKI.
+    Setup {
+        /// The directory (created if missing).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Number of software AKs.
+        #[arg(long, default_value_t = 8)]
+        aks: usize,
+        /// AK key type: ecc-p256 or rsa-2048.
+        #[arg(long, default_value = "ecc-p256")]
+        ak_kind: String,
+    },
+    /// Run joins against a join service started with the fixture.
+    Run {
+        /// The fixture directory (`setup`).
+        #[arg(long)]
+        fixture: PathBuf,
+        /// The join service's aTLS address.
+        #[arg(long)]
+        addr: SocketAddr,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// Measured joins (the run ends at this count or at --duration, whichever comes first).
+        #[arg(long)]
+        joins: Option<u64>,
+        /// Time bound of the measured phase, in seconds.
+        #[arg(long, default_value_t = 300.0)]
+        duration: f64,
+        /// Target joins per second over all clients (default: as fast as the clients go).
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Warm-up seconds before measuring.
+        #[arg(long, default_value_t = 2.0)]
+        warmup: f64,
+        /// Use only the first N AKs of the fixture.
+        #[arg(long)]
+        aks: Option<usize>,
+        /// Distinct joining nodes (CSRs generated up front, reused round robin).
+        #[arg(long, default_value_t = 16)]
+        nodes: usize,
+        /// Seconds allowed for each step of a join.
+        #[arg(long, default_value_t = 30.0)]
+        timeout: f64,
+        /// Also verify each kubelet certificate against the fixture's cluster CA (client CPU).
+        #[arg(long)]
+        verify_certs: bool,
+        /// Print a progress line to stderr every this many seconds.
+        #[arg(long)]
+        progress: Option<f64>,
+        /// Tokio worker threads of the generator (default: one per core).
+        #[arg(long)]
+        worker_threads: Option<usize>,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure the join service's handshake validation path on 1, 2, … threads (in-process).
+    Validate {
+        /// The fixture directory (`setup`).
+        #[arg(long)]
+        fixture: PathBuf,
+        /// Thread counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        threads: Vec<usize>,
+        /// Documents each thread validates per point.
+        #[arg(long, default_value_t = 2000)]
+        per_thread: usize,
+        /// Rounds (each runs every thread count once).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Print the points as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn seconds(name: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|_| format!("--{name} {s}: not a duration in seconds"))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let outcome = match args.command {
+        Command::Setup { dir, aks, ak_kind } => match fixture::parse_kind(&ak_kind) {
+            None => {
+                eprintln!("join-load: unknown --ak-kind {ak_kind:?} (ecc-p256, rsa-2048)");
+                return ExitCode::from(2);
+            }
+            Some(kind) => joinload::write_fixture(&dir, aks, kind).map(|()| {
+                println!("fixture written to {} ({aks} {ak_kind} AKs)", dir.display());
+                true
+            }),
+        },
+        Command::Validate { fixture, threads, per_thread, rounds, json } => {
+            joinload::validation_scaling(&fixture, &threads, per_thread, rounds).map(|points| {
+                if json {
+                    let all: Vec<_> = points.iter().map(joinload::ScalingPoint::json).collect();
+                    println!("{}", serde_json::Value::Array(all));
+                } else {
+                    for p in &points {
+                        println!(
+                            "threads {}: {:.0} validations/s ({} in {:.1} ms); on-CPU {:.1} ms, run-queue wait {:.1} ms, blocked {:.1} ms",
+                            p.threads,
+                            p.per_second(),
+                            p.validations,
+                            p.wall.as_secs_f64() * 1e3,
+                            p.on_cpu.as_secs_f64() * 1e3,
+                            p.runqueue.as_secs_f64() * 1e3,
+                            p.blocked().as_secs_f64() * 1e3,
+                        );
+                    }
+                }
+                true
+            })
+        }
+        Command::Run {
+            fixture,
+            addr,
+            concurrency,
+            joins,
+            duration,
+            rate,
+            warmup,
+            aks,
+            nodes,
+            timeout,
+            verify_certs,
+            progress,
+            worker_threads,
+            json,
+        } => {
+            let config = (|| {
+                Ok::<_, String>(LoadConfig {
+                    addr,
+                    concurrency,
+                    joins,
+                    max_duration: seconds("duration", duration)?,
+                    rate: rate.filter(|r| *r > 0.0),
+                    warmup: seconds("warmup", warmup)?,
+                    timeout: seconds("timeout", timeout)?,
+                    progress: progress.map(|p| seconds("progress", p)).transpose()?,
+                })
+            })();
+            let config = match config {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("join-load: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut runtime = tokio::runtime::Builder::new_multi_thread();
+            if let Some(n) = worker_threads {
+                runtime.worker_threads(n.max(1));
+            }
+            match runtime.enable_all().build() {
+                Err(e) => Err(e.into()),
+                Ok(rt) => rt.block_on(run(&fixture, &config, aks, nodes, verify_certs)).map(|report| {
+                    if json {
+                        println!("{}", report.json());
+                    } else {
+                        print!("{}", report.text());
+                    }
+                    report.error_count() == 0
+                }),
+            }
+        }
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("join-load: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(
+    dir: &std::path::Path,
+    config: &LoadConfig,
+    aks: Option<usize>,
+    nodes: usize,
+    verify_certs: bool,
+) -> Result<joinload::Report, joinload::BoxError> {
+    let mut issuers = joinload::load_issuers(dir)?;
+    if let Some(n) = aks {
+        if n == 0 || n > issuers.len() {
+            return Err(format!("--aks {n}: the fixture has {} AKs", issuers.len()).into());
+        }
+        issuers.truncate(n);
+    }
+    let ca = if verify_certs {
+        let path = dir.join(fixture::PKI_DIR).join("ca.crt");
+        let pem = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Some(openssl::x509::X509::from_pem(&pem)?.public_key()?)
+    } else {
+        None
+    };
+    let requests = joinload::node_requests(nodes.max(1))?;
+    joinload::load::run(config, &issuers, requests, ca).await
+}

@@ -1,0 +1,22 @@
+//! The join service under load (`join-load`; issue 8, "Load"): software-AK `qemu-vtpm` issuers, the
+//! fixture files a join service needs to trust them, the load generator and a validation scaling probe.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`issuer`] | [`SoftAkIssuer`]: genuine `qemu-vtpm` documents, quote signed by a software AK |
+//! | [`fixture`] | `join-load setup`: AKs, AK registry pinning them, measurements, salt, master secret, PKI |
+//! | [`load`] | `join-load run`: concurrent joins over aTLS, latency percentiles, errors by kind |
+//! | [`validate`] | `join-load validate`: the handshake's validation path on 1, 2, … threads |
+//!
+//! `benches/join-load/run.sh` drives the binary against `key-service` and `join-service` processes;
+//! `benches/tests/join_load_smoke.rs` runs a small load against an in-process join service in CI.
+
+pub mod fixture;
+pub mod issuer;
+pub mod load;
+pub mod validate;
+
+pub use fixture::{BoxError, load_issuers, write_fixture};
+pub use issuer::SoftAkIssuer;
+pub use load::{LoadConfig, NodeRequest, Percentiles, Report, check_ticket, node_requests};
+pub use validate::{ScalingPoint, validation_scaling};
