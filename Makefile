@@ -1,10 +1,16 @@
 # The two commands of README.md. Each installs what it needs first.
-.PHONY: demo test setup
+.PHONY: demo demo-snp test setup
 
 setup:
 	bash scripts/setup.sh
 
+# The main job: a local attested cluster bootstrap on loopback (scripts/demo-cluster.py).
 demo: setup
+	cargo build --release -q -p attest-shell --bins
+	python3 scripts/demo-cluster.py target/release
+
+# Every SEV-SNP vector of ../shared/testdata through `attest snp verify`, as a table.
+demo-snp: setup
 	cargo build --release -q -p attest-shell --bin attest
 	python3 scripts/demo-snp.py target/release/attest
 

@@ -21,6 +21,9 @@ step "cargo test (engine, aws-lc-rs and ring providers)"
 cargo test -p attest-engine --features ring
 step "cargo test (engine, ring provider only)"
 cargo test -p attest-engine --no-default-features --features ring
+step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"
+cargo build -q -p attest-shell --bins
+python3 scripts/demo-cluster.py target/debug
 step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
 ffi/gen-header.sh --check
 step "ffi: make install + pkg-config, C program linked shared and static"

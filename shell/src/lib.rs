@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod atls;
+pub mod bootstrapper;
 pub mod cli;
 pub mod grpc;
 pub mod issuer;

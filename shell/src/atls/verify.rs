@@ -187,7 +187,7 @@ mod tests {
         };
         for v in attest_engine::variant::Variant::ALL {
             assert_eq!(oid_to_dotted(&der(v.oid())).as_deref(), Some(v.oid()));
-            assert!(der(v.oid()).starts_with(&super::ATTESTATION_ARC));
+            assert!(der(v.oid()).starts_with(&ATTESTATION_ARC));
         }
         assert_eq!(oid_to_dotted(&der("2.5.29.19")).as_deref(), Some("2.5.29.19"));
         assert_eq!(oid_to_dotted(&der("1.3.9900.99.12345678")).as_deref(), Some("1.3.9900.99.12345678"));

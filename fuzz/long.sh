@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The long fuzzing runs of issue 8: every target (or $TARGETS) for SECONDS (default 600) with one job, from
+# the committed synthetic seeds plus the seeds fuzz/seed.py derives from the real evidence; the growing
+# corpus lives in fuzz/corpus-work/<target> (not committed). After each run the corpus is minimized
+# (`cargo fuzz cmin`) and fuzz/keep.py folds the minimized inputs into fuzz/corpus/<target> — except any that
+# shares 32 bytes with a file of the real testdata (never copied into the repository). A summary line per
+# target (executions, exec/s, coverage, corpus sizes) is appended to fuzz/long-runs.log.
+#
+#   fuzz/long.sh                       # all targets, 10 minutes each
+#   TARGETS="snp_report pem" fuzz/long.sh 1200
+set -euo pipefail
+
+seconds="${1:-600}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$(dirname "$here")"
+command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz not found: cargo install cargo-fuzz --locked" >&2; exit 2; }
+
+targets="${TARGETS:-$(cargo fuzz list)}"
+seeds="$here/corpus-seeds"
+cargo fuzz build -s none
+python3 "$here/seed.py" "$seeds"
+
+for t in $targets; do
+    work="$here/corpus-work/$t"
+    mkdir -p "$work" "$here/corpus/$t" "$seeds/$t" "$here/artifacts/$t"
+    log="$(mktemp)"
+    echo "=== $t: ${seconds}s ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+    status=ok
+    if ! cargo fuzz run "$t" -s none "$work" "$here/corpus/$t" "$seeds/$t" -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 2>"$log"; then
+        tail -n 40 "$log" >&2
+        status=FAILED
+    fi
+    execs=$(grep -oP '^stat::number_of_executed_units:\s*\K\d+' "$log" || echo 0)
+    rate=$(grep -oP '^stat::average_exec_per_sec:\s*\K\d+' "$log" || echo 0)
+    cov=$(grep -oP '#\d+\s+DONE\s+cov: \K\d+' "$log" || grep -oP 'cov: \K\d+' "$log" | tail -n1 || echo 0)
+    minimized="$(mktemp -d)"
+    cargo fuzz cmin "$t" -s none "$work" >/dev/null 2>&1 || true
+    cp "$work"/* "$minimized"/ 2>/dev/null || true
+    kept=$(python3 "$here/keep.py" "$t" "$minimized")
+    echo "$(date -u +%FT%TZ) $t ${seconds}s $status execs=$execs exec/s=$rate cov=$cov work=$(ls "$work" | wc -l) kept=$kept load=$(cut -d' ' -f1 /proc/loadavg)" \
+        | tee -a "$here/long-runs.log"
+    rm -rf "$minimized" "$log"
+done

@@ -1,0 +1,107 @@
+//! Atomic file replacement, shared by everything the bootstrapper persists (node state, the key file, the
+//! cluster PKI, join files).
+//!
+//! ```text
+//! DIR/.NAME.tmp.PID.N   create (mode given, O_EXCL) → write → fsync
+//!          │ rename(2)  (atomic within one file system)
+//!          ▼
+//! DIR/NAME              → fsync(DIR)  (the rename itself is durable)
+//! ```
+//!
+//! A crash leaves either the old file or the new one, never a torn mix; a leftover temporary file is
+//! harmless (its name starts with a dot and carries the writer's PID). The mode is set at creation, so a
+//! secret file is never readable by others, not even for an instant.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Mode of files holding secrets (keys): owner read/write only.
+pub const SECRET_FILE_MODE: u32 = 0o600;
+/// Mode of public files (certificates, configuration without secrets, node state).
+pub const PUBLIC_FILE_MODE: u32 = 0o644;
+/// Mode of directories the bootstrapper creates.
+pub const DIR_MODE: u32 = 0o700;
+
+/// Distinguishes temporary files of concurrent writers in one process.
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// An I/O failure on a named path.
+#[derive(Debug)]
+pub struct FileError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The error.
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+pub(crate) fn at(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
+    move |source| FileError { path: path.to_owned(), source }
+}
+
+/// Creates `dir` and its parents (mode [`DIR_MODE`] for the ones created).
+pub fn create_dir_all(dir: &Path) -> Result<(), FileError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir).map_err(at(dir))
+}
+
+/// Writes `data` to `path` atomically with permissions `mode`, creating the parent directory if needed.
+pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), FileError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    create_dir_all(&dir)?;
+    let name = path.file_name().ok_or_else(|| FileError {
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"),
+    })?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp.{}.{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp).map_err(at(&tmp))?;
+        f.write_all(data).map_err(at(&tmp))?;
+        f.sync_all().map_err(at(&tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(at(path))?;
+        std::fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(at(&dir))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn writes_replaces_and_sets_mode() {
+        let dir = std::env::temp_dir().join(format!("attest-atomic-{}", std::process::id()));
+        let path = dir.join("sub/file");
+        write_atomic(&path, b"one", SECRET_FILE_MODE).unwrap();
+        write_atomic(&path, b"two", SECRET_FILE_MODE).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

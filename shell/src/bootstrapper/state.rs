@@ -1,0 +1,349 @@
+//! Node state: what a bootstrapped node must remember (role, measurement salt, cluster id, disk UUID, how far
+//! bootstrapping got), persisted atomically as JSON, and the start-up rule that combines it with the lock.
+//!
+//! ```json
+//! {"version": 1, "role": "control-plane", "measurement_salt": "<hex, 32 bytes>",
+//!  "cluster_id": "<hex, 32 bytes>", "disk_uuid": "…", "phase": "bootstrapped"}
+//! ```
+//!
+//! Nothing in it is secret: the salt is public (the join service hands it to every node), the cluster id is
+//! extended into PCR 15, and the keys are re-derived, never stored.
+//!
+//! # Start-up ([`check_startup`])
+//!
+//! | PCR 15 (lock) | state file | meaning | result |
+//! |---|---|---|---|
+//! | 0 | absent | fresh node | [`Startup::Fresh`]: serve init, run the join client |
+//! | ≠ 0, = SHA-256(0³² ‖ cluster id) | present | bootstrapped before a restart | [`Startup::Bootstrapped`] |
+//! | ≠ 0 | absent | crashed between taking the lock and writing the state | [`StartupError::LockedWithoutState`] |
+//! | 0 | present | state from another boot (or forged): the TPM does not back it | [`StartupError::StateWithoutLock`] |
+//! | ≠ 0, other value | present | PCR 15 extended by someone else, or state of another cluster | [`StartupError::PcrMismatch`] |
+//!
+//! The three error rows are refusals: the node cannot tell which cluster it belongs to, or the TPM and the
+//! disk disagree, and guessing would either join a node twice or hand a second cluster's keys to it. The
+//! operator has to reinstall (reboot with a fresh state disk). A node whose state says
+//! [`Phase::Failed`] is bootstrapped, but its cluster initialization or join failed; it also needs an
+//! operator, and the caller reports it so.
+//!
+//! Rejoin after a reboot (PCR 15 reset, state disk present: `IssueRejoinTicket` for the disk key) is not
+//! implemented here: it belongs to the disk set-up that runs before the bootstrapper, and it shows up as
+//! [`StartupError::StateWithoutLock`] until it exists.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::atomic::{FileError, PUBLIC_FILE_MODE, write_atomic};
+use super::lock::expected_pcr_value;
+
+/// The state file's name in the state directory.
+pub const STATE_FILE_NAME: &str = "node-state.json";
+/// Format version written and accepted.
+pub const STATE_FORMAT_VERSION: u32 = 1;
+/// Largest state file read, in bytes.
+pub const MAX_STATE_FILE_SIZE: u64 = 64 * 1024;
+/// Length of the measurement salt, in bytes.
+pub const MEASUREMENT_SALT_LENGTH: usize = 32;
+
+/// The node's role in the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Runs the Kubernetes control plane.
+    ControlPlane,
+    /// Runs workloads only.
+    Worker,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::ControlPlane => "control-plane",
+            Role::Worker => "worker",
+        })
+    }
+}
+
+/// How far bootstrapping got after the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Lock taken, disk set up; the cluster initializer or joiner is running (or was, when the node crashed).
+    Bootstrapping,
+    /// The cluster initializer or joiner succeeded.
+    Bootstrapped,
+    /// The cluster initializer or joiner failed.
+    Failed,
+}
+
+/// The persisted node state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeState {
+    /// [`STATE_FORMAT_VERSION`].
+    pub version: u32,
+    /// The node's role.
+    pub role: Role,
+    /// The measurement salt of the cluster.
+    #[serde(with = "hex32")]
+    pub measurement_salt: [u8; MEASUREMENT_SALT_LENGTH],
+    /// The cluster id (extended into PCR 15).
+    #[serde(with = "hex32")]
+    pub cluster_id: [u8; 32],
+    /// The state disk's UUID (the data key id of its key).
+    pub disk_uuid: String,
+    /// How far bootstrapping got.
+    pub phase: Phase,
+}
+
+mod hex32 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(v))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
+        let text = String::deserialize(d)?;
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(&text, &mut out).map_err(|_| serde::de::Error::custom("expected 64 hex digits"))?;
+        Ok(out)
+    }
+}
+
+/// Why the state file cannot be read or written.
+#[derive(Debug)]
+pub enum StateError {
+    /// Reading or writing failed.
+    File(FileError),
+    /// The file is larger than [`MAX_STATE_FILE_SIZE`].
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is not a valid state document.
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (serde's message: positions and field names, no values).
+        reason: String,
+    },
+    /// The file has another format version.
+    UnsupportedVersion {
+        /// The version found.
+        version: u32,
+    },
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::File(e) => write!(f, "node state: {e}"),
+            StateError::TooLarge { path } => {
+                write!(f, "node state {} is larger than {MAX_STATE_FILE_SIZE} bytes", path.display())
+            }
+            StateError::Malformed { path, reason } => write!(f, "node state {} is malformed: {reason}", path.display()),
+            StateError::UnsupportedVersion { version } => {
+                write!(f, "node state has format version {version}, this bootstrapper reads {STATE_FORMAT_VERSION}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StateError::File(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The state file in a state directory.
+#[derive(Clone, Debug)]
+pub struct StateStore {
+    path: PathBuf,
+}
+
+impl StateStore {
+    /// The store of `state_dir` ([`STATE_FILE_NAME`] in it).
+    pub fn new(state_dir: &Path) -> StateStore {
+        StateStore { path: state_dir.join(STATE_FILE_NAME) }
+    }
+
+    /// The state file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The stored state, `None` if there is no state file.
+    pub fn load(&self) -> Result<Option<NodeState>, StateError> {
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(StateError::File(FileError { path: self.path.clone(), source })),
+        };
+        if meta.len() > MAX_STATE_FILE_SIZE {
+            return Err(StateError::TooLarge { path: self.path.clone() });
+        }
+        let text = std::fs::read(&self.path)
+            .map_err(|source| StateError::File(FileError { path: self.path.clone(), source }))?;
+        let state: NodeState = serde_json::from_slice(&text)
+            .map_err(|e| StateError::Malformed { path: self.path.clone(), reason: e.to_string() })?;
+        if state.version != STATE_FORMAT_VERSION {
+            return Err(StateError::UnsupportedVersion { version: state.version });
+        }
+        Ok(Some(state))
+    }
+
+    /// Writes `state` atomically (temporary file, fsync, rename, directory fsync).
+    pub fn persist(&self, state: &NodeState) -> Result<(), StateError> {
+        let mut text = serde_json::to_vec_pretty(state).expect("serializing plain data cannot fail");
+        text.push(b'\n');
+        write_atomic(&self.path, &text, PUBLIC_FILE_MODE).map_err(StateError::File)
+    }
+}
+
+/// What a starting node is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Startup {
+    /// Never bootstrapped: serve init and run the join client.
+    Fresh,
+    /// Bootstrapped before this start (see [`NodeState::phase`] for how it ended).
+    Bootstrapped(NodeState),
+}
+
+/// Why a node refuses to start bootstrapping (see the table in the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartupError {
+    /// PCR 15 is set but there is no node state: the node crashed between taking the lock and persisting its
+    /// state. It refuses both init and join.
+    LockedWithoutState,
+    /// There is node state but PCR 15 is zero: the TPM does not back the state.
+    StateWithoutLock {
+        /// The cluster id the state names.
+        cluster_id: [u8; 32],
+    },
+    /// PCR 15 is not the value the stored cluster id gives.
+    PcrMismatch {
+        /// PCR 15.
+        pcr: [u8; 32],
+        /// SHA-256(0³² ‖ stored cluster id).
+        expected: [u8; 32],
+    },
+}
+
+impl std::fmt::Display for StartupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartupError::LockedWithoutState => f.write_str(
+                "node is locked without state: PCR 15 is set but no node state was persisted (the node stopped \
+                 between taking the lock and writing its state); it refuses init and join and must be reinstalled",
+            ),
+            StartupError::StateWithoutLock { cluster_id } => write!(
+                f,
+                "node state for cluster {} exists but PCR 15 is zero: the TPM does not back this state; refusing \
+                 init and join",
+                hex::encode(cluster_id)
+            ),
+            StartupError::PcrMismatch { pcr, expected } => write!(
+                f,
+                "PCR 15 is {} but the stored cluster id gives {}: refusing init and join",
+                hex::encode(pcr),
+                hex::encode(expected)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StartupError {}
+
+/// Combines PCR 15 and the stored state (table in the module docs).
+pub fn check_startup(pcr15: &[u8; 32], state: Option<NodeState>) -> Result<Startup, StartupError> {
+    let locked = *pcr15 != [0; 32];
+    match (locked, state) {
+        (false, None) => Ok(Startup::Fresh),
+        (true, None) => Err(StartupError::LockedWithoutState),
+        (false, Some(s)) => Err(StartupError::StateWithoutLock { cluster_id: s.cluster_id }),
+        (true, Some(s)) => {
+            let expected = expected_pcr_value(&s.cluster_id);
+            if expected == *pcr15 {
+                Ok(Startup::Bootstrapped(s))
+            } else {
+                Err(StartupError::PcrMismatch { pcr: *pcr15, expected })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> NodeState {
+        NodeState {
+            version: STATE_FORMAT_VERSION,
+            role: Role::ControlPlane,
+            measurement_salt: [1; 32],
+            cluster_id: [2; 32],
+            disk_uuid: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9".into(),
+            phase: Phase::Bootstrapping,
+        }
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("attest-state-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn roundtrip_and_format() {
+        let dir = temp_dir("roundtrip");
+        let store = StateStore::new(&dir);
+        assert_eq!(store.load().unwrap(), None);
+        let mut s = state();
+        store.persist(&s).unwrap();
+        assert_eq!(store.load().unwrap(), Some(s.clone()));
+        s.phase = Phase::Bootstrapped;
+        store.persist(&s).unwrap();
+        assert_eq!(store.load().unwrap(), Some(s));
+        let text = std::fs::read_to_string(store.path()).unwrap();
+        assert!(text.contains("\"role\": \"control-plane\""), "{text}");
+        assert!(text.contains(&hex::encode([2u8; 32])), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn malformed_and_foreign_versions_are_refused() {
+        let dir = temp_dir("malformed");
+        let store = StateStore::new(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(store.path(), b"{\"version\": 1}").unwrap();
+        assert!(matches!(store.load(), Err(StateError::Malformed { .. })));
+        let mut v = serde_json::to_value(state()).unwrap();
+        v["version"] = 2.into();
+        std::fs::write(store.path(), v.to_string()).unwrap();
+        assert!(matches!(store.load(), Err(StateError::UnsupportedVersion { version: 2 })));
+        v["version"] = 1.into();
+        v["cluster_id"] = "00".into();
+        std::fs::write(store.path(), v.to_string()).unwrap();
+        assert!(matches!(store.load(), Err(StateError::Malformed { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn startup_table() {
+        let s = state();
+        let good = expected_pcr_value(&s.cluster_id);
+        assert_eq!(check_startup(&[0; 32], None), Ok(Startup::Fresh));
+        assert_eq!(check_startup(&good, Some(s.clone())), Ok(Startup::Bootstrapped(s.clone())));
+        assert_eq!(check_startup(&good, None), Err(StartupError::LockedWithoutState));
+        assert_eq!(
+            check_startup(&[0; 32], Some(s.clone())),
+            Err(StartupError::StateWithoutLock { cluster_id: s.cluster_id })
+        );
+        assert!(matches!(check_startup(&[9; 32], Some(s)), Err(StartupError::PcrMismatch { .. })));
+        assert!(StartupError::LockedWithoutState.to_string().contains("locked without state"));
+    }
+}
