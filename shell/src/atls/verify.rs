@@ -222,7 +222,10 @@ mod tests {
 
         let big = crate::atls::cert::build(&key, Some((oid, &vec![0u8; MAX_DOCUMENT_SIZE + 1]))).unwrap();
         let err = verifier.verify(&big, &nonce, NonceChannel::ServerName).unwrap_err();
-        assert!(matches!(&err, Error::MalformedCertificate { reason } if reason.contains("exceeds the limit")), "{err}");
+        assert!(
+            matches!(&err, Error::MalformedCertificate { reason } if reason.contains("exceeds the limit")),
+            "{err}"
+        );
         assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 0);
 
         // At the limit, the document reaches the validator.
