@@ -13,6 +13,7 @@
 pub mod atls;
 pub mod bootstrapper;
 pub mod cli;
+pub mod fsutil;
 pub mod grpc;
 pub mod issuer;
 pub mod joinservice;

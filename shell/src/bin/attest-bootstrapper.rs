@@ -25,7 +25,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -126,11 +126,7 @@ fn host_name() -> String {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_max_level(args.log_level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    attest_shell::cli::init_service_logging(args.log_level);
     let node_name = args.node_name.clone().unwrap_or_else(host_name);
     if !attest_shell::bootstrapper::request::is_dns_name(&node_name) {
         tracing::error!(%node_name, "bootstrapper: the node name is not a DNS name (lower case, digits, '-', '.')");

@@ -20,7 +20,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -212,11 +212,7 @@ fn load(args: &Args) -> Result<Loaded, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_max_level(args.log_level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    attest_shell::cli::init_service_logging(args.log_level);
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

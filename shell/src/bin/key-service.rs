@@ -14,7 +14,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,11 +52,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_max_level(args.log_level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    attest_shell::cli::init_service_logging(args.log_level);
 
     let secret = match MasterSecret::from_file(&args.master_secret) {
         Ok(secret) => secret,

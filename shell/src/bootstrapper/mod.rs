@@ -45,7 +45,7 @@
 //! No secret (master secret, measurement secret, disk key, init secret, bootstrap token) is ever logged or put
 //! into an error or status message; they live in zeroizing buffers.
 
-pub mod atomic;
+pub use crate::fsutil as atomic;
 pub mod backend;
 pub mod disk;
 pub mod dryrun;

@@ -94,6 +94,18 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// Logging of the service binaries (`key-service`, `join-service`, `attest-bootstrapper`): `tracing` events
+/// up to `level`, with their structured fields, to stderr (stdout carries machine-readable lines), coloured
+/// only on a terminal.
+pub fn init_service_logging(level: tracing::Level) {
+    use std::io::IsTerminal as _;
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
 /// Runs a parsed command line and returns the process exit status.
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {

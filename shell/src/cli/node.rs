@@ -27,7 +27,6 @@ use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
 use prost::Message;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -237,28 +236,6 @@ pub fn reason(e: &(dyn std::error::Error + 'static)) -> String {
 /// Writes `data` to `path` readable by the owner only (0600), atomically: a temporary file in the same
 /// directory (created 0600, never wider), fsync, rename over `path`, fsync of the directory.
 pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path has no file name"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::fsutil::write_atomic(path, data, crate::fsutil::SECRET_FILE_MODE)
+        .map_err(|e| std::io::Error::new(e.source.kind(), e.to_string()))
 }

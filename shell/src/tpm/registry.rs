@@ -44,7 +44,6 @@ use attest_engine::UnixTime;
 use attest_engine::tpm::TpmtPublic;
 use attest_engine::variant::{AkBasis, AkRegistry, Document, Validated, Validator};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 use zeroize::Zeroizing;
@@ -215,33 +214,10 @@ fn parse(path: &Path, data: &[u8]) -> Result<BTreeMap<[u8; 32], AkBasis>, Error>
     Ok(out)
 }
 
-/// Writes `data` to `path` atomically (temporary file + fsync + rename + directory fsync).
+/// Writes `data` to `path` atomically ([`crate::fsutil::write_atomic`]; the registry is public, mode 0644).
 pub(crate) fn write_atomically(path: &Path, data: &[u8]) -> Result<(), Error> {
-    let io = |p: &Path| {
-        let p = p.to_owned();
-        move |source| Error::Io { path: p, source }
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path.file_name().ok_or(Error::InvalidArgument { what: "registry path has no file name" })?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(file_name);
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(data).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io(path))?;
-        std::fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(io(&dir))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::fsutil::write_atomic(path, data, crate::fsutil::PUBLIC_FILE_MODE)
+        .map_err(|e| Error::Io { path: e.path, source: e.source })
 }
 
 /// A registration in progress: what the verifier keeps between the challenge and the answer.

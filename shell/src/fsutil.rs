@@ -1,5 +1,7 @@
-//! Atomic file replacement, shared by everything the bootstrapper persists (node state, the key file, the
-//! cluster PKI, join files).
+//! Atomic file replacement, shared by everything the shell persists: the bootstrapper's node state, key
+//! file, cluster PKI and join files, the AK registry, and the files `attest init` writes. (The KDS store has
+//! its own variant that also fsyncs each directory it creates below its root, and the dry-run token issuer
+//! an exclusive create-if-absent.)
 //!
 //! ```text
 //! DIR/.NAME.tmp.PID.N   create (mode given, O_EXCL) → write → fsync
