@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The long fuzzing runs of issue 8: every target (or $TARGETS) for SECONDS (default 600) with one job, from
 # the committed synthetic seeds plus the seeds fuzz/seed.py derives from the real evidence; the growing
-# corpus lives in fuzz/corpus-work/<target> (not committed). After each run the corpus is minimized
-# (`cargo fuzz cmin`) and fuzz/keep.py folds the minimized inputs into fuzz/corpus/<target> — except any that
+# corpus lives in fuzz/corpus-work/<target> (not committed). After each run the corpus is minimized by edge
+# coverage (libFuzzer's set-cover merge) and fuzz/keep.py folds the minimized inputs into fuzz/corpus/<target> — except any that
 # shares 32 bytes with a file of the real testdata (never copied into the repository). A summary line per
 # target (executions, exec/s, coverage, corpus sizes) is appended to fuzz/long-runs.log.
 #
@@ -34,9 +34,10 @@ for t in $targets; do
     execs=$(grep -oP '^stat::number_of_executed_units:\s*\K\d+' "$log" || echo 0)
     rate=$(grep -oP '^stat::average_exec_per_sec:\s*\K\d+' "$log" || echo 0)
     cov=$(grep -oP '#\d+\s+DONE\s+cov: \K\d+' "$log" || grep -oP 'cov: \K\d+' "$log" | tail -n1 || echo 0)
+    # Minimize by edge coverage (a greedy set cover, hit counts ignored: libFuzzer's default merge keeps an
+    # input per counter bucket, thousands per target) into a fresh directory; the work corpus keeps growing.
     minimized="$(mktemp -d)"
-    cargo fuzz cmin "$t" -s none "$work" >/dev/null 2>&1 || true
-    cp "$work"/* "$minimized"/ 2>/dev/null || true
+    cargo fuzz run "$t" -s none "$minimized" "$work" -- -set_cover_merge=1 -use_counters=0 >/dev/null 2>&1 || true
     kept=$(python3 "$here/keep.py" "$t" "$minimized")
     echo "$(date -u +%FT%TZ) $t ${seconds}s $status execs=$execs exec/s=$rate cov=$cov work=$(ls "$work" | wc -l) kept=$kept load=$(cut -d' ' -f1 /proc/loadavg)" \
         | tee -a "$here/long-runs.log"
