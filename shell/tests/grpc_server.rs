@@ -141,10 +141,9 @@ async fn huge_prefix_is_resource_exhausted_and_connection_survives() {
     let t = start(ServerConfig::default()).await;
     let send = raw_client(t.addr).await;
     // A prefix claiming 4 GiB and nothing else, stream left open: the answer must come from the prefix alone.
-    let start = Instant::now();
     let r = raw_call(&send, grpc_head(t.addr, ECHO, &[]), vec![vec![0, 0xFF, 0xFF, 0xFF, 0xFF]], false).await;
+    // Status 8 can only come from the prefix: waiting for the body would end in the body timeout (4).
     assert_eq!(r.grpc_status(), Some(8), "{:?}", r.grpc_message());
-    assert!(start.elapsed() < Duration::from_secs(2));
     // Just over the default 4 MiB, actually sent.
     let big = EchoRequest { payload: vec![1; 4 * 1024 * 1024 + 1], ..Default::default() };
     let r = raw_call(&send, grpc_head(t.addr, ECHO, &[]), vec![prefixed(0, &encode(&big))], true).await;
@@ -176,11 +175,14 @@ async fn deadline_exceeded_and_handler_cancelled() {
     let r = raw_call(&send, grpc_head(t.addr, ECHO, &[("grpc-timeout", "100m")]), vec![slow], true).await;
     assert_eq!(r.grpc_status(), Some(4));
     assert!(r.headers_end_stream);
+    // Never before the deadline. (That it came from the deadline and not from the handler finishing is
+    // what status 4 and the cancelled handler show; no upper bound on wall-clock time.)
     let took = start.elapsed();
-    assert!(took >= Duration::from_millis(90) && took < Duration::from_secs(2), "{took:?}");
-    assert!(eventually(Duration::from_secs(2), || Stats::get(&t.stats.dropped) == 1).await);
-    // A generous timeout in every unit still succeeds.
-    for v in ["1H", "1M", "10S", "10000m", "10000000u", "10000000n", "99999999n"] {
+    assert!(took >= Duration::from_millis(90), "{took:?}");
+    assert!(eventually(Duration::from_secs(10), || Stats::get(&t.stats.dropped) == 1).await);
+    // A generous timeout in every unit still succeeds. (`n` cannot express more than 0.1 s in 8 digits, too
+    // little to be generous on a loaded machine; its parsing is unit-tested in grpc::metadata.)
+    for v in ["1H", "1M", "10S", "10000m", "99999999u"] {
         let r = raw_call(&send, grpc_head(t.addr, ECHO, &[("grpc-timeout", v)]), vec![echo(b"x")], true).await;
         assert_eq!(r.grpc_status(), Some(0), "{v}");
     }
@@ -202,10 +204,8 @@ async fn malformed_timeout_is_internal() {
 async fn request_body_that_never_ends_times_out() {
     let t = start(ServerConfig { request_body_timeout: Duration::from_millis(200), ..Default::default() }).await;
     let send = raw_client(t.addr).await;
-    let start = Instant::now();
     let r = raw_call(&send, grpc_head(t.addr, ECHO, &[]), vec![echo(b"x")], false).await;
     assert_eq!(r.grpc_status(), Some(4), "{:?}", r.grpc_message());
-    assert!(start.elapsed() < Duration::from_secs(2));
     assert_eq!(Stats::get(&t.stats.started), 0);
 }
 
@@ -250,13 +250,13 @@ async fn pings_are_answered_while_calls_run() {
     let mut ready = send.clone().ready().await.unwrap();
     let (_response, mut stream) = ready.send_request(grpc_head(t.addr, ECHO, &[]), false).unwrap();
     stream
-        .send_data(Bytes::from(prefixed(0, &encode(&EchoRequest { sleep_ms: 3000, ..Default::default() }))), true)
+        .send_data(Bytes::from(prefixed(0, &encode(&EchoRequest { sleep_ms: 120_000, ..Default::default() }))), true)
         .unwrap();
+    // Answered while the handler still sleeps: a PING held behind the handler would wait two minutes.
     for _ in 0..5 {
-        let start = Instant::now();
-        tokio::time::timeout(Duration::from_secs(1), pinger.ping(h2::Ping::opaque())).await.unwrap().unwrap();
-        assert!(start.elapsed() < Duration::from_millis(500));
+        tokio::time::timeout(Duration::from_secs(60), pinger.ping(h2::Ping::opaque())).await.unwrap().unwrap();
     }
+    assert_eq!(Stats::get(&t.stats.completed), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,9 +415,8 @@ async fn shutdown_grace_is_bounded() {
         ch.unary::<_, EchoReply>(ECHO, req, Metadata::new(), None).await
     });
     assert!(eventually(Duration::from_secs(2), || Stats::get(&t.stats.started) == 1).await);
-    let start = Instant::now();
+    // Not drained: the handler sleeps 30 s, the grace is 0.2 s, so shutdown gave up and cancelled it.
     assert!(!t.server.shutdown(Duration::from_millis(200)).await);
-    assert!(start.elapsed() < Duration::from_secs(2));
     let e = tokio::time::timeout(Duration::from_secs(3), call).await.unwrap().unwrap().unwrap_err();
     assert!(matches!(e.code, Code::Cancelled | Code::Unavailable), "{e}");
     assert!(eventually(Duration::from_secs(2), || Stats::get(&t.stats.dropped) == 1).await);

@@ -307,7 +307,7 @@ async fn a_slow_key_service_is_deadline_exceeded() {
     let started = Instant::now();
     let e = f.service.issue_join_ticket(join_request("worker-1", false)).await.unwrap_err();
     assert_eq!(e.code, Code::DeadlineExceeded, "{e}");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(started.elapsed() >= Duration::from_millis(290));
     assert_eq!(issuer.deleted.lock().unwrap().len(), 1);
     assert_eq!(f.metrics.refused_count(RefusalReason::KeyServiceDeadline), 1);
 
