@@ -25,6 +25,7 @@ use attest_engine::tpm::{
 use attest_engine::x509::pem::certificates_from_pem_or_der;
 use attest_engine::x509::{Certificate, PublicKey};
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+use attest_test_support::testdata::AzureQuote;
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk};
 use aws_lc_rs::signature::{
     ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, RSA_PKCS1_2048_8192_SHA256, RsaPublicKeyComponents,
@@ -46,37 +47,10 @@ fn read(dir: &Path, rel: &str) -> Vec<u8> {
     std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
 }
 
-/// Azure's bincode quote bundle: u64-LE length + signature, u64-LE length + TPMS_ATTEST, u64-LE count +
-/// 32-byte SHA-256 PCR values.
-struct Bincode {
-    sig: Vec<u8>,
-    attest: Vec<u8>,
-    pcrs: Vec<Vec<u8>>,
-}
-
-fn bincode(b: &[u8]) -> Bincode {
-    let mut pos = 0;
-    let mut take = |n: usize| {
-        let out = b[pos..pos + n].to_vec();
-        pos += n;
-        out
-    };
-    let len = |take: &mut dyn FnMut(usize) -> Vec<u8>| {
-        usize::try_from(u64::from_le_bytes(take(8).try_into().expect("8 bytes"))).expect("length")
-    };
-    let n = len(&mut take);
-    let sig = take(n);
-    let n = len(&mut take);
-    let attest = take(n);
-    let n = len(&mut take);
-    let pcrs = (0..n).map(|_| take(32)).collect();
-    Bincode { sig, attest, pcrs }
-}
-
-fn sha256_bank(values: &[Vec<u8>]) -> PcrValues<'_> {
+fn sha256_bank<V: AsRef<[u8]>>(values: &[V]) -> PcrValues<'_> {
     let mut p = PcrValues::new();
     for (i, v) in values.iter().enumerate() {
-        p.set(HashAlgorithm::Sha256, i, v).expect("a SHA-256 PCR value");
+        p.set(HashAlgorithm::Sha256, i, v.as_ref()).expect("a SHA-256 PCR value");
     }
     p
 }
@@ -100,7 +74,7 @@ fn rsa_components(ak: AkPublic<'_>) -> (Vec<u8>, Vec<u8>) {
 
 fn bench_quotes(c: &mut Criterion, dir: &Path) {
     // RSA-2048: the real azure-cvm-tooling vTPM quote (raw RSASSA-SHA256 signature, nonce "challenge").
-    let q = bincode(&read(dir, "azure-cvm-tooling/quote.bin"));
+    let q = AzureQuote::from_bincode(&read(dir, "azure-cvm-tooling/quote.bin"));
     let ak_der = attest_engine::x509::pem::parse_pem(&read(dir, "azure-cvm-tooling/akpub.pem")).expect("akpub.pem")[0]
         .der
         .clone();

@@ -1,24 +1,16 @@
 //! The load path in CI: `join-load`'s fixture, software-AK issuers and load generator against an in-process
-//! join service built as `join-service` builds it (AK registry file, measurements file, dry-run tokens, an
-//! in-process key service). 200 joins from 16 clients must all return well-formed tickets whose kubelet
+//! join service built as `join-service` builds it (`joinload::inprocess`: AK registry file, measurements file,
+//! dry-run tokens, an in-process key service). 200 joins from 16 clients must all return well-formed tickets whose kubelet
 //! certificates the cluster CA signed; an AK the registry does not pin must be refused. No timing is asserted.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use attest_benches::joinload::inprocess::Services;
 use attest_benches::joinload::{self, LoadConfig, SoftAkIssuer, fixture};
-use attest_engine::variant::Variant;
-use attest_engine::{SnpPolicy, SnpVerifier};
-use attest_shell::atls::{AtlsAcceptor, Verifier};
-use attest_shell::grpc::{Router, Server, ServerConfig};
-use attest_shell::joinservice::{
-    JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, ValidatorConfig, Validators,
-    load_measurement_salt,
-};
-use attest_shell::k8s::{ClusterCa, DryRunTokenIssuer};
-use attest_shell::keyservice::{KeyService, MasterSecret};
-use attest_shell::tpm::FileAkRegistry;
+use attest_shell::grpc::ServerConfig;
+use attest_shell::joinservice::Metrics;
 use attest_test_support::tpm::SoftAk;
 
 struct TempDir(PathBuf);
@@ -38,48 +30,10 @@ fn temp_dir() -> TempDir {
 }
 
 /// The key service and the join service on 127.0.0.1, configured from the fixture in `dir`.
-async fn services(dir: &Path) -> (Vec<Server>, std::net::SocketAddr, Arc<Metrics>) {
-    let mut router = Router::new();
-    router.add_service(Arc::new(KeyService::new(
-        MasterSecret::from_file(&dir.join(fixture::MASTER_SECRET_FILE)).unwrap(),
-    )));
-    let kms = Server::new(router, ServerConfig::default());
-    let kms_addr = kms.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
-
-    let metrics = Arc::new(Metrics::new());
-    let config = ValidatorConfig {
-        variants: vec![Variant::QemuVtpm],
-        ak_registry: Arc::new(FileAkRegistry::open(dir.join(fixture::AK_REGISTRY_FILE)).unwrap()),
-        record_first_use: false,
-        snp: Arc::new(SnpVerifier::new()),
-        snp_policy: SnpPolicy::default(),
-    };
-    let validators =
-        Arc::new(Validators::load(config, &dir.join(fixture::MEASUREMENTS_FILE), Arc::clone(&metrics)).unwrap());
-    let settings = TicketSettings {
-        measurement_salt: load_measurement_salt(&dir.join(fixture::SALT_FILE)).unwrap(),
-        api_server_endpoint: "10.0.0.1:6443".into(),
-        kubernetes: KubernetesSettings::load(&dir.join(fixture::KUBERNETES_FILE)).unwrap(),
-        token_ttl: Duration::from_secs(900),
-    };
-    let service = JoinService::new(
-        KeyServiceClient::new(kms_addr, Duration::from_secs(5), Arc::clone(&metrics)),
-        Arc::new(DryRunTokenIssuer::new(dir.join("tokens")).unwrap()),
-        Arc::new(ClusterCa::load(&dir.join(fixture::PKI_DIR)).unwrap()),
-        settings,
-        Arc::clone(&metrics),
-    );
-    let mut router = Router::new();
-    router.add_service(Arc::new(service));
-    let join = Server::new(router, ServerConfig::default());
-    let acceptor = AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
-    let addr = attest_shell::atls::grpc::serve(
-        &join,
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        Arc::new(acceptor),
-    )
-    .unwrap();
-    (vec![kms, join], addr, metrics)
+async fn services(dir: &Path) -> (Services, std::net::SocketAddr, Arc<Metrics>) {
+    let services = Services::start(dir, ServerConfig::default()).await.unwrap();
+    let (addr, metrics) = (services.addr, Arc::clone(&services.metrics));
+    (services, addr, metrics)
 }
 
 fn config(addr: std::net::SocketAddr, concurrency: usize, joins: u64) -> LoadConfig {

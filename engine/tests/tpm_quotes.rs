@@ -6,36 +6,13 @@ mod common;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::Error;
 use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmtPublic, verify_quote};
+use attest_test_support::testdata::AzureQuote;
 use base64::Engine as _;
 
-/// Azure's bincode quote bundle: u64-LE len + signature, u64-LE len + TPMS_ATTEST, u64-LE count + 32-byte PCRs.
-struct Bincode {
-    sig: Vec<u8>,
-    attest: Vec<u8>,
-    pcrs: Vec<Vec<u8>>,
-}
-
-fn bincode(b: &[u8]) -> Bincode {
-    let mut pos = 0;
-    let mut take = |n: usize| {
-        let out = b[pos..pos + n].to_vec();
-        pos += n;
-        out
-    };
-    let len = |take: &mut dyn FnMut(usize) -> Vec<u8>| u64::from_le_bytes(take(8).try_into().unwrap()) as usize;
-    let n = len(&mut take);
-    let sig = take(n);
-    let n = len(&mut take);
-    let attest = take(n);
-    let n = len(&mut take);
-    let pcrs = (0..n).map(|_| take(32)).collect();
-    Bincode { sig, attest, pcrs }
-}
-
-fn sha256_bank(values: &[Vec<u8>]) -> PcrValues<'_> {
+fn sha256_bank<V: AsRef<[u8]>>(values: &[V]) -> PcrValues<'_> {
     let mut p = PcrValues::new();
     for (i, v) in values.iter().enumerate() {
-        p.set(HashAlgorithm::Sha256, i, v).unwrap();
+        p.set(HashAlgorithm::Sha256, i, v.as_ref()).unwrap();
     }
     p
 }
@@ -43,7 +20,7 @@ fn sha256_bank(values: &[Vec<u8>]) -> PcrValues<'_> {
 #[test]
 fn azure_cvm_tooling_quote() {
     let Some(dir) = common::testdata() else { return };
-    let q = bincode(&common::read(&dir, "azure-cvm-tooling/quote.bin"));
+    let q = AzureQuote::from_bincode(&common::read(&dir, "azure-cvm-tooling/quote.bin"));
     let ak_der =
         &attest_engine::x509::pem::parse_pem(&common::read(&dir, "azure-cvm-tooling/akpub.pem")).unwrap()[0].der;
     let ak = AkPublic::from_spki_der(ak_der).unwrap();

@@ -303,7 +303,7 @@ pub fn device_present(path: &str) -> bool {
     }
 }
 
-/// Helpers shared by the swtpm and device tests.
+/// Helpers shared by the swtpm, registration and device tests.
 pub mod support {
     use attest_engine::tpm::{AkPublic, EccCurve, TpmtPublic};
     use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
@@ -327,6 +327,27 @@ pub mod support {
         let mut b = [0u8; 32];
         openssl::rand::rand_bytes(&mut b).expect("RAND_bytes");
         b
+    }
+
+    /// A fresh self-signed CA certificate (PEM, RSA-2048, `CN=not the swtpm CA`, valid from now for a day)
+    /// that no swtpm EK certificate chains to: the untrusted EK CA of the registration refusal tests.
+    #[track_caller]
+    pub fn foreign_ca_pem() -> Vec<u8> {
+        use openssl::x509::{X509Builder, X509NameBuilder};
+        let key = openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
+        let mut name = X509NameBuilder::new().unwrap();
+        name.append_entry_by_text("CN", "not the swtpm CA").unwrap();
+        let name = name.build();
+        let mut b = X509Builder::new().unwrap();
+        b.set_version(2).unwrap();
+        b.set_subject_name(&name).unwrap();
+        b.set_issuer_name(&name).unwrap();
+        b.set_pubkey(&key).unwrap();
+        b.set_not_before(&openssl::asn1::Asn1Time::days_from_now(0).unwrap()).unwrap();
+        b.set_not_after(&openssl::asn1::Asn1Time::days_from_now(1).unwrap()).unwrap();
+        b.append_extension(openssl::x509::extension::BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
+        b.sign(&key, openssl::hash::MessageDigest::sha256()).unwrap();
+        b.build().to_pem().unwrap()
     }
 
     /// The AK of a TPM2B_PUBLIC as a PEM SubjectPublicKeyInfo (what `tpm2_checkquote -u` reads).

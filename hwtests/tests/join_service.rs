@@ -2,13 +2,17 @@
 //! over aTLS to a join service with an in-process key service, the dry-run token issuer and a generated
 //! kubeadm PKI; the measurements file is swapped while joins run.
 
+// The join service fixture these tests share with the handler tests in the shell crate (its module docs say
+// why it is a `#[path]` module).
+#[path = "../../shell/tests/join_support/mod.rs"]
+mod join_support;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use attest_engine::variant::{AkBasis, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_hwtests::Swtpm;
 use attest_proto::join::{
     IssueJoinTicketRequest, IssueJoinTicketResponse, IssueRejoinTicketRequest, IssueRejoinTicketResponse,
@@ -17,30 +21,17 @@ use attest_proto::paths;
 use attest_shell::atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, Verifier};
 use attest_shell::grpc::{ChannelConfig, Code, Metadata, Router, Server, ServerConfig, Status};
 use attest_shell::issuer::QemuVtpmIssuer;
-use attest_shell::joinservice::{
-    JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, ValidatorConfig, Validators,
-    load_measurement_salt,
-};
-use attest_shell::k8s::{ClusterCa, DryRunTokenIssuer, generate_pki};
-use attest_shell::keyservice::{KeyService, MasterSecret, measurement_secret, state_disk_key};
+use attest_shell::joinservice::{ValidatorConfig, Validators};
+use attest_shell::keyservice::{MasterSecret, measurement_secret, state_disk_key};
 use attest_shell::tpm::{AkConfig, FileAkRegistry, PcrMask, Tpm, ak_digest};
-use openssl::hash::MessageDigest;
+use join_support::{API_SERVER_ENDPOINT, Captured, Fixture, MEASUREMENT_SALT, csr, fixture};
 use openssl::nid::Nid;
-use openssl::pkey::PKey;
-use openssl::x509::{X509, X509NameBuilder, X509ReqBuilder};
+use openssl::x509::X509;
 
 /// 16 bytes of 0x42, base64.
 const KMS_URI: &str = "kms://cluster-kms?key=QkJCQkJCQkJCQkJCQkJCQg==&salt=";
 const DISK_UUID: &str = "3a1f6c2e-9b4d-4e7a-8f0c-5d6e7f8a9b0c";
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let mut r = [0u8; 6];
-    openssl::rand::rand_bytes(&mut r).unwrap();
-    let dir = std::env::temp_dir().join(format!("attest-hw-join-{tag}-{}", hex::encode(r)));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// A simulated node.
 struct Node {
@@ -104,85 +95,39 @@ impl Node {
     }
 }
 
-fn csr(node: &str) -> Vec<u8> {
-    let group = openssl::ec::EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
-    let key = PKey::from_ec_key(openssl::ec::EcKey::generate(&group).unwrap()).unwrap();
-    let mut name = X509NameBuilder::new().unwrap();
-    name.append_entry_by_nid(Nid::ORGANIZATIONNAME, "system:nodes").unwrap();
-    name.append_entry_by_nid(Nid::COMMONNAME, &format!("system:node:{node}")).unwrap();
-    let mut b = X509ReqBuilder::new().unwrap();
-    b.set_subject_name(&name.build()).unwrap();
-    b.set_pubkey(&key).unwrap();
-    b.sign(&key, MessageDigest::sha256()).unwrap();
-    b.build().to_der().unwrap()
-}
-
-/// The join service with its collaborators.
+/// The join service (the shared fixture) served over aTLS, with the validators of a measurements file.
 struct Cluster {
-    dir: PathBuf,
+    /// The service, its collaborators and the directory; dropped (removing the directory) before the servers.
+    fixture: Fixture,
     addr: SocketAddr,
     validators: Arc<Validators>,
-    metrics: Arc<Metrics>,
-    ca: Arc<ClusterCa>,
     measurements: PathBuf,
     _servers: Vec<Server>,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 impl Cluster {
     /// Starts a key service (unless `kms` is given) and the join service trusting `trusted` AKs, with
     /// `measurements` as the file content.
     async fn start(trusted: &[[u8; 32]], measurements: &str, kms: Option<SocketAddr>) -> Cluster {
-        let dir = temp_dir("cluster");
         let mut servers = Vec::new();
         let kms = if let Some(a) = kms {
             a
         } else {
-            let mut router = Router::new();
-            router.add_service(Arc::new(KeyService::new(MasterSecret::from_kms_uri(KMS_URI).unwrap())));
-            let server = Server::new(router, ServerConfig::default());
-            let a = server.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
+            let (server, a) = join_support::key_service(MasterSecret::from_kms_uri(KMS_URI).unwrap()).await;
             servers.push(server);
             a
         };
-        generate_pki(&dir.join("pki")).unwrap();
-        let ca = Arc::new(ClusterCa::load(&dir.join("pki")).unwrap());
-        let registry = Arc::new(FileAkRegistry::open(dir.join("aks.json")).unwrap());
+        let fixture = fixture(kms, Duration::from_secs(2), None);
+        let registry = Arc::new(FileAkRegistry::open(fixture.dir.join("aks.json")).unwrap());
         for d in trusted {
             registry.register(*d, AkBasis::CredentialActivation).unwrap();
         }
-        let path = dir.join("measurements.json");
+        let path = fixture.dir.join("measurements.json");
         std::fs::write(&path, measurements).unwrap();
-        std::fs::write(dir.join("salt"), [0x5A; 32]).unwrap();
-        let metrics = Arc::new(Metrics::new());
-        let config = ValidatorConfig {
-            variants: vec![Variant::QemuVtpm],
-            ak_registry: registry,
-            record_first_use: false,
-            snp: Arc::new(SnpVerifier::new()),
-            snp_policy: SnpPolicy::default(),
-        };
-        let validators = Arc::new(Validators::load(config, &path, Arc::clone(&metrics)).unwrap());
-        let settings = TicketSettings {
-            measurement_salt: load_measurement_salt(&dir.join("salt")).unwrap(),
-            api_server_endpoint: "10.0.0.1:6443".into(),
-            kubernetes: KubernetesSettings::parse(br#"{"kubernetesVersion":"v1.31.1"}"#).unwrap(),
-            token_ttl: Duration::from_secs(600),
-        };
-        let service = JoinService::new(
-            KeyServiceClient::new(kms, Duration::from_secs(2), Arc::clone(&metrics)),
-            Arc::new(DryRunTokenIssuer::new(dir.join("tokens")).unwrap()),
-            Arc::clone(&ca),
-            settings,
-            Arc::clone(&metrics),
-        );
+        let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry);
+        let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
         let mut router = Router::new();
-        router.add_service(Arc::new(service));
+        router.add_service(Arc::clone(&fixture.service));
         let server = Server::new(router, ServerConfig::default());
         let acceptor =
             AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
@@ -193,11 +138,11 @@ impl Cluster {
         )
         .unwrap();
         servers.push(server);
-        Cluster { dir, addr, validators, metrics, ca, measurements: path, _servers: servers }
+        Cluster { fixture, addr, validators, measurements: path, _servers: servers }
     }
 
     fn tokens(&self) -> Vec<PathBuf> {
-        std::fs::read_dir(self.dir.join("tokens")).unwrap().map(|e| e.unwrap().path()).collect()
+        std::fs::read_dir(&self.fixture.tokens_dir).unwrap().map(|e| e.unwrap().path()).collect()
     }
 
     fn write_measurements(&self, text: &str) {
@@ -211,33 +156,6 @@ fn write_atomically(path: &Path, text: &str) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-/// Captures the service's logs (the tests run on a current-thread runtime, so the aTLS handshakes log here).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
 #[tokio::test]
 async fn an_attested_node_joins_and_rejoins() {
     let node = Node::start(true);
@@ -247,18 +165,18 @@ async fn an_attested_node_joins_and_rejoins() {
     let t = node.join(cluster.addr, "worker-1", false).await.expect("join");
     assert_eq!(t.state_disk_key, state_disk_key(&secret, DISK_UUID).unwrap().to_vec());
     assert_eq!(t.measurement_secret, measurement_secret(&secret).to_vec());
-    assert_eq!(t.measurement_salt, [0x5A; 32]);
-    assert_eq!(t.discovery_token_ca_cert_hash, cluster.ca.discovery_hash());
-    assert_eq!(t.api_server_endpoint, "10.0.0.1:6443");
+    assert_eq!(t.measurement_salt, MEASUREMENT_SALT);
+    assert_eq!(t.discovery_token_ca_cert_hash, cluster.fixture.ca.discovery_hash());
+    assert_eq!(t.api_server_endpoint, API_SERVER_ENDPOINT);
     assert_eq!(t.kubernetes_version, "v1.31.1");
     assert!(t.control_plane_files.is_empty());
     assert!(!t.authorized_ca_public_key.is_empty() && t.host_certificate.is_empty());
     let cert = X509::from_der(&t.kubelet_cert).unwrap();
-    assert!(cert.verify(&cluster.ca.certificate().public_key().unwrap()).unwrap());
+    assert!(cert.verify(&cluster.fixture.ca.certificate().public_key().unwrap()).unwrap());
     let cn = cert.subject_name().entries_by_nid(Nid::COMMONNAME).next().unwrap().data().to_string().unwrap();
     assert_eq!(cn, "system:node:worker-1");
     let (id, _) = t.token.split_once('.').unwrap();
-    assert_eq!(cluster.tokens(), [cluster.dir.join("tokens").join(format!("bootstrap-token-{id}.json"))]);
+    assert_eq!(cluster.tokens(), [cluster.fixture.tokens_dir.join(format!("bootstrap-token-{id}.json"))]);
 
     let cp = node.join(cluster.addr, "cp-1", true).await.expect("control-plane join");
     assert_eq!(cp.control_plane_files.len(), 8);
@@ -276,11 +194,12 @@ async fn an_attested_node_joins_and_rejoins() {
         .message;
     assert_eq!(rejoin.state_disk_key, t.state_disk_key);
     assert_eq!(rejoin.measurement_secret, t.measurement_secret);
-    assert_eq!(cluster.metrics.issued_count(), (2, 1));
+    assert_eq!(cluster.fixture.metrics.issued_count(), (2, 1));
 }
 
 #[tokio::test]
 async fn a_wrong_pcr_is_refused_in_the_handshake() {
+    // The tests run on a current-thread runtime, so the aTLS handshakes log into this thread's subscriber.
     let captured = Captured::default();
     let subscriber = tracing_subscriber::fmt().with_writer(captured.clone()).with_ansi(false).finish();
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -293,9 +212,9 @@ async fn a_wrong_pcr_is_refused_in_the_handshake() {
     let logs = captured.text();
     let want = format!("PCR 4: expected {}", hex::encode([0xAB; 32]));
     assert!(logs.contains("joining node's attestation refused") && logs.contains(&want), "{logs}");
-    assert_eq!(cluster.metrics.issued_count(), (0, 0));
+    assert_eq!(cluster.fixture.metrics.issued_count(), (0, 0));
     assert!(cluster.tokens().is_empty());
-    assert!(cluster.metrics.render().contains("attest_join_attestations_total{outcome=\"rejected\"} 1"));
+    assert!(cluster.fixture.metrics.render().contains("attest_join_attestations_total{outcome=\"rejected\"} 1"));
 
     // An AK that is not registered is refused as well.
     let stranger = Node::start(true);
@@ -370,7 +289,7 @@ async fn measurements_swap_while_joins_run() {
     nodes[1].join(cluster.addr, "later", false).await.expect("accepted again");
     let _ = stop_tx.send(true);
     watcher.await.unwrap();
-    let text = cluster.metrics.render();
+    let text = cluster.fixture.metrics.render();
     assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"applied\"} 4"), "{text}");
     assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"rejected\"} 1"), "{text}");
 }

@@ -10,7 +10,7 @@
 
 use attest_engine::variant::{AkBasis, PcrPolicy};
 use attest_hwtests::Swtpm;
-use attest_hwtests::support::{now, random32, validator};
+use attest_hwtests::support::{foreign_ca_pem, now, random32, validator};
 use attest_proto::attest::v1::{
     ActivateRequest, ActivateResponse, BeginRegistrationRequest, BeginRegistrationResponse,
     CompleteRegistrationRequest, CompleteRegistrationResponse, GetIdentityRequest, GetIdentityResponse,
@@ -360,22 +360,4 @@ async fn another_tpm_cannot_answer_someone_elses_challenge() {
     assert_eq!(register(&ch, &mallory.issuer, &mallory.ek_certificate).await.unwrap(), mallory.digest());
     assert_eq!(alice.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
     assert_eq!(mallory.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
-}
-
-fn foreign_ca_pem() -> Vec<u8> {
-    use openssl::x509::{X509Builder, X509NameBuilder};
-    let key = openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
-    let mut name = X509NameBuilder::new().unwrap();
-    name.append_entry_by_text("CN", "not the swtpm CA").unwrap();
-    let name = name.build();
-    let mut b = X509Builder::new().unwrap();
-    b.set_version(2).unwrap();
-    b.set_subject_name(&name).unwrap();
-    b.set_issuer_name(&name).unwrap();
-    b.set_pubkey(&key).unwrap();
-    b.set_not_before(&openssl::asn1::Asn1Time::days_from_now(0).unwrap()).unwrap();
-    b.set_not_after(&openssl::asn1::Asn1Time::days_from_now(1).unwrap()).unwrap();
-    b.append_extension(openssl::x509::extension::BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
-    b.sign(&key, openssl::hash::MessageDigest::sha256()).unwrap();
-    b.build().to_pem().unwrap()
 }

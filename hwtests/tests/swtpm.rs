@@ -10,7 +10,7 @@ use attest_engine::crypto::HashAlgorithm;
 use attest_engine::tpm::Attest;
 use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrOutcome, PcrPolicy, StaticAkRegistry, Validated};
 use attest_hwtests::Swtpm;
-use attest_hwtests::support::{ak_pem, now, random32, validator};
+use attest_hwtests::support::{ak_pem, foreign_ca_pem, now, random32, validator};
 use attest_proto::attest::v1::AttestationDocument;
 use attest_shell::issuer::{QemuVtpmIssuer, document, pcr_values};
 use attest_shell::tpm::{
@@ -343,24 +343,6 @@ fn registration_refuses_wrong_secrets_foreign_cas_and_non_aks() {
     // The EK's own public area is not an attestation key (restricted *decrypt*).
     let ek = tpm.ek_public().unwrap();
     assert!(matches!(registrar.challenge(&ek_cert, &ek.tpm2b_public), Err(Error::Engine(_))));
-}
-
-fn foreign_ca_pem() -> Vec<u8> {
-    use openssl::x509::{X509Builder, X509NameBuilder};
-    let key = openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
-    let mut name = X509NameBuilder::new().unwrap();
-    name.append_entry_by_text("CN", "not the swtpm CA").unwrap();
-    let name = name.build();
-    let mut b = X509Builder::new().unwrap();
-    b.set_version(2).unwrap();
-    b.set_subject_name(&name).unwrap();
-    b.set_issuer_name(&name).unwrap();
-    b.set_pubkey(&key).unwrap();
-    b.set_not_before(&openssl::asn1::Asn1Time::days_from_now(0).unwrap()).unwrap();
-    b.set_not_after(&openssl::asn1::Asn1Time::days_from_now(1).unwrap()).unwrap();
-    b.append_extension(openssl::x509::extension::BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
-    b.sign(&key, openssl::hash::MessageDigest::sha256()).unwrap();
-    b.build().to_pem().unwrap()
 }
 
 #[test]

@@ -22,3 +22,4 @@ pub mod kds;
 pub mod keyservice;
 pub mod registration;
 pub mod tpm;
+mod x509util;

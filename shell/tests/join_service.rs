@@ -1,10 +1,11 @@
 //! The join service's handlers with real collaborators and a stand-in for the aTLS layer: a key service
 //! spawned in-process (h2c on 127.0.0.1), the dry-run token issuer (or a failing one), a generated kubeadm
 //! PKI, and a `PeerAttestation` placed on the request as `atls::grpc::serve` does. The swtpm-backed end-to-end
-//! run over real aTLS is `hwtests/tests/join_service.rs`.
+//! run over real aTLS is `hwtests/tests/join_service.rs`; the fixture both build on is `join_support`.
+
+mod join_support;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,43 +17,27 @@ use attest_shell::grpc::{
     Channel, ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status,
 };
 use attest_shell::joinservice::ssh::SshCa;
-use attest_shell::joinservice::{
-    JoinService, KeyServiceClient, KubernetesSettings, Metrics, MetricsServer, RefusalReason, TicketSettings,
-};
+use attest_shell::joinservice::{JoinService, KeyServiceClient, Metrics, MetricsServer, RefusalReason};
 use attest_shell::k8s::issuer::IssueFuture;
-use attest_shell::k8s::{ApiStatus, BootstrapToken, ClusterCa, DryRunTokenIssuer, K8sError, TokenIssuer, generate_pki};
-use attest_shell::keyservice::{KeyService, MasterSecret, derive_data_key, measurement_secret, state_disk_key};
-use openssl::ec::{EcGroup, EcKey};
-use openssl::hash::MessageDigest;
+use attest_shell::k8s::{ApiStatus, BootstrapToken, ClusterCa, DryRunTokenIssuer, K8sError, TokenIssuer};
+use attest_shell::keyservice::{MasterSecret, derive_data_key, measurement_secret, state_disk_key};
+use join_support::{API_SERVER_ENDPOINT, Captured, MEASUREMENT_SALT, csr, fixture, kubernetes, ticket_settings};
 use openssl::nid::Nid;
 use openssl::pkey::PKey;
-use openssl::x509::{X509, X509NameBuilder, X509ReqBuilder};
+use openssl::x509::X509;
 use zeroize::Zeroizing;
 
 const DISK_UUID: &str = "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 const MASTER_KEY: [u8; 32] = [0x42; 32];
 const MASTER_SALT: [u8; 32] = [0x17; 32];
-const MEASUREMENT_SALT: [u8; 32] = [0x5A; 32];
 const QEMU_OID: &str = "1.3.9900.5.1";
 
 fn master() -> MasterSecret {
     MasterSecret::new(Zeroizing::new(MASTER_KEY.to_vec()), Zeroizing::new(MASTER_SALT.to_vec())).unwrap()
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let mut r = [0u8; 6];
-    openssl::rand::rand_bytes(&mut r).unwrap();
-    let dir = std::env::temp_dir().join(format!("attest-join-{tag}-{}", hex::encode(r)));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 async fn key_service() -> (Server, SocketAddr) {
-    let mut router = Router::new();
-    router.add_service(Arc::new(KeyService::new(master())));
-    let server = Server::new(router, ServerConfig::default());
-    let addr = server.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
-    (server, addr)
+    join_support::key_service(master()).await
 }
 
 /// A key service that answers after `delay`.
@@ -71,10 +56,13 @@ fn closed_port() -> SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
 }
 
-/// A token issuer that fails with a given error, or counts deletions of the tokens it created.
+/// A token issuer that fails with a given error, or counts deletions of the tokens it created. With a
+/// `create_delay`, `create` records the token as created at once and answers only after the delay (an API
+/// server that has stored the Secret but whose answer is still on its way).
 #[derive(Debug, Default)]
 struct ScriptedIssuer {
     fail_with: Option<u16>,
+    create_delay: Duration,
     created: Mutex<Vec<String>>,
     deleted: Mutex<Vec<String>>,
 }
@@ -88,6 +76,7 @@ impl TokenIssuer for ScriptedIssuer {
             }
             let t = BootstrapToken::generate(ttl)?;
             self.created.lock().unwrap().push(t.id().to_owned());
+            tokio::time::sleep(self.create_delay).await;
             Ok(t)
         })
     }
@@ -100,58 +89,6 @@ impl TokenIssuer for ScriptedIssuer {
     fn kind(&self) -> &'static str {
         "scripted"
     }
-}
-
-struct Fixture {
-    dir: PathBuf,
-    service: Arc<JoinService>,
-    metrics: Arc<Metrics>,
-    ca: Arc<ClusterCa>,
-    tokens_dir: PathBuf,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn kubernetes() -> KubernetesSettings {
-    KubernetesSettings::parse(
-        br#"{"kubernetesVersion":"v1.31.1","components":[{"url":"https://dl.k8s.io/v1.31.1/bin/linux/amd64/kubelet","hash":"sha256:1111111111111111111111111111111111111111111111111111111111111111","installPath":"/run/state/bin/kubelet","extract":false}]}"#,
-    )
-    .unwrap()
-}
-
-fn fixture(kms: SocketAddr, key_timeout: Duration, tokens: Option<Arc<dyn TokenIssuer>>) -> Fixture {
-    let dir = temp_dir("svc");
-    generate_pki(&dir.join("pki")).unwrap();
-    let ca = Arc::new(ClusterCa::load(&dir.join("pki")).unwrap());
-    let tokens_dir = dir.join("tokens");
-    let tokens = tokens.unwrap_or_else(|| Arc::new(DryRunTokenIssuer::new(&tokens_dir).unwrap()));
-    let metrics = Arc::new(Metrics::new());
-    let settings = TicketSettings {
-        measurement_salt: Zeroizing::new(MEASUREMENT_SALT.to_vec()),
-        api_server_endpoint: "10.0.0.1:6443".into(),
-        kubernetes: kubernetes(),
-        token_ttl: Duration::from_secs(600),
-    };
-    let keys = KeyServiceClient::new(kms, key_timeout, Arc::clone(&metrics));
-    let service = Arc::new(JoinService::new(keys, tokens, Arc::clone(&ca), settings, Arc::clone(&metrics)));
-    Fixture { dir, service, metrics, ca, tokens_dir }
-}
-
-fn csr(node: &str) -> Vec<u8> {
-    let key =
-        PKey::from_ec_key(EcKey::generate(&EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap()).unwrap()).unwrap();
-    let mut name = X509NameBuilder::new().unwrap();
-    name.append_entry_by_nid(Nid::ORGANIZATIONNAME, "system:nodes").unwrap();
-    name.append_entry_by_nid(Nid::COMMONNAME, &format!("system:node:{node}")).unwrap();
-    let mut b = X509ReqBuilder::new().unwrap();
-    b.set_subject_name(&name.build()).unwrap();
-    b.set_pubkey(&key).unwrap();
-    b.sign(&key, MessageDigest::sha256()).unwrap();
-    b.build().to_der().unwrap()
 }
 
 fn host_key() -> Vec<u8> {
@@ -193,7 +130,7 @@ async fn a_worker_join_fills_every_field() {
     assert_eq!(t.state_disk_key, state_disk_key(&master(), DISK_UUID).unwrap().to_vec());
     assert_eq!(t.measurement_secret, measurement_secret(&master()).to_vec());
     assert_eq!(t.measurement_salt, MEASUREMENT_SALT);
-    assert_eq!(t.api_server_endpoint, "10.0.0.1:6443");
+    assert_eq!(t.api_server_endpoint, API_SERVER_ENDPOINT);
     assert_eq!(t.discovery_token_ca_cert_hash, f.ca.discovery_hash());
     let spki = f.ca.certificate().public_key().unwrap().public_key_to_der().unwrap();
     assert_eq!(t.discovery_token_ca_cert_hash, format!("sha256:{}", hex::encode(openssl::sha::sha256(&spki))));
@@ -253,20 +190,9 @@ async fn control_plane_files_only_for_control_plane_nodes() {
     let g = {
         let partial = Arc::new(ClusterCa::load(&f.dir.join("pki")).unwrap());
         let metrics = Arc::new(Metrics::new());
-        let tokens: Arc<dyn TokenIssuer> = Arc::new(DryRunTokenIssuer::new(f.dir.join("tokens2")).unwrap());
-        let settings = TicketSettings {
-            measurement_salt: Zeroizing::new(MEASUREMENT_SALT.to_vec()),
-            api_server_endpoint: "10.0.0.1:6443".into(),
-            kubernetes: kubernetes(),
-            token_ttl: Duration::from_secs(600),
-        };
-        JoinService::new(
-            KeyServiceClient::new(addr, Duration::from_secs(5), Arc::clone(&metrics)),
-            tokens,
-            partial,
-            settings,
-            metrics,
-        )
+        let tokens = Arc::new(DryRunTokenIssuer::new(f.dir.join("tokens2")).unwrap());
+        let keys = KeyServiceClient::new(addr, Duration::from_secs(5), Arc::clone(&metrics));
+        JoinService::new(keys, tokens, partial, ticket_settings(&f.dir.join("salt")), metrics)
     };
     let e = g.issue_join_ticket(join_request("cp-3", true)).await.unwrap_err();
     assert_eq!(e.code, Code::FailedPrecondition, "{e}");
@@ -297,6 +223,40 @@ async fn key_service_down_is_unavailable_and_the_token_is_deleted() {
     let mut r = Request::new(IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() });
     r.peer = join_request("x", false).peer;
     assert_eq!(g.service.issue_rejoin_ticket(r).await.unwrap_err().code, Code::Unavailable);
+}
+
+/// Regression (found by benches/tests/join_hostile.rs): a call cancelled while its token is being created — the
+/// client reset the stream or went away — must not leave the token behind.
+#[tokio::test]
+async fn a_call_cancelled_while_its_token_is_created_leaves_no_token() {
+    let (_kms, addr) = key_service().await;
+    let issuer = Arc::new(ScriptedIssuer { create_delay: Duration::from_millis(500), ..ScriptedIssuer::default() });
+    let f = fixture(addr, Duration::from_secs(5), Some(issuer.clone()));
+    for _ in 0..3 {
+        let created_before = issuer.created.lock().unwrap().len();
+        let call = f.service.issue_join_ticket(join_request("worker-1", false));
+        tokio::pin!(call);
+        // Run the call until the issuer has stored the token, then drop it (as the server does on RST_STREAM).
+        tokio::select! {
+            r = &mut call => panic!("the call finished before it was cancelled: {r:?}"),
+            () = async {
+                while issuer.created.lock().unwrap().len() == created_before {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            } => {}
+        }
+    }
+    let settled = async {
+        while issuer.deleted.lock().unwrap().len() < 3 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    assert!(tokio::time::timeout(Duration::from_secs(20), settled).await.is_ok(), "tokens left behind");
+    let (mut created, mut deleted) = (issuer.created.lock().unwrap().clone(), issuer.deleted.lock().unwrap().clone());
+    created.sort();
+    deleted.sort();
+    assert_eq!(created, deleted);
+    assert_eq!(f.metrics.issued_count(), (0, 0));
 }
 
 #[tokio::test]
@@ -402,27 +362,6 @@ async fn rejoin_returns_the_same_keys() {
     assert_eq!(f.metrics.issued_count(), (0, 1));
 }
 
-/// A `MakeWriter` collecting everything logged.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn secrets_never_reach_the_logs() {
     // A global subscriber: a thread-local one (`set_default`) misses events whose callsite interest another
@@ -446,7 +385,7 @@ async fn secrets_never_reach_the_logs() {
     let down = fixture(closed_port(), Duration::from_secs(1), None);
     let _ = down.service.issue_join_ticket(join_request("worker-2", false)).await.unwrap_err();
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(logs.contains("join ticket issued") && logs.contains("node=\"worker-1\""), "{logs}");
     assert!(logs.contains("ticket refused") && logs.contains("key_service_unavailable"), "{logs}");
     let (_, token_secret) = ok.token.split_once('.').unwrap();

@@ -11,7 +11,7 @@ use attest_shell::kds::{
 use kds_support::{
     KdsServer, assert_store_clean, dead_base_url, fast_config, first_cert, now, read, temp_store, vcek_id,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn key_of(der: &[u8]) -> VcekKey {
     let id = vcek_id(der);
@@ -22,6 +22,14 @@ fn virtee_report(data: &Path) -> Vec<u8> {
     hex::decode(String::from_utf8(read(data, "virtee-sev/report_milan.hex")).unwrap().trim()).unwrap()
 }
 
+/// A local KDS serving `data`, and a client of it with a fresh store named after `test`.
+async fn serve(data: &Path, test: &str) -> (KdsServer, PathBuf, Kds) {
+    let server = KdsServer::start(data).await;
+    let store = temp_store(test);
+    let kds = Kds::new(fast_config(&server.base_url, &store)).unwrap();
+    (server, store, kds)
+}
+
 fn lenient() -> SnpPolicy {
     SnpPolicy { allow_smt: true, allow_debug: true, ..SnpPolicy::default() }
 }
@@ -29,9 +37,7 @@ fn lenient() -> SnpPolicy {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fetches_every_real_vcek_and_chain_once() {
     let Some(data) = kds_support::testdata() else { return };
-    let server = KdsServer::start(&data).await;
-    let store = temp_store("every");
-    let kds = Kds::new(fast_config(&server.base_url, &store)).unwrap();
+    let (server, store, kds) = serve(&data, "every").await;
     for rel in kds_support::VCEKS {
         let der = first_cert(&data, rel);
         let key = key_of(&der);
@@ -134,9 +140,7 @@ async fn offline_with_a_prefilled_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn evidence_certificates_come_first_and_wrong_ones_are_ignored() {
     let Some(data) = kds_support::testdata() else { return };
-    let server = KdsServer::start(&data).await;
-    let store = temp_store("evidence");
-    let kds = Kds::new(fast_config(&server.base_url, &store)).unwrap();
+    let (server, store, kds) = serve(&data, "evidence").await;
     let report = virtee_report(&data);
     let vcek = read(&data, "virtee-sev/vcek_milan.der");
     let chain =
@@ -187,9 +191,7 @@ async fn evidence_certificates_come_first_and_wrong_ones_are_ignored() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn vlek_reports_need_the_carried_vlek_and_fetch_the_vlek_chain() {
     let Some(data) = kds_support::testdata() else { return };
-    let server = KdsServer::start(&data).await;
-    let store = temp_store("vlek");
-    let kds = Kds::new(fast_config(&server.base_url, &store)).unwrap();
+    let (_server, store, kds) = serve(&data, "vlek").await;
     let report = read(&data, "constellation-aws-snp/report.bin");
     let e = kds.snp_certificates(&report, &CarriedCerts::default(), None).await.unwrap_err();
     assert_eq!(e, KdsError::VlekNotCarried);
@@ -215,21 +217,13 @@ fn cli_fetch_and_prefill() {
     let bin = env!("CARGO_BIN_EXE_attest");
     let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().unwrap();
     let report = data.join("virtee-sev/report_milan.hex");
-    let s = store.to_str().unwrap();
-    let out = run(&[
-        "kds",
-        "fetch",
-        "--report",
-        report.to_str().unwrap(),
-        "--product",
-        "milan",
-        "--store",
-        s,
-        "--base-url",
-        &server.base_url,
-        "--skip-crl",
-        "--json",
-    ]);
+    let (report, s) = (report.to_str().unwrap(), store.to_str().unwrap());
+    // `attest kds fetch` of the Milan report / `attest kds prefill` for Milan, into the store, with `more`.
+    let fetch = |more: &[&str]| {
+        run(&[&["kds", "fetch", "--report", report, "--product", "milan", "--store", s], more].concat())
+    };
+    let prefill = |more: &[&str]| run(&[&["kds", "prefill", "--store", s, "--product", "milan"], more].concat());
+    let out = fetch(&["--base-url", &server.base_url, "--skip-crl", "--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -237,28 +231,11 @@ fn cli_fetch_and_prefill() {
     assert_eq!(v["items"][0]["source"], "kds", "{v}");
     assert!(stderr.contains("[1] VCEK Milan"), "{stderr}");
     // Without --skip-crl the (absent) CRL is a failure: exit 1, the rest still stored.
-    let out = run(&[
-        "kds",
-        "fetch",
-        "--report",
-        report.to_str().unwrap(),
-        "--product",
-        "milan",
-        "--store",
-        s,
-        "--base-url",
-        &server.base_url,
-    ]);
+    let out = fetch(&["--base-url", &server.base_url]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     // Prefill by chip id and TCB, both TCB forms.
     let go = vcek_id(&first_cert(&data, "go-sev-guest/vcek.testcer"));
-    let out = run(&[
-        "kds",
-        "prefill",
-        "--store",
-        s,
-        "--product",
-        "milan",
+    let out = prefill(&[
         "--chip-id",
         &go.hw_id_hex,
         "--tcb",
@@ -271,22 +248,11 @@ fn cli_fetch_and_prefill() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     // Offline verification afterwards: fetch --offline finds everything in the store.
-    let out = run(&[
-        "kds",
-        "fetch",
-        "--report",
-        report.to_str().unwrap(),
-        "--product",
-        "milan",
-        "--store",
-        s,
-        "--offline",
-        "--skip-crl",
-    ]);
+    let out = fetch(&["--offline", "--skip-crl"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ok (store)"));
     // Usage errors exit 2.
-    let out = run(&["kds", "prefill", "--store", s, "--product", "milan", "--chip-id", "zz", "--tcb", "0x1"]);
+    let out = prefill(&["--chip-id", "zz", "--tcb", "0x1"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(assert_store_clean(&store, now()).len(), 3);
     std::fs::remove_dir_all(store).unwrap();

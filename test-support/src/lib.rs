@@ -17,6 +17,8 @@
 //! ```
 
 pub mod der;
+#[cfg(feature = "h2raw")]
+pub mod h2raw;
 pub mod testdata;
 pub mod tpm;
 

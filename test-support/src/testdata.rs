@@ -3,8 +3,14 @@
 //!
 //! The directory is `$ATTEST_TESTDATA`, else `shared/testdata` next to the repository. Real-evidence
 //! tests skip with a visible `NOTICE` where it is absent; under `CI=true` its absence is a failure.
+//!
+//! Readers for its binary formats that more than one crate needs live here too ([`AzureQuote`]).
 
 use std::path::PathBuf;
+
+mod azure_quote;
+
+pub use azure_quote::AzureQuote;
 
 /// The default location: `../shared/testdata` relative to the repository root.
 fn default_dir() -> PathBuf {

@@ -4,6 +4,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`issuer`] | [`SoftAkIssuer`]: genuine `qemu-vtpm` documents, quote signed by a software AK |
+//! | [`inprocess`] | the key service and join service in this process, configured from the fixture (tests) |
 //! | [`fixture`] | `join-load setup`: AKs, AK registry pinning them, measurements, salt, master secret, PKI |
 //! | [`load`] | `join-load run`: concurrent joins over aTLS, latency percentiles, errors by kind |
 //! | [`validate`] | `join-load validate`: the handshake's validation path on 1, 2, … threads |
@@ -12,6 +13,7 @@
 //! `benches/tests/join_load_smoke.rs` runs a small load against an in-process join service in CI.
 
 pub mod fixture;
+pub mod inprocess;
 pub mod issuer;
 pub mod load;
 pub mod validate;

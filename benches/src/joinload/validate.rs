@@ -17,7 +17,6 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use attest_engine::variant::Variant;
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_shell::atls::{NonceChannel, Verifier, cert};
 use attest_shell::joinservice::{Metrics, ValidatorConfig, Validators};
 use attest_shell::tpm::FileAkRegistry;
@@ -79,13 +78,7 @@ fn schedstat() -> (Duration, Duration) {
 /// The verifier `join-service` builds, from the fixture in `dir`.
 pub fn service_verifier(dir: &Path) -> Result<Verifier, BoxError> {
     let registry = Arc::new(FileAkRegistry::open(dir.join(AK_REGISTRY_FILE))?);
-    let config = ValidatorConfig {
-        variants: vec![Variant::QemuVtpm],
-        ak_registry: registry,
-        record_first_use: false,
-        snp: Arc::new(SnpVerifier::new()),
-        snp_policy: SnpPolicy::default(),
-    };
+    let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry);
     let validators = Arc::new(Validators::load(config, &dir.join(MEASUREMENTS_FILE), Arc::new(Metrics::new()))?);
     Ok(Verifier::new(validators.attestation_validators()))
 }

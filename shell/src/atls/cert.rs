@@ -17,13 +17,12 @@
 use super::attestation::AttestationIssuer;
 use super::error::Error;
 use super::nonce::Nonce;
+use crate::x509util::{self, Tbs};
 use openssl::asn1::{Asn1Integer, Asn1Object, Asn1OctetString, Asn1Time};
 use openssl::bn::BigNum;
-use openssl::ec::{EcGroup, EcKey};
-use openssl::hash::MessageDigest;
 use openssl::nid::Nid;
 use openssl::pkey::{PKey, Private};
-use openssl::x509::{X509, X509Extension, X509NameBuilder};
+use openssl::x509::{X509, X509Extension};
 
 /// The subject and issuer CommonName of aTLS certificates.
 pub const SUBJECT_CN: &str = "attest-atls";
@@ -66,36 +65,32 @@ pub fn plain() -> Result<Credential, Error> {
 /// A certificate for `key` with an optional `(oid, value)` extension — exposed for tests that play a
 /// misbehaving peer (a certificate with an unknown OID, or with a document made for another key).
 pub fn build(key: &PKey<Private>, extension: Option<(&str, &[u8])>) -> Result<X509, Error> {
-    let mut name = X509NameBuilder::new()?;
-    name.append_entry_by_nid(Nid::COMMONNAME, SUBJECT_CN)?;
-    let name = name.build();
-    let mut b = X509::builder()?;
-    b.set_version(2)?;
+    let name = x509util::name(&[(Nid::COMMONNAME, SUBJECT_CN)])?;
     let serial = serial()?;
-    b.set_serial_number(&serial)?;
-    b.set_subject_name(&name)?;
-    b.set_issuer_name(&name)?;
-    b.set_pubkey(key)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 2));
     let not_before = Asn1Time::from_unix(now - NOT_BEFORE_SKEW_SECS)?;
     let not_after = Asn1Time::from_unix(now + LIFETIME_SECS)?;
-    b.set_not_before(&not_before)?;
-    b.set_not_after(&not_after)?;
+    let mut b = x509util::builder(&Tbs {
+        serial: &serial,
+        subject: &name,
+        issuer: &name,
+        public_key: key,
+        not_before: &not_before,
+        not_after: &not_after,
+    })?;
     if let Some((oid, value)) = extension {
         let oid = Asn1Object::from_str(oid)?;
         let value = Asn1OctetString::new_from_bytes(value)?;
         b.append_extension(X509Extension::new_from_der(&oid, false, &value)?)?;
     }
-    b.sign(key, MessageDigest::sha256())?;
-    Ok(b.build())
+    Ok(x509util::sign(b, key)?)
 }
 
 /// A P-256 key from OpenSSL's CSPRNG.
 pub fn fresh_key() -> Result<PKey<Private>, Error> {
-    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
-    Ok(PKey::from_ec_key(EcKey::generate(&group)?)?)
+    Ok(x509util::p256_key()?)
 }
 
 /// 16 random bytes with the top bit clear: positive and at most 20 octets (RFC 5280 §4.1.2.2).

@@ -22,18 +22,17 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use openssl::asn1::Asn1Time;
 use openssl::bn::{BigNum, MsbOption};
-use openssl::ec::{EcGroup, EcKey};
-use openssl::hash::MessageDigest;
 use openssl::nid::Nid;
 use openssl::pkey::{PKey, Private};
 use openssl::rsa::Rsa;
 use openssl::x509::extension::{
     AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectAlternativeName, SubjectKeyIdentifier,
 };
-use openssl::x509::{X509, X509NameBuilder, X509Ref};
+use openssl::x509::{X509, X509Ref};
 use zeroize::Zeroizing;
 
 use super::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
+use crate::x509util::{self, Tbs};
 
 /// Validity of the CA certificates (kubeadm: ten years).
 pub const CA_VALIDITY_DAYS: u32 = 3650;
@@ -151,28 +150,24 @@ fn serial() -> Result<openssl::asn1::Asn1Integer, PkiError> {
 
 fn new_ca(common_name: &str, days: u32) -> Result<CertificateAuthority, PkiError> {
     let key = PKey::from_rsa(Rsa::generate(RSA_BITS)?)?;
-    let mut name = X509NameBuilder::new()?;
-    name.append_entry_by_nid(Nid::COMMONNAME, common_name)?;
-    let name = name.build();
-    let mut b = X509::builder()?;
-    b.set_version(2)?;
-    let serial = serial()?;
-    b.set_serial_number(&serial)?;
-    b.set_subject_name(&name)?;
-    b.set_issuer_name(&name)?;
-    b.set_pubkey(&key)?;
-    let not_before = Asn1Time::days_from_now(0)?;
-    b.set_not_before(&not_before)?;
-    let not_after = Asn1Time::days_from_now(days)?;
-    b.set_not_after(&not_after)?;
+    let name = x509util::name(&[(Nid::COMMONNAME, common_name)])?;
+    let (serial, not_before, not_after) = (serial()?, Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(days)?);
+    let mut b = x509util::builder(&Tbs {
+        serial: &serial,
+        subject: &name,
+        issuer: &name,
+        public_key: &key,
+        not_before: &not_before,
+        not_after: &not_after,
+    })?;
     b.append_extension(BasicConstraints::new().critical().ca().build()?)?;
     b.append_extension(KeyUsage::new().critical().digital_signature().key_encipherment().key_cert_sign().build()?)?;
     let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(None, None))?;
     b.append_extension(ski)?;
     let san = SubjectAlternativeName::new().dns(common_name).build(&b.x509v3_context(None, None))?;
     b.append_extension(san)?;
-    b.sign(&key, MessageDigest::sha256())?;
-    Ok(CertificateAuthority { cert: b.build(), key })
+    let cert = x509util::sign(b, &key)?;
+    Ok(CertificateAuthority { cert, key })
 }
 
 /// Loads the CA pair at `cert`/`key` under `dir`, or creates and writes it.
@@ -214,29 +209,27 @@ impl ClusterPki {
         cluster_name: &str,
         api_server_endpoint: &str,
     ) -> Result<Zeroizing<Vec<u8>>, PkiError> {
-        let key = PKey::from_ec_key(EcKey::generate(EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?.as_ref())?)?;
-        let mut name = X509NameBuilder::new()?;
-        name.append_entry_by_nid(Nid::ORGANIZATIONNAME, "kubeadm:cluster-admins")?;
-        name.append_entry_by_nid(Nid::COMMONNAME, "kubernetes-admin")?;
-        let name = name.build();
-        let mut b = X509::builder()?;
-        b.set_version(2)?;
-        let serial = serial()?;
-        b.set_serial_number(&serial)?;
-        b.set_subject_name(&name)?;
-        b.set_issuer_name(self.ca.cert.subject_name())?;
-        b.set_pubkey(&key)?;
-        let not_before = Asn1Time::days_from_now(0)?;
-        b.set_not_before(&not_before)?;
-        let not_after = Asn1Time::days_from_now(CLIENT_VALIDITY_DAYS)?;
-        b.set_not_after(&not_after)?;
+        let key = x509util::p256_key()?;
+        let name = x509util::name(&[
+            (Nid::ORGANIZATIONNAME, "kubeadm:cluster-admins"),
+            (Nid::COMMONNAME, "kubernetes-admin"),
+        ])?;
+        let (serial, not_before, not_after) =
+            (serial()?, Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(CLIENT_VALIDITY_DAYS)?);
+        let mut b = x509util::builder(&Tbs {
+            serial: &serial,
+            subject: &name,
+            issuer: self.ca.cert.subject_name(),
+            public_key: &key,
+            not_before: &not_before,
+            not_after: &not_after,
+        })?;
         b.append_extension(BasicConstraints::new().critical().build()?)?;
         b.append_extension(KeyUsage::new().critical().digital_signature().key_encipherment().build()?)?;
         b.append_extension(ExtendedKeyUsage::new().client_auth().build()?)?;
         let aki = AuthorityKeyIdentifier::new().keyid(true).build(&b.x509v3_context(Some(&self.ca.cert), None))?;
         b.append_extension(aki)?;
-        b.sign(&self.ca.key, MessageDigest::sha256())?;
-        let cert = b.build();
+        let cert = x509util::sign(b, &self.ca.key)?;
 
         let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
         let user = "kubernetes-admin";

@@ -150,19 +150,34 @@ fn rejection_json(err: &Error, extra: Map<String, Value>) -> Value {
     Value::Object(m)
 }
 
-fn reject_text(err: &Error) {
-    eprintln!("REJECTED: {err}");
-    if let Some(c) = err.check() {
-        eprintln!("  failed policy check: {}", c.name());
+/// Reports a rejection, `info` included in JSON mode (on stdout; in text mode the reason goes to stderr).
+fn reject(err: &Error, info: Map<String, Value>, json: bool) -> Status {
+    if json {
+        print_json(&rejection_json(err, info));
+    } else {
+        eprintln!("REJECTED: {err}");
+        if let Some(c) = err.check() {
+            eprintln!("  failed policy check: {}", c.name());
+        }
     }
+    Status::Rejected
+}
+
+/// Leaf, intermediate (ASK/ASVK) and root (ARK) DER; `None` where AMD's pinned certificate is to be used.
+type LeafAndChain = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Reads `--vcek` and `--chain` (a usage error if either is unreadable) and splits them with
+/// [`input::split_chain`].
+fn read_chain(vcek: &Path, chain: Option<&Path>) -> Result<LeafAndChain, UsageError> {
+    let vcek = input::read_certificates(vcek, "--vcek")?;
+    let chain = chain.map(|p| input::read_certificates(p, "--chain")).transpose()?;
+    input::split_chain(vcek, chain)
 }
 
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     // Everything that can be a usage error is resolved before the engine runs.
     let report = input::read_report(&a.report)?;
-    let vcek = input::read_certificates(&a.vcek, "--vcek")?;
-    let chain = a.chain.as_deref().map(|p| input::read_certificates(p, "--chain")).transpose()?;
-    let (leaf, intermediate, root) = input::split_chain(vcek, chain)?;
+    let (leaf, intermediate, root) = read_chain(&a.vcek, a.chain.as_deref())?;
     let policy = load_policy(a.policy.as_deref())?;
     let report_data = a.report_data.as_deref().map(input::parse_report_data).transpose()?;
     let time = input::trusted_time(a.at.as_deref())?;
@@ -215,14 +230,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     });
 
     match result {
-        Err(err) => {
-            if a.json {
-                print_json(&rejection_json(&err, info));
-            } else {
-                reject_text(&err);
-            }
-            Ok(Status::Rejected)
-        }
+        Err(err) => Ok(reject(&err, info, a.json)),
         Ok(ok) => {
             let r = ok.report();
             let checks: Map<String, Value> = ok
@@ -282,9 +290,7 @@ fn outcome_name(o: Outcome) -> &'static str {
 }
 
 fn chain(a: &ChainArgs) -> Result<Status, UsageError> {
-    let vcek = input::read_certificates(&a.vcek, "--vcek")?;
-    let supplied = a.chain.as_deref().map(|p| input::read_certificates(p, "--chain")).transpose()?;
-    let (leaf, intermediate, root) = input::split_chain(vcek, supplied)?;
+    let (leaf, intermediate, root) = read_chain(&a.vcek, a.chain.as_deref())?;
     let time = input::trusted_time(a.at.as_deref())?;
     let verifier = SnpVerifier::new();
     install_crl(&verifier, a.crl.as_deref())?;
@@ -302,14 +308,7 @@ fn chain(a: &ChainArgs) -> Result<Status, UsageError> {
     info.insert("time".into(), time.to_string().into());
     info.insert("micros".into(), us.into());
     match result {
-        Err(err) => {
-            if a.json {
-                print_json(&rejection_json(&err, info));
-            } else {
-                reject_text(&err);
-            }
-            Ok(Status::Rejected)
-        }
+        Err(err) => Ok(reject(&err, info, a.json)),
         Ok(c) => {
             let cert = attest_engine::x509::Certificate::from_der(&leaf).ok();
             let validity = cert.map(|c| (c.not_before(), c.not_after()));

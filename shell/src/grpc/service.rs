@@ -164,6 +164,28 @@ fn decode<Req: prost::Message + Default>(request: Request<Bytes>) -> Result<Requ
     Ok(Request { metadata, deadline, message, peer })
 }
 
+/// Decodes `request`, runs `handler` on it and erases the response's message type with `reply`. A request that
+/// fails to decode never reaches the handler.
+fn dispatch<F, Req, Resp, Fut>(
+    handler: &F,
+    request: Request<Bytes>,
+    reply: fn(Response<Resp>) -> Reply,
+) -> BoxFuture<Result<Reply, Status>>
+where
+    F: Fn(Request<Req>) -> Fut,
+    Fut: Future<Output = Result<Response<Resp>, Status>> + Send + 'static,
+    Req: prost::Message + Default,
+    Resp: 'static,
+{
+    match decode::<Req>(request) {
+        Err(status) => Box::pin(std::future::ready(Err(status))),
+        Ok(request) => {
+            let fut = handler(request);
+            Box::pin(async move { Ok(reply(fut.await?)) })
+        }
+    }
+}
+
 /// A unary handler; `Req` is named so the impl can decode it.
 struct Unary<F, Req>(F, PhantomData<fn(Req)>);
 /// A server-streaming handler.
@@ -177,16 +199,9 @@ where
     Resp: prost::Message + 'static,
 {
     fn call(&self, request: Request<Bytes>) -> BoxFuture<Result<Reply, Status>> {
-        match decode::<Req>(request) {
-            Err(status) => Box::pin(std::future::ready(Err(status))),
-            Ok(request) => {
-                let fut = (self.0)(request);
-                Box::pin(async move {
-                    let Response { metadata, message } = fut.await?;
-                    Ok(Reply::Unary(Response { metadata, message: codec::encode(&message) }))
-                })
-            }
-        }
+        dispatch(&self.0, request, |Response { metadata, message }| {
+            Reply::Unary(Response { metadata, message: codec::encode(&message) })
+        })
     }
 }
 
@@ -198,16 +213,9 @@ where
     Resp: prost::Message + 'static,
 {
     fn call(&self, request: Request<Bytes>) -> BoxFuture<Result<Reply, Status>> {
-        match decode::<Req>(request) {
-            Err(status) => Box::pin(std::future::ready(Err(status))),
-            Ok(request) => {
-                let fut = (self.0)(request);
-                Box::pin(async move {
-                    let Response { metadata, message } = fut.await?;
-                    Ok(Reply::Stream(Response { metadata, message: Box::new(message) as Box<dyn EncodedStream> }))
-                })
-            }
-        }
+        dispatch(&self.0, request, |Response { metadata, message }| {
+            Reply::Stream(Response { metadata, message: Box::new(message) as Box<dyn EncodedStream> })
+        })
     }
 }
 

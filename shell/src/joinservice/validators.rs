@@ -91,6 +91,32 @@ pub struct ValidatorConfig {
     pub snp_policy: SnpPolicy,
 }
 
+impl ValidatorConfig {
+    /// A configuration accepting `variants`, with `qemu-vtpm` AKs looked up in `ak_registry` and every other
+    /// field at its default: AKs trusted on first use are not recorded, a fresh [`SnpVerifier`] (AMD's embedded
+    /// roots), and the default [`SnpPolicy`]. Override fields with struct update syntax:
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use attest_engine::variant::Variant;
+    /// # use attest_shell::joinservice::ValidatorConfig;
+    /// # use attest_shell::tpm::FileAkRegistry;
+    /// let registry = Arc::new(FileAkRegistry::open("aks.json")?.with_trust_on_first_use(true));
+    /// let config =
+    ///     ValidatorConfig { record_first_use: true, ..ValidatorConfig::new(vec![Variant::QemuVtpm], registry) };
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(variants: Vec<Variant>, ak_registry: Arc<FileAkRegistry>) -> ValidatorConfig {
+        ValidatorConfig {
+            variants,
+            ak_registry,
+            record_first_use: false,
+            snp: Arc::new(SnpVerifier::new()),
+            snp_policy: SnpPolicy::default(),
+        }
+    }
+}
+
 /// The CSP a variant's release-list entry is selected by.
 fn csp_of(variant: Variant) -> (Csp, AttestationVariant) {
     match variant {

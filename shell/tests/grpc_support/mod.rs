@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use attest_shell::grpc::{Code, Metadata, Request, Response, Router, Server, ServerConfig, Service, Status, Streaming};
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 pub const ECHO: &str = "/grpctest.Test/Echo";
@@ -173,17 +173,8 @@ pub async fn start(config: ServerConfig) -> TestServer {
     TestServer { server, addr, stats }
 }
 
-/// Polls `cond` every 10 ms for up to `limit`.
-pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    cond()
-}
+#[allow(unused_imports)]
+pub use attest_test_support::h2raw::eventually;
 
 // ---- raw h2 client ----
 
@@ -279,15 +270,7 @@ pub fn encode<M: prost::Message>(m: &M) -> Vec<u8> {
 
 // ---- raw HTTP/2 frames (for checks below h2's API: frame flags, GOAWAY codes) ----
 
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len() as u32;
-    let mut v = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    v.extend_from_slice(&stream.to_be_bytes());
-    v.extend_from_slice(payload);
-    v
-}
+pub use attest_test_support::h2raw::{PREFACE, RawFrame, frame};
 
 /// HPACK "literal header field without indexing — new name", no Huffman (RFC 7541 §6.2.2).
 pub fn hpack_literal(headers: &[(&str, &str)]) -> Vec<u8> {
@@ -303,21 +286,9 @@ pub fn hpack_literal(headers: &[(&str, &str)]) -> Vec<u8> {
     v
 }
 
-pub struct RawFrame {
-    pub kind: u8,
-    pub flags: u8,
-    pub stream: u32,
-    pub payload: Vec<u8>,
-}
-
+/// The next frame, or `None` at end of stream or after 10 s of silence.
 pub async fn read_frame(tcp: &mut TcpStream) -> Option<RawFrame> {
-    let mut head = [0u8; 9];
-    tokio::time::timeout(Duration::from_secs(10), tcp.read_exact(&mut head)).await.ok()?.ok()?;
-    let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
-    let mut payload = vec![0; len];
-    tcp.read_exact(&mut payload).await.ok()?;
-    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7FFF_FFFF;
-    Some(RawFrame { kind: head[3], flags: head[4], stream, payload })
+    tokio::time::timeout(Duration::from_secs(10), attest_test_support::h2raw::read_one(tcp)).await.ok()?
 }
 
 /// Connects, sends the preface and an empty SETTINGS, acknowledges the server's SETTINGS.
