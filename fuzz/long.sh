@@ -15,10 +15,20 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$(dirname "$here")"
 command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz not found: cargo install cargo-fuzz --locked" >&2; exit 2; }
 
+# Edge coverage of running a target once over the given corpus directories (no mutation, nothing written).
+coverage() {
+    local t="$1" scratch
+    shift
+    scratch="$(mktemp -d)"
+    cargo fuzz run "$t" -s none "$scratch" "$@" -- -runs=0 2>&1 | grep -oP 'INITED cov: \K\d+' | tail -n1 || echo 0
+    rm -rf "$scratch"
+}
+
 targets="${TARGETS:-$(cargo fuzz list)}"
 seeds="$here/corpus-seeds"
 cargo fuzz build -s none
-python3 "$here/seed.py" "$seeds"
+# Two instances may run at once (two cores, disjoint TARGETS): only the first derives the seeds.
+[ -n "${SKIP_SEEDS:-}" ] || python3 "$here/seed.py" "$seeds"
 
 for t in $targets; do
     work="$here/corpus-work/$t"
@@ -39,7 +49,10 @@ for t in $targets; do
     minimized="$(mktemp -d)"
     cargo fuzz run "$t" -s none "$minimized" "$work" -- -set_cover_merge=1 -use_counters=0 >/dev/null 2>&1 || true
     kept=$(python3 "$here/keep.py" "$t" "$minimized")
-    echo "$(date -u +%FT%TZ) $t ${seconds}s $status execs=$execs exec/s=$rate cov=$cov work=$(ls "$work" | wc -l) kept=$kept load=$(cut -d' ' -f1 /proc/loadavg)" \
+    # Coverage (edges) of the whole minimized set and of what is committed (fuzz/keep.py's size budget).
+    cov_min=$(coverage "$t" "$minimized" "$here/corpus/$t")
+    cov_committed=$(coverage "$t" "$here/corpus/$t")
+    echo "$(date -u +%FT%TZ) $t ${seconds}s $status execs=$execs exec/s=$rate cov=$cov work=$(ls "$work" | wc -l) minimized=$(ls "$minimized" | wc -l) kept=$kept cov_minimized=$cov_min cov_committed=$cov_committed load=$(cut -d' ' -f1 /proc/loadavg)" \
         | tee -a "$here/long-runs.log"
     rm -rf "$minimized" "$log"
 done
