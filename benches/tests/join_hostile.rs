@@ -560,8 +560,8 @@ async fn invalid_join_requests_get_precise_statuses_and_no_token() {
             .map(|_| ())
             .unwrap_err();
         assert_eq!(status.code, Code::Internal, "{status}");
-        // Well-formed protobuf, invalid content: no disk UUID; a CSR that is not DER; a CSR for a key it was
-        // not signed with is covered by shell/tests/join_service.rs.
+        // Well-formed protobuf, invalid content: no disk UUID; a CSR that is not DER. (Node names, reserved
+        // key ids as disk UUIDs, SSH keys: shell/tests/join_service.rs; CSR signatures: shell/src/k8s/ca_test.rs.)
         let mut no_uuid = fx.request();
         no_uuid.disk_uuid.clear();
         assert_eq!(call(no_uuid).await, Code::InvalidArgument);
