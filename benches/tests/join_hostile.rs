@@ -16,7 +16,6 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -28,6 +27,7 @@ use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use attest_proto::paths;
 use attest_shell::atls::{AtlsConnector, AttestationIssuer};
 use attest_shell::grpc::{Channel, ChannelConfig, Code, Metadata, ServerConfig};
+use attest_test_support::TempDir;
 use attest_test_support::h2raw::*;
 use attest_test_support::tpm::AkKind;
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
@@ -57,14 +57,6 @@ async fn case(name: &str, body: impl Future<Output = ()>) {
     assert!(finished, "{name}: did not finish within {CASE_LIMIT:?}");
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The services, a genuine node's issuer and its join request.
 struct Fixture {
     services: Services,
@@ -76,18 +68,15 @@ struct Fixture {
 
 impl Fixture {
     async fn start() -> Fixture {
-        let mut r = [0u8; 6];
-        openssl::rand::rand_bytes(&mut r).unwrap();
-        let dir = TempDir(std::env::temp_dir().join(format!("attest-join-hostile-{}", hex::encode(r))));
-        std::fs::create_dir_all(&dir.0).unwrap();
-        joinload::write_fixture(&dir.0, 1, AkKind::EccP256).unwrap();
+        let dir = TempDir::new("join-hostile");
+        joinload::write_fixture(dir.path(), 1, AkKind::EccP256).unwrap();
         let config = ServerConfig {
             handshake_timeout: HANDSHAKE_TIMEOUT,
             request_body_timeout: BODY_TIMEOUT,
             ..ServerConfig::default()
         };
-        let services = Services::start(&dir.0, config).await.unwrap();
-        let issuer = joinload::load_issuers(&dir.0).unwrap().remove(0);
+        let services = Services::start(dir.path(), config).await.unwrap();
+        let issuer = joinload::load_issuers(dir.path()).unwrap().remove(0);
         let connector = AtlsConnector::new(Some(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>), None).unwrap();
         let node = joinload::node_requests(1).unwrap().remove(0);
         Fixture { services, issuer, connector, node, _dir: dir }

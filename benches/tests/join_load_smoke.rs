@@ -3,7 +3,7 @@
 //! dry-run tokens, an in-process key service). 200 joins from 16 clients must all return well-formed tickets whose kubelet
 //! certificates the cluster CA signed; an AK the registry does not pin must be refused. No timing is asserted.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,22 +11,11 @@ use attest_benches::joinload::inprocess::Services;
 use attest_benches::joinload::{self, LoadConfig, SoftAkIssuer, fixture};
 use attest_shell::grpc::ServerConfig;
 use attest_shell::joinservice::Metrics;
+use attest_test_support::TempDir;
 use attest_test_support::tpm::SoftAk;
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn temp_dir() -> TempDir {
-    let mut r = [0u8; 6];
-    openssl::rand::rand_bytes(&mut r).unwrap();
-    let dir = std::env::temp_dir().join(format!("attest-join-load-smoke-{}", hex::encode(r)));
-    std::fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
+    TempDir::new("join-load-smoke")
 }
 
 /// The key service and the join service on 127.0.0.1, configured from the fixture in `dir`.
@@ -58,16 +47,16 @@ fn ca_key(dir: &Path) -> openssl::pkey::PKey<openssl::pkey::Public> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_joins_from_sixteen_clients_all_succeed() {
     let dir = temp_dir();
-    joinload::write_fixture(&dir.0, 3, attest_test_support::tpm::AkKind::EccP256).unwrap();
-    let (_servers, addr, metrics) = services(&dir.0).await;
-    let issuers = joinload::load_issuers(&dir.0).unwrap();
+    joinload::write_fixture(dir.path(), 3, attest_test_support::tpm::AkKind::EccP256).unwrap();
+    let (_servers, addr, metrics) = services(dir.path()).await;
+    let issuers = joinload::load_issuers(dir.path()).unwrap();
     assert_eq!(issuers.len(), 3);
 
     let report = joinload::load::run(
         &config(addr, 16, 200),
         &issuers,
         joinload::node_requests(5).unwrap(),
-        Some(ca_key(&dir.0)),
+        Some(ca_key(dir.path())),
     )
     .await
     .unwrap();
@@ -75,7 +64,7 @@ async fn two_hundred_joins_from_sixteen_clients_all_succeed() {
     assert_eq!(report.joins_ok, 200, "{}", report.text());
     assert_eq!(metrics.issued_count(), (200, 0));
     // One bootstrap token manifest per ticket.
-    assert_eq!(std::fs::read_dir(dir.0.join("tokens")).unwrap().count(), 200);
+    assert_eq!(std::fs::read_dir(dir.path().join("tokens")).unwrap().count(), 200);
     let json = report.json();
     assert_eq!(json["joins_ok"], 200);
     assert!(json["latency_ms"]["total"]["p50"].as_f64().unwrap() > 0.0);
@@ -84,10 +73,10 @@ async fn two_hundred_joins_from_sixteen_clients_all_succeed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ak_the_registry_does_not_pin_is_refused() {
     let dir = temp_dir();
-    joinload::write_fixture(&dir.0, 1, attest_test_support::tpm::AkKind::Rsa2048).unwrap();
-    let (_servers, addr, metrics) = services(&dir.0).await;
+    joinload::write_fixture(dir.path(), 1, attest_test_support::tpm::AkKind::Rsa2048).unwrap();
+    let (_servers, addr, metrics) = services(dir.path()).await;
     // The pinned RSA AK joins (and its key survived the PKCS#8 round trip through the fixture file).
-    let pinned = joinload::load_issuers(&dir.0).unwrap();
+    let pinned = joinload::load_issuers(dir.path()).unwrap();
     let report =
         joinload::load::run(&config(addr, 2, 4), &pinned, joinload::node_requests(1).unwrap(), None).await.unwrap();
     assert_eq!((report.joins_ok, report.error_count()), (4, 0), "{}", report.text());

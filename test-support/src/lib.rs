@@ -19,6 +19,7 @@
 pub mod der;
 #[cfg(feature = "h2raw")]
 pub mod h2raw;
+pub mod tempdir;
 pub mod testdata;
 pub mod tpm;
 
@@ -35,6 +36,7 @@ pub use pki::{
     TestPkiBuilder, amd_name, rsa_pss_sha384_alg_id, tcb_milan_genoa, tcb_turin,
 };
 pub use report::{REPORT_LEN, ReportBuilder, SIGNATURE_OFFSET, SIGNED_LEN};
+pub use tempdir::TempDir;
 
 /// Unix timestamp of a UTC calendar date and time (see [`der::unix_from_civil`]).
 pub fn unix_time(year: i64, month: u32, day: u32, hour: u32, minute: u32, second: u32) -> i64 {
