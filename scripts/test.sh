@@ -4,8 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# One build per configuration, never edited in place: incremental caches would only add GiBs to the build tree.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 step() { echo; echo "=== $* ==="; }
+
+disk() { echo "disk: $(df -h --output=avail . | tail -n 1 | tr -d ' ') free"; du -sh target fuzz/target 2>/dev/null || true; }
+step "disk before"
+disk
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -39,4 +45,6 @@ if [ -x fuzz/smoke.sh ]; then
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --quiet
   fuzz/smoke.sh 5
 fi
+step "disk after"
+disk
 echo; echo "all tests passed"
