@@ -96,7 +96,8 @@ mod tests {
 
     #[test]
     fn writes_replaces_and_sets_mode() {
-        let dir = std::env::temp_dir().join(format!("attest-atomic-{}", std::process::id()));
+        let tmp = attest_test_support::TempDir::new("atomic");
+        let dir = tmp.path().join("atomic");
         let path = dir.join("sub/file");
         write_atomic(&path, b"one", SECRET_FILE_MODE).unwrap();
         write_atomic(&path, b"two", SECRET_FILE_MODE).unwrap();
@@ -104,6 +105,5 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 1);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

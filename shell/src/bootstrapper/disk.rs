@@ -337,9 +337,8 @@ mod tests {
     /// and nowhere in the arguments.
     #[test]
     fn luks_setup_with_a_fake_cryptsetup() {
-        let dir = std::env::temp_dir().join(format!("attest-luks-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = attest_test_support::TempDir::new("luks");
+        let dir = tmp.path();
         let script = dir.join("cryptsetup");
         std::fs::write(
             &script,
@@ -367,14 +366,13 @@ mod tests {
         // Formatted now: the UUID comes from the header, setup only opens.
         assert_eq!(disk.disk_uuid().unwrap(), "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9");
         assert!(disk.setup(&key).unwrap().starts_with("opened"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn key_file_mode() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("attest-keyfile-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = attest_test_support::TempDir::new("keyfile");
+        let dir = tmp.path().join("keys");
         let disk = KeyFileDisk::new(&dir);
         let uuid = disk.disk_uuid().unwrap();
         assert_eq!(disk.disk_uuid().unwrap(), uuid);
@@ -383,6 +381,5 @@ mod tests {
         assert_eq!(std::fs::metadata(disk.key_path()).unwrap().permissions().mode() & 0o777, 0o600);
         std::fs::write(dir.join(DISK_UUID_FILE_NAME), "nonsense").unwrap();
         assert!(matches!(disk.disk_uuid(), Err(DiskError::InvalidUuid { .. })));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -97,8 +97,8 @@ mod tests {
 
     #[test]
     fn init_writes_config_pki_and_kubeconfig() {
-        let dir = std::env::temp_dir().join(format!("attest-dryrun-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = attest_test_support::TempDir::new("dryrun");
+        let dir = tmp.path().join("dryrun");
         let backend = DryRunBackend::new(&dir);
         let mut lines = Vec::new();
         let out = backend.init(&init_params(), &mut |l| lines.push(l.to_owned())).unwrap();
@@ -107,6 +107,5 @@ mod tests {
             assert!(dir.join(f).is_file(), "{f}");
         }
         assert!(lines.iter().any(|l| l.contains("kubeadm init not run")));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

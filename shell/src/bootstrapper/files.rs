@@ -117,8 +117,8 @@ mod tests {
     #[test]
     fn writes_with_modes_and_refuses_traversal_before_writing() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("attest-files-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = attest_test_support::TempDir::new("files");
+        let dir = tmp.path().join("files");
         let files = vec![
             ("ca.crt".to_owned(), zeroize::Zeroizing::new(b"CERT".to_vec())),
             ("etcd/ca.key".to_owned(), zeroize::Zeroizing::new(b"KEY".to_vec())),
@@ -136,6 +136,5 @@ mod tests {
         let other = dir.join("other");
         assert!(write_join_files(&other.join("pki"), &other.join("kubelet"), b"", b"", &bad).is_err());
         assert!(!other.exists(), "nothing written when a name is refused");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -272,13 +272,12 @@ pub(crate) mod tests {
     /// A fake kubeadm that prints and fails: the init fails with its streamed lines and exit status.
     #[test]
     fn failing_kubeadm_reports_its_output() {
-        let dir = std::env::temp_dir().join(format!("attest-kubeadm-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = attest_test_support::TempDir::new("kubeadm");
+        let dir = tmp.path();
         let fake = dir.join("kubeadm");
         std::fs::write(&fake, "#!/bin/sh\necho \"[init] args: $*\"\necho '[preflight] failed' >&2\nexit 1\n").unwrap();
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let backend = KubeadmBackend::new(fake, &dir).with_dirs(&dir.join("k8s"), &dir.join("kubelet"));
+        let backend = KubeadmBackend::new(fake, dir).with_dirs(&dir.join("k8s"), &dir.join("kubelet"));
         let mut lines = Vec::new();
         let err = backend.init(&init_params(), &mut |l| lines.push(l.to_owned())).unwrap_err();
         assert!(lines.iter().any(|l| l.contains("[preflight] failed")), "{lines:?}");
@@ -291,6 +290,5 @@ pub(crate) mod tests {
             }
             other => panic!("{other:?}"),
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -267,8 +267,8 @@ mod tests {
     #[test]
     fn creates_kubeadm_layout_reuses_it_and_signs_the_admin() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("attest-pki-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = attest_test_support::TempDir::new("pki");
+        let dir = tmp.path().join("pki");
         let pki = ClusterPki::create_or_load(&dir).unwrap();
         for f in [CA_CERT, CA_KEY, SA_KEY, SA_PUB, FRONT_PROXY_CA_CERT, FRONT_PROXY_CA_KEY, ETCD_CA_CERT, ETCD_CA_KEY] {
             let mode = std::fs::metadata(dir.join(f)).unwrap().permissions().mode() & 0o777;
@@ -297,6 +297,5 @@ mod tests {
         assert_eq!(field("certificate-authority-data"), pki.ca.cert.to_pem().unwrap());
         let hash = ca_cert_hash(&pki.ca.cert).unwrap();
         assert!(hash.starts_with("sha256:") && hash.len() == 7 + 64);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -291,15 +291,10 @@ mod tests {
         }
     }
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("attest-state-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        d
-    }
-
     #[test]
     fn roundtrip_and_format() {
-        let dir = temp_dir("roundtrip");
+        let tmp = attest_test_support::TempDir::new("state-roundtrip");
+        let dir = tmp.path().join("state");
         let store = StateStore::new(&dir);
         assert_eq!(store.load().unwrap(), None);
         let mut s = state();
@@ -311,12 +306,12 @@ mod tests {
         let text = std::fs::read_to_string(store.path()).unwrap();
         assert!(text.contains("\"role\": \"control-plane\""), "{text}");
         assert!(text.contains(&hex::encode([2u8; 32])), "{text}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn malformed_and_foreign_versions_are_refused() {
-        let dir = temp_dir("malformed");
+        let tmp = attest_test_support::TempDir::new("state-malformed");
+        let dir = tmp.path().join("state");
         let store = StateStore::new(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(store.path(), b"{\"version\": 1}").unwrap();
@@ -329,7 +324,6 @@ mod tests {
         v["cluster_id"] = "00".into();
         std::fs::write(store.path(), v.to_string()).unwrap();
         assert!(matches!(store.load(), Err(StateError::Malformed { .. })));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

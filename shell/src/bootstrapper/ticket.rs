@@ -274,8 +274,9 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn test_pki() -> ClusterPki {
-        let dir = std::env::temp_dir().join(format!("attest-ticket-pki-{}", std::process::id()));
-        ClusterPki::create_or_load(&dir).unwrap()
+        // The CA is loaded into memory; its files are not needed afterwards.
+        let dir = attest_test_support::TempDir::new("ticket-pki");
+        ClusterPki::create_or_load(dir.path()).unwrap()
     }
 
     #[test]

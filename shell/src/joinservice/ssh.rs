@@ -268,18 +268,11 @@ fn check_principals(principals: &[String], node_name: &str) -> Result<Vec<String
 mod tests {
     use super::*;
 
-    fn temp_dir() -> std::path::PathBuf {
-        let mut r = [0u8; 8];
-        openssl::rand::rand_bytes(&mut r).unwrap();
-        let dir = std::env::temp_dir().join(format!("attest-ssh-{}", hex::encode(r)));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     /// ssh-keygen parses (and checks the CA signature of) what we issue.
     #[test]
     fn ssh_keygen_accepts_the_certificate() {
-        let dir = temp_dir();
+        let tmp = attest_test_support::TempDir::new("ssh");
+        let dir = tmp.path();
         let ca = SshCa::from_seed(&[7u8; 32]).unwrap();
         for key_type in ["ed25519", "ecdsa", "rsa"] {
             let key = dir.join(format!("host_{key_type}"));
@@ -316,7 +309,6 @@ mod tests {
                 base64::engine::general_purpose::STANDARD.decode(b64.split_whitespace().nth(1).unwrap()).unwrap();
             assert!(ca.sign_host_key(&wire, &[], "node-1").is_ok());
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -1,35 +1,26 @@
 //! Tests of the cluster CA with a generated kubeadm-layout PKI.
 
 use super::*;
+use attest_test_support::TempDir;
 use openssl::ec::EcGroup;
 use openssl::stack::Stack;
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::{X509PurposeId, X509ReqBuilder, X509StoreContext, X509StoreContextRef};
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let mut r = [0u8; 8];
-    openssl::rand::rand_bytes(&mut r).unwrap();
-    let dir = std::env::temp_dir().join(format!("attest-ca-{tag}-{}", hex::encode(r)));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(tag: &str) -> TempDir {
+    TempDir::new(&format!("ca-{tag}"))
 }
 
 struct Pki {
-    dir: PathBuf,
+    dir: TempDir,
     ca: ClusterCa,
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 #[track_caller]
 fn pki(tag: &str) -> Pki {
     let dir = temp_dir(tag);
-    generate_pki(&dir).unwrap();
-    let ca = ClusterCa::load(&dir).unwrap();
+    generate_pki(dir.path()).unwrap();
+    let ca = ClusterCa::load(dir.path()).unwrap();
     Pki { dir, ca }
 }
 
@@ -87,14 +78,13 @@ fn verify_kubelet(p: &Pki, der: &[u8], node: &str) -> X509 {
 /// The extensions as OpenSSL's CLI prints them.
 fn extension_text(der: &[u8]) -> String {
     let dir = temp_dir("ext");
-    let path = dir.join("c.der");
+    let path = dir.path().join("c.der");
     std::fs::write(&path, der).unwrap();
     let out = std::process::Command::new("openssl")
         .args(["x509", "-inform", "DER", "-noout", "-text", "-in"])
         .arg(&path)
         .output()
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
@@ -136,14 +126,14 @@ fn kubelet_certificates_are_client_certificates() {
 #[test]
 fn validity_is_configurable_within_bounds() {
     let dir = temp_dir("validity");
-    generate_pki(&dir).unwrap();
-    let ca = ClusterCa::load(&dir).unwrap().with_kubelet_cert_validity(Duration::from_secs(7 * 86_400)).unwrap();
+    generate_pki(dir.path()).unwrap();
+    let ca = ClusterCa::load(dir.path()).unwrap().with_kubelet_cert_validity(Duration::from_secs(7 * 86_400)).unwrap();
     let p = Pki { dir, ca };
     let key = ec_key(Nid::X9_62_PRIME256V1);
     let der = p.ca.sign_kubelet(&p.ca.check_kubelet_csr(&node_csr(&key, "n1")).unwrap()).unwrap();
     let cert = X509::from_der(&der).unwrap();
     assert_eq!(Asn1Time::days_from_now(0).unwrap().diff(cert.not_after()).unwrap().days, 7);
-    let again = ClusterCa::load(&p.dir).unwrap();
+    let again = ClusterCa::load(p.dir.path()).unwrap();
     assert!(matches!(again.with_kubelet_cert_validity(Duration::from_secs(60)), Err(CaError::InvalidValidity { .. })));
 }
 
@@ -195,19 +185,19 @@ fn control_plane_files_are_kubeadms_set() {
     let names: Vec<_> = files.iter().map(|f| f.name).collect();
     assert_eq!(names, CONTROL_PLANE_FILES);
     for f in files {
-        assert_eq!(&f.data[..], &std::fs::read(p.dir.join(f.name)).unwrap()[..], "{}", f.name);
+        assert_eq!(&f.data[..], &std::fs::read(p.dir.path().join(f.name)).unwrap()[..], "{}", f.name);
     }
-    std::fs::remove_file(p.dir.join("etcd/ca.key")).unwrap();
-    let partial = ClusterCa::load(&p.dir).unwrap();
+    std::fs::remove_file(p.dir.path().join("etcd/ca.key")).unwrap();
+    let partial = ClusterCa::load(p.dir.path()).unwrap();
     assert!(matches!(
         partial.control_plane_files(),
         Err(CaError::MissingControlPlaneFiles { missing }) if missing == ["etcd/ca.key"]
     ));
     // The CA itself is required, and its key must match.
-    std::fs::copy(p.dir.join("front-proxy-ca.key"), p.dir.join("ca.key")).unwrap();
-    assert!(matches!(ClusterCa::load(&p.dir), Err(CaError::BadPkiFile { .. })));
-    std::fs::remove_file(p.dir.join("ca.key")).unwrap();
-    assert!(matches!(ClusterCa::load(&p.dir), Err(CaError::Io { .. })));
+    std::fs::copy(p.dir.path().join("front-proxy-ca.key"), p.dir.path().join("ca.key")).unwrap();
+    assert!(matches!(ClusterCa::load(p.dir.path()), Err(CaError::BadPkiFile { .. })));
+    std::fs::remove_file(p.dir.path().join("ca.key")).unwrap();
+    assert!(matches!(ClusterCa::load(p.dir.path()), Err(CaError::Io { .. })));
 }
 
 #[test]

@@ -158,7 +158,8 @@ mod tests {
 
     #[test]
     fn atomic_write_leaves_only_the_file() {
-        let dir = std::env::temp_dir().join(format!("attest-kds-store-{}", std::process::id()));
+        let tmp = attest_test_support::TempDir::new("kds-store");
+        let dir = tmp.path().join("kds-store");
         let store = Store::open(&dir).unwrap();
         let p = store.crl_path(Product::Milan);
         store.write_atomic(&p, b"one").unwrap();
@@ -167,6 +168,5 @@ mod tests {
         let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("crl.der")]);
         assert_eq!(store.read(&store.crl_path(Product::Genoa)).unwrap(), None);
-        fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -290,21 +290,10 @@ impl<'r> AkRegistrar<'r> {
 mod tests {
     use super::*;
 
-    /// A scratch directory removed on drop.
-    struct Scratch(PathBuf);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn temp_path(tag: &str) -> (Scratch, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("attest-registry-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("aks.json");
-        (Scratch(dir), path)
+    fn temp_path(tag: &str) -> (attest_test_support::TempDir, PathBuf) {
+        let dir = attest_test_support::TempDir::new(&format!("registry-{tag}"));
+        let path = dir.path().join("aks.json");
+        (dir, path)
     }
 
     #[test]
