@@ -1,7 +1,8 @@
 """Shared by the interop peers: generates the grpctest stubs with grpc_tools.protoc into a temporary
-directory (nothing generated is checked in) and imports them."""
+directory (nothing generated is checked in), imports them and removes the directory."""
 import importlib
 import os
+import shutil
 import sys
 import tempfile
 
@@ -20,4 +21,10 @@ def load_stubs():
     if rc != 0:
         raise SystemExit(f"protoc failed with {rc}")
     sys.path.insert(0, out)
-    return importlib.import_module("grpctest_pb2"), importlib.import_module("grpctest_pb2_grpc")
+    try:
+        return importlib.import_module("grpctest_pb2"), importlib.import_module("grpctest_pb2_grpc")
+    finally:
+        # Both modules are loaded now; the directory is not needed (and a peer killed by its test would
+        # never run an exit handler).
+        sys.path.remove(out)
+        shutil.rmtree(out, ignore_errors=True)
