@@ -128,6 +128,8 @@ pub enum Value {
     AtMost(u64),
     /// A fixed description.
     Text(&'static str),
+    /// A text from the evidence (e.g. a project id).
+    Str(Box<str>),
     /// A TCB component's value.
     Component(TcbComponent, u8),
     /// A TCB component's minimum.
@@ -147,6 +149,7 @@ impl fmt::Display for Value {
             Self::AtLeast(v) => write!(f, ">= {v}"),
             Self::AtMost(v) => write!(f, "<= {v}"),
             Self::Text(t) => f.write_str(t),
+            Self::Str(t) => write!(f, "{t:?}"),
             Self::Component(c, v) => write!(f, "{c}={v}"),
             Self::ComponentAtLeast(c, v) => write!(f, "{c}>={v}"),
             Self::ComponentAtMost(c, v) => write!(f, "{c}<={v}"),
@@ -501,6 +504,47 @@ pub enum Error {
         found: Bytes,
     },
 
+    // ---- GCE (go-tpm-tools attestations) and evidence formats -------------------------------------------
+    /// Google's instance-information extension (1.3.6.1.4.1.11129.2.1.21) is malformed, or the attester's
+    /// unsigned copy differs from it.
+    GceInstanceInfo {
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// The AK certificate certifies another key than the attestation key (TCG EK Credential Profile: the
+    /// certificate's SubjectPublicKeyInfo is the AK).
+    AkCertificateKeyMismatch,
+    /// A quote's qualifiedSigner is not the attestation key's qualified name (TPM 2.0 Part 1 §16): the
+    /// TPM says another key signed, or the presented TPMT_PUBLIC is not the key's.
+    QualifiedSignerMismatch {
+        /// qualifiedSigner in the quote.
+        found: Bytes,
+    },
+    /// A platform policy check (GCE: production, project, technology) failed.
+    PlatformPolicy {
+        /// The check's stable name.
+        check: &'static str,
+        /// What the policy required.
+        expected: Value,
+        /// What the evidence showed.
+        found: Value,
+    },
+    /// An evidence file in another verifier's wire format (JSON, bincode) is malformed.
+    EvidenceFormat {
+        /// The format (e.g. "trustee az-snp-vtpm evidence").
+        format: &'static str,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// The HCL runtime data's "user-data" differs from what the caller expects (Azure evidence v2 binds
+    /// the verifier's report data there).
+    RuntimeUserDataMismatch {
+        /// The expected 64 bytes.
+        expected: Bytes,
+        /// The runtime data's value (empty when absent).
+        found: Bytes,
+    },
+
     // ---- Policy ----------------------------------------------------------------------------------------
     /// A policy check failed.
     Policy(PolicyViolation),
@@ -632,6 +676,22 @@ impl fmt::Display for Error {
                     write!(f, "PCR {pcr}: expected {expected}, but the quote does not cover it")
                 } else {
                     write!(f, "PCR {pcr}: expected {expected}, found {found}")
+                }
+            }
+            Self::GceInstanceInfo { reason } => write!(f, "GCE instance information: {reason}"),
+            Self::AkCertificateKeyMismatch => f.write_str("the AK certificate certifies another key than the attestation key"),
+            Self::QualifiedSignerMismatch { found } => {
+                write!(f, "quote qualifiedSigner {found} is not the attestation key's qualified name")
+            }
+            Self::PlatformPolicy { check, expected, found } => {
+                write!(f, "platform policy check {check}: expected {expected}, found {found}")
+            }
+            Self::EvidenceFormat { format, reason } => write!(f, "malformed {format}: {reason}"),
+            Self::RuntimeUserDataMismatch { expected, found } => {
+                if found.as_slice().is_empty() {
+                    write!(f, "HCL runtime data has no user-data; expected {expected}")
+                } else {
+                    write!(f, "HCL runtime data user-data {found} differs from the expected {expected}")
                 }
             }
             Self::Policy(v) => write!(f, "policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found),
