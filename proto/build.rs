@@ -8,11 +8,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "protos/kms.proto",
         "protos/components.proto",
         "protos/registration.proto",
+        "protos/gotpm.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");
     }
     let descriptors = protox::compile(files, ["protos"])?;
-    prost_build::Config::new().compile_fds(descriptors)?;
+    // Ordered maps for go-tpm-tools' PCR maps, so decoded values iterate by PCR index.
+    prost_build::Config::new().btree_map([".gotpm.v1.Pcrs.pcrs"]).compile_fds(descriptors)?;
     Ok(())
 }

@@ -98,10 +98,12 @@ fn gce_roots_are_fresh() {
     }
     writeln!(out).unwrap();
     writeln!(out, "/// The pinned roots: every AK certificate must chain to one of them.").unwrap();
+    writeln!(out, "#[rustfmt::skip]").unwrap();
     writeln!(out, "pub(crate) static ROOTS: &[&[u8]] = &[{}];", roots.join(", ")).unwrap();
     writeln!(out).unwrap();
     writeln!(out, "/// Google's intermediates known when this file was generated (more may come with the evidence).")
         .unwrap();
+    writeln!(out, "#[rustfmt::skip]").unwrap();
     writeln!(out, "pub(crate) static INTERMEDIATES: &[&[u8]] = &[{}];", intermediates.join(", ")).unwrap();
     write_or_compare("src/gce/roots.rs", &out);
 }

@@ -186,6 +186,7 @@ impl Evidence {
                 signature,
                 pcrs,
                 event_log: &self.event_log,
+                ak_certificate: &[],
             }),
             snp: (!self.leaf.is_empty()).then_some(SnpEvidence {
                 report: &self.snp_report,

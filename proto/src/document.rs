@@ -96,6 +96,7 @@ pub fn view<'a>(doc: &'a AttestationDocument, pcrs: &'a PcrValues<'a>) -> Docume
         signature: QuoteSignature::Tpmt(&t.quote_signature),
         pcrs,
         event_log: &t.event_log,
+        ak_certificate: &t.ak_certificate,
     });
     let snp = doc.snp.as_ref().map(|s| SnpEvidence {
         report: &s.report,

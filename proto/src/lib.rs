@@ -4,6 +4,7 @@
 //! - [`attest::v1::AttestationDocument`]: the evidence a node sends in its aTLS certificate.
 //! - `attest::v1` also holds the AK registration messages (`AkRegistration`, `CredentialActivation`).
 //! - [`join`], [`init`], [`kms`]: the service messages; [`components::Component`] is shared.
+//! - [`gotpm::v1::Attestation`]: go-tpm-tools' GCE attestation, and [`gce`], its bridge to the engine.
 //!
 //! gRPC services are not generated here: the shell implements the framing on h2 and routes by path.
 
@@ -11,12 +12,21 @@
 #![allow(missing_docs, unreachable_pub, clippy::pedantic)] // generated code
 
 pub mod document;
+pub mod gce;
 
 /// Attestation evidence.
 pub mod attest {
     /// Version 1 of the attestation document.
     pub mod v1 {
         include!(concat!(env!("OUT_DIR"), "/attest.v1.rs"));
+    }
+}
+
+/// go-tpm-tools' GCE attestation (`attest.Attestation`, `tpm.Quote`, `tpm.PCRs`), wire-compatible.
+pub mod gotpm {
+    /// Version 1 (the only one).
+    pub mod v1 {
+        include!(concat!(env!("OUT_DIR"), "/gotpm.v1.rs"));
     }
 }
 

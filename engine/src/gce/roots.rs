@@ -568,8 +568,9 @@ pub(crate) static GCP_EK_AK_CA_INTERMEDIATE_V3: &[u8] = &[
 ];
 
 /// The pinned roots: every AK certificate must chain to one of them.
+#[rustfmt::skip]
 pub(crate) static ROOTS: &[&[u8]] = &[TPM_EK_ROOT_1, GCP_EK_AK_CA_ROOT];
 
 /// Google's intermediates known when this file was generated (more may come with the evidence).
-pub(crate) static INTERMEDIATES: &[&[u8]] =
-    &[TPM_EK_INTERMEDIATE_2, TPM_EK_INTERMEDIATE_3, GCP_EK_AK_CA_INTERMEDIATE_V3];
+#[rustfmt::skip]
+pub(crate) static INTERMEDIATES: &[&[u8]] = &[TPM_EK_INTERMEDIATE_2, TPM_EK_INTERMEDIATE_3, GCP_EK_AK_CA_INTERMEDIATE_V3];

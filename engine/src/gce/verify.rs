@@ -399,43 +399,15 @@ impl GceVerifier {
         }
 
         // Policy.
-        let security = certified.instance.security.unwrap_or_default();
-        if policy.require_production {
-            if security.is_production != Some(true) {
-                return Err(Error::PlatformPolicy {
-                    check: GceCheck::Production.name(),
-                    expected: Value::Bool(true),
-                    found: security.is_production.map_or(Value::Text("absent"), Value::Bool),
-                });
-            }
-            verdict.set(GceCheck::Production, Outcome::Passed);
-        } else {
-            verdict.set(GceCheck::Production, Outcome::Waived);
-        }
-        if policy.allowed_projects.is_empty() {
-            verdict.set(GceCheck::Project, Outcome::Waived);
-        } else if policy.allowed_projects.iter().any(|p| p == certified.instance.project_id) {
-            verdict.set(GceCheck::Project, Outcome::Passed);
-        } else {
-            return Err(Error::PlatformPolicy {
-                check: GceCheck::Project.name(),
-                expected: Value::OneOf(policy.allowed_projects.len()),
-                found: Value::Str(certified.instance.project_id.into()),
-            });
-        }
+        check_instance_policy(policy, &certified.instance)?;
+        verdict.set(GceCheck::Production, if policy.require_production { Outcome::Passed } else { Outcome::Waived });
+        verdict
+            .set(GceCheck::Project, if policy.allowed_projects.is_empty() { Outcome::Waived } else { Outcome::Passed });
         if policy.allowed_technologies.is_empty() {
             verdict.set(GceCheck::ConfidentialTechnology, Outcome::Waived);
         } else {
-            let found = platform.as_ref().and_then(|p: &PlatformState<'_>| p.technology);
-            if found.is_some_and(|t| policy.allowed_technologies.contains(&t)) {
-                verdict.set(GceCheck::ConfidentialTechnology, Outcome::Passed);
-            } else {
-                return Err(Error::PlatformPolicy {
-                    check: GceCheck::ConfidentialTechnology.name(),
-                    expected: Value::OneOf(policy.allowed_technologies.len()),
-                    found: Value::Text(found.map_or("no NonHostInfo event", ConfidentialTechnology::name)),
-                });
-            }
+            check_technology(policy, platform.as_ref().and_then(|p: &PlatformState<'_>| p.technology))?;
+            verdict.set(GceCheck::ConfidentialTechnology, Outcome::Passed);
         }
 
         Ok(VerifiedGce {
@@ -448,6 +420,38 @@ impl GceVerifier {
             verdict,
         })
     }
+}
+
+/// The policy checks on the certified instance: production VM, project allow-list.
+pub(crate) fn check_instance_policy(policy: &GcePolicy, instance: &InstanceInfo<'_>) -> Result<(), Error> {
+    let security = instance.security.unwrap_or_default();
+    if policy.require_production && security.is_production != Some(true) {
+        return Err(Error::PlatformPolicy {
+            check: GceCheck::Production.name(),
+            expected: Value::Bool(true),
+            found: security.is_production.map_or(Value::Text("absent"), Value::Bool),
+        });
+    }
+    if !policy.allowed_projects.is_empty() && !policy.allowed_projects.iter().any(|p| p == instance.project_id) {
+        return Err(Error::PlatformPolicy {
+            check: GceCheck::Project.name(),
+            expected: Value::OneOf(policy.allowed_projects.len()),
+            found: Value::Str(instance.project_id.into()),
+        });
+    }
+    Ok(())
+}
+
+/// The technology allow-list (callers skip it when the list is empty).
+pub(crate) fn check_technology(policy: &GcePolicy, found: Option<ConfidentialTechnology>) -> Result<(), Error> {
+    if found.is_some_and(|t| policy.allowed_technologies.contains(&t)) {
+        return Ok(());
+    }
+    Err(Error::PlatformPolicy {
+        check: GceCheck::ConfidentialTechnology.name(),
+        expected: Value::OneOf(policy.allowed_technologies.len()),
+        found: Value::Text(found.map_or("no NonHostInfo event", ConfidentialTechnology::name)),
+    })
 }
 
 fn bank_index(bank: HashAlgorithm) -> u8 {

@@ -7,10 +7,13 @@
 //! | `azure-sev-snp` | the SNP report binds the HCL runtime data that carries it ("HCLAkPub") | HCL report + VCEK |
 //! | `aws-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VLEK-signed report | SNP report + VLEK |
 //! | `gcp-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VCEK-signed report | SNP report + VCEK |
+//! | `gcp-shielded-vm` | an AK certificate from Google's EK/AK CA (pinned roots), naming the VM ([`gce`](self) module docs) | none (vTPM only) |
 //!
 //! Freshness (DESIGN.md §2): `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
 //! `SHA-256(instance_info ‖ extra)`. The quoted SHA-256 PCRs are then compared with the expected
 //! measurements ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
+
+mod gce;
 
 use crate::azure::{HclReport, RuntimeData};
 use crate::crypto::{CryptoProvider, Digest, HashAlgorithm};
@@ -34,11 +37,14 @@ pub enum Variant {
     AwsSevSnp,
     /// GCP SEV-SNP instance (VCEK) with a vTPM.
     GcpSevSnp,
+    /// GCE Shielded VM / Confidential VM whose vTPM AK Google's CA certifies.
+    GcpShieldedVm,
 }
 
 impl Variant {
     /// All variants.
-    pub const ALL: [Variant; 4] = [Variant::QemuVtpm, Variant::AzureSevSnp, Variant::AwsSevSnp, Variant::GcpSevSnp];
+    pub const ALL: [Variant; 5] =
+        [Variant::QemuVtpm, Variant::AzureSevSnp, Variant::AwsSevSnp, Variant::GcpSevSnp, Variant::GcpShieldedVm];
 
     /// The variant's name in documents and configuration.
     pub fn name(self) -> &'static str {
@@ -47,6 +53,7 @@ impl Variant {
             Self::AzureSevSnp => "azure-sev-snp",
             Self::AwsSevSnp => "aws-sev-snp",
             Self::GcpSevSnp => "gcp-sev-snp",
+            Self::GcpShieldedVm => "gcp-shielded-vm",
         }
     }
 
@@ -56,13 +63,15 @@ impl Variant {
     }
 
     /// The X.509 extension OID that carries this variant's document in aTLS certificates, as dotted text
-    /// (the arcs Constellation assigned per variant).
+    /// (the arcs Constellation assigned per variant; `gcp-shielded-vm`'s 1.3.9900.2.3 is ours, next to
+    /// Constellation's GCP arcs .2.1 `gcp-sev-es` and .2.2 `gcp-sev-snp`).
     pub fn oid(self) -> &'static str {
         match self {
             Self::QemuVtpm => "1.3.9900.5.1",
             Self::AzureSevSnp => "1.3.9900.3.1",
             Self::AwsSevSnp => "1.3.9900.4.2",
             Self::GcpSevSnp => "1.3.9900.2.2",
+            Self::GcpShieldedVm => "1.3.9900.2.3",
         }
     }
 
@@ -91,6 +100,9 @@ pub struct TpmEvidence<'a> {
     pub pcrs: &'a PcrValues<'a>,
     /// TCG event log (empty when absent).
     pub event_log: &'a [u8],
+    /// The AK certificate (DER), optionally followed by its intermediates (DER, concatenated); empty
+    /// when absent. Required by `gcp-shielded-vm`.
+    pub ak_certificate: &'a [u8],
 }
 
 /// SNP evidence of a document, borrowed.
@@ -135,6 +147,8 @@ pub enum AkBasis {
     Pinned,
     /// Bound by a verified hardware report (SNP variants).
     HardwareReport,
+    /// Certified by the cloud provider's CA, chained to pinned roots (`gcp-shielded-vm`: Google's EK/AK CA).
+    CertifiedByProvider,
 }
 
 /// The set of AKs a `qemu-vtpm` validator trusts, keyed by SHA-256 of the AK's TPMT_PUBLIC.
@@ -198,6 +212,8 @@ pub struct Validated<'a> {
     pub event_log_replayed: bool,
     /// The user data bound by the quote.
     pub user_data: &'a [u8],
+    /// The VM as the provider's CA certified it (`gcp-shielded-vm`).
+    pub instance: Option<crate::gce::InstanceInfo<'a>>,
 }
 
 /// Validates documents of one variant.
@@ -208,12 +224,30 @@ pub struct Validator {
     snp_policy: SnpPolicy,
     pcrs: PcrPolicy,
     ak_registry: Option<Arc<dyn AkRegistry>>,
+    gce: Arc<crate::gce::GceVerifier>,
+    gce_policy: crate::gce::GcePolicy,
 }
 
 impl Validator {
     /// A validator for `variant` with expected PCRs; SNP variants use `snp` and `snp_policy`.
     pub fn new(variant: Variant, snp: Arc<SnpVerifier>, snp_policy: SnpPolicy, pcrs: PcrPolicy) -> Self {
-        Self { variant, snp, snp_policy, pcrs, ak_registry: None }
+        Self {
+            variant,
+            snp,
+            snp_policy,
+            pcrs,
+            ak_registry: None,
+            gce: Arc::new(crate::gce::GceVerifier::new()),
+            gce_policy: crate::gce::GcePolicy::default(),
+        }
+    }
+
+    /// Sets the GCE verifier (trust anchors) and policy of `gcp-shielded-vm` (default: Google's pinned
+    /// roots, [`crate::gce::GcePolicy::default`]).
+    pub fn with_gce(mut self, verifier: Arc<crate::gce::GceVerifier>, policy: crate::gce::GcePolicy) -> Self {
+        self.gce = verifier;
+        self.gce_policy = policy;
+        self
     }
 
     /// Sets the AK registry (required for `qemu-vtpm`).
@@ -256,6 +290,8 @@ impl Validator {
         // Establish the AK.
         let runtime;
         let tpmt;
+        let mut instance = None;
+        let mut gce_ak = None;
         let (ak, ak_scheme, ak_basis, snp): (AkPublic<'_>, _, AkBasis, Option<VerifiedReport<'a>>) = match self.variant
         {
             Variant::QemuVtpm => {
@@ -307,6 +343,14 @@ impl Validator {
                 }
                 (tpmt.key(), tpmt.scheme(), AkBasis::HardwareReport, Some(verified))
             }
+            Variant::GcpShieldedVm => {
+                tpmt = TpmtPublic::parse_tpm2b(tpm.ak_public)?;
+                tpmt.check_attestation_key()?;
+                let certified = gce::certify_ak(&self.gce, &self.gce_policy, &tpmt, tpm.ak_certificate, time)?;
+                instance = Some(certified.instance);
+                gce_ak = Some(tpmt);
+                (tpmt.key(), tpmt.scheme(), AkBasis::CertifiedByProvider, None)
+            }
         };
 
         let quote = verify_quote(
@@ -323,6 +367,9 @@ impl Validator {
         )?;
 
         let event_log_replayed = !tpm.event_log.is_empty() && check_event_log(provider, tpm.event_log, &quote)?;
+        if let Some(ak) = &gce_ak {
+            gce::check_quote(provider, &self.gce_policy, ak, &quote, tpm.event_log)?;
+        }
 
         let mut pcrs = Vec::with_capacity(self.pcrs.entries.len());
         for e in &self.pcrs.entries {
@@ -347,6 +394,7 @@ impl Validator {
             pcrs,
             event_log_replayed,
             user_data: doc.user_data,
+            instance,
         })
     }
 }
