@@ -12,6 +12,7 @@
 //! | [`snp`] | AMD SEV-SNP attestation reports, VCEK/VLEK → ASK/ASVK → ARK chains ([`x509`], [`amd`]), CRLs, a verified-leaf cache, [`policy`] |
 //! | [`tpm`] | TPM 2.0 quotes (TPMS_ATTEST, TPMT_SIGNATURE, TPMT_PUBLIC), TCG PC Client event logs |
 //! | [`azure`] | Azure's vTPM HCL report and runtime data (the SNP report binds the vTPM attestation key) |
+//! | [`formats`] | evidence as other tools write it: TPM quote parts, trustee's TPM and Azure vTPM JSON, az-cvm-vtpm bincode |
 //! | [`gce`] | GCE Shielded VM / Confidential VM attestations (go-tpm-tools): AK certificate → Google's CA, quotes, event log |
 //! | [`variant`] | attestation documents per variant (qemu-vtpm, azure/aws/gcp-sev-snp): AK trust, freshness, PCR policy |
 //!
@@ -35,6 +36,7 @@ pub mod azure;
 pub mod crypto;
 pub(crate) mod der;
 pub mod error;
+pub mod formats;
 pub mod gce;
 pub mod policy;
 pub mod snp;
