@@ -158,6 +158,26 @@ fn cos85_no_nonce_is_accepted_only_without_a_nonce() {
     assert_eq!(v.outcome(GceCheck::Project), Outcome::Waived);
     assert!(v.iter().all(|(_, o)| o != Outcome::NotRun));
 
+    // The EAR claims of this verdict.
+    let a = attest_engine::ear::Appraisal::from_gce(&ok);
+    let ear = attest_engine::ear::claims(
+        &[a],
+        &attest_engine::ear::VerifierId { developer: "attest", build: "test" },
+        time(),
+        None,
+        None,
+    );
+    let sub = &ear["submods"]["gcp-shielded-vm"];
+    assert_eq!(sub["ear.status"], "affirming");
+    assert_eq!(sub["ear.trustworthiness-vector"]["hardware"], 2);
+    assert_eq!(sub["ear.trustworthiness-vector"]["runtime-opaque"], 2, "AMD SEV from the verified log");
+    assert_eq!(sub["attest.claims"]["instance"]["instance_name"], "cos-test");
+    assert_eq!(sub["attest.checks"]["nonce"], "waived");
+    assert_eq!(
+        sub["attest.claims"]["pcrs"]["sha256"]["0"],
+        "0f35c214608d93c7a6e68ae7359b4a8be5a0e99eea9107ece427c4dea4e439cf"
+    );
+
     // Any non-empty nonce fails; an empty "expected" nonce is a caller mistake, not "no nonce".
     for nonce in [&b"x"[..], &[0x90, 0x09], &[0u8; 32]] {
         assert!(matches!(
