@@ -227,4 +227,25 @@ for name in ["evidence-v0", "evidence-genoa"]:
     ev = json.loads((td / f"trustee-az-snp-vtpm/{name}.json").read_text())
     put("azure_runtime", f"trustee-{name}", hcl_var_data(bytes(ev["report"])))
 
+# GCE: go-tpm-tools' real attestation (protobuf) for gce_attestation.
+put("gce_attestation", "gce-cos-85-no-nonce", (td / "go-tpm-tools/gce-cos-85-no-nonce.pb").read_bytes())
+
+# JSON evidence: trustee's TPM evidence, hex quotes, and every Azure SNP/TDX vTPM layout.
+for path in ["trustee-tpm/tpm_evidence.json", "trustee-az-snp-vtpm/tpm-quote-v1.json",
+             "trustee-az-snp-vtpm/evidence-v0.json", "trustee-az-snp-vtpm/evidence-v1.json",
+             "trustee-az-snp-vtpm/evidence-genoa.json", "trustee-az-tdx-vtpm/evidence-v0.json",
+             "trustee-az-tdx-vtpm/evidence-v1.json"]:
+    put("evidence_json", path.replace("/", "_"), (td / path).read_bytes())
+v1 = (td / "trustee-az-snp-vtpm/evidence-v1.json").read_text()
+put("evidence_json", "trustee-az-snp-vtpm_evidence-v2-relabelled", v1.replace('"version": 1', '"version": 2', 1).encode())
+
+# Binary evidence: AKs (PEM, GCE TPMT_PUBLIC and TPM2B_PUBLIC), bincode quotes, the GCE instance-info extension.
+put("evidence_binary", "azure-cvm-tooling-akpub-pem", (td / "azure-cvm-tooling/akpub.pem").read_bytes())
+put("evidence_binary", "gce-ak-tpmt", gce_ak)
+put("evidence_binary", "gce-ak-tpm2b", tpm2b(gce_ak))
+for name, path in [("azure-cvm-tooling-quote", "azure-cvm-tooling/quote.bin"),
+                   ("trustee-az-snp-quote", "trustee-az-snp-vtpm/quote.bin"),
+                   ("trustee-az-tdx-quote", "trustee-az-tdx-vtpm/quote.bin")]:
+    put("evidence_binary", name, (td / path).read_bytes())
+
 print(f"seed.py: seeds from {td} written to {out}")

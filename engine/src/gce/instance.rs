@@ -31,7 +31,7 @@ pub(crate) const INSTANCE_INFO_OID: &[u8] = &[0x2B, 0x06, 0x01, 0x04, 0x01, 0xD6
 /// UTF8String tag (X.680 §41).
 const UTF8_STRING: u8 = 0x0C;
 
-/// Most security-property flags read after `securityVersion` and `isProduction` ([2]..[n]).
+/// Most security-property flags read after `securityVersion` and `isProduction` (`[2]`..`[n]`).
 pub const MAX_SECURITY_FLAGS: usize = 8;
 
 /// The security properties Google's CA records for the instance.
