@@ -124,6 +124,7 @@ fn csp_of(variant: Variant) -> (Csp, AttestationVariant) {
         Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
         Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
         Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
+        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
     }
 }
 

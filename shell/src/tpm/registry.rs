@@ -57,13 +57,20 @@ fn basis_name(b: AkBasis) -> &'static str {
         AkBasis::TrustOnFirstUse => "trust-on-first-use",
         AkBasis::Pinned => "pinned",
         AkBasis::HardwareReport => "hardware-report",
+        AkBasis::CertifiedByProvider => "certified-by-provider",
     }
 }
 
 fn basis_from_name(s: &str) -> Option<AkBasis> {
-    [AkBasis::CredentialActivation, AkBasis::TrustOnFirstUse, AkBasis::Pinned, AkBasis::HardwareReport]
-        .into_iter()
-        .find(|b| basis_name(*b) == s)
+    [
+        AkBasis::CredentialActivation,
+        AkBasis::TrustOnFirstUse,
+        AkBasis::Pinned,
+        AkBasis::HardwareReport,
+        AkBasis::CertifiedByProvider,
+    ]
+    .into_iter()
+    .find(|b| basis_name(*b) == s)
 }
 
 /// SHA-256 of an AK's TPMT_PUBLIC, from its TPM2B_PUBLIC (the key the engine looks AKs up by).
