@@ -118,6 +118,15 @@ impl<'a> VerifiedReport<'a> {
     pub fn cache_hit(&self) -> bool {
         self.cache_hit
     }
+    /// Requires the report to be signed by a `want` key ([`CertRole::Vcek`] or [`CertRole::Vlek`]): a
+    /// violation of the [`Check::SigningKey`] check otherwise. Azure and GCP sign with VCEKs, AWS with VLEKs;
+    /// accepting the other kind would let a report from another platform stand in.
+    pub fn check_signer(&self, want: CertRole) -> Result<(), Error> {
+        if self.signer == want {
+            return Ok(());
+        }
+        Err(violation(Check::SigningKey, Value::Text(want.name()), Value::Text(self.signer.name())))
+    }
 }
 
 /// A product's trust anchors, owned or static.

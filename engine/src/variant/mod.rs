@@ -274,19 +274,10 @@ impl Validator {
                 let report =
                     hcl.snp_report().ok_or(Error::MissingEvidence { what: "an SNP report in the HCL report" })?;
                 let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "the VCEK" })?;
-                if hcl.hash_type() != 1 {
-                    return Err(Error::UnsupportedAlgorithm { what: "HCL runtime-data hash (need SHA-256)" });
-                }
+                hcl.expected_report_data(provider)?;
                 let verified = self.snp.verify(&snp_request(report, snp_ev, time), &self.snp_policy)?;
-                require_signer(&verified, crate::CertRole::Vcek)?;
-                let mut expected = [0u8; 64];
-                expected[..32].copy_from_slice(&provider.digests.sha256(hcl.variable_data()));
-                if verified.report().report_data() != &expected {
-                    return Err(Error::AkBindingMismatch {
-                        expected: Bytes::new(&expected),
-                        found: Bytes::new(verified.report().report_data()),
-                    });
-                }
+                verified.check_signer(crate::CertRole::Vcek)?;
+                hcl.check_report_data(provider, verified.report().report_data())?;
                 runtime = RuntimeData::parse(hcl.variable_data())?;
                 (runtime.ak().ak_public(), None, AkBasis::HardwareReport, Some(verified))
             }
@@ -297,7 +288,7 @@ impl Validator {
                 let verified = self.snp.verify(&snp_request(snp_ev.report, snp_ev, time), &self.snp_policy)?;
                 let want =
                     if self.variant == Variant::AwsSevSnp { crate::CertRole::Vlek } else { crate::CertRole::Vcek };
-                require_signer(&verified, want)?;
+                verified.check_signer(want)?;
                 let binding = Self::ak_binding(provider, tpm.ak_public);
                 if verified.report().report_data() != binding.as_bytes() {
                     return Err(Error::AkBindingMismatch {
@@ -349,18 +340,6 @@ impl Validator {
             user_data: doc.user_data,
         })
     }
-}
-
-/// The variant's required signer (AWS: VLEK; Azure and GCP: VCEK), as a policy check on the signing key.
-fn require_signer(verified: &VerifiedReport<'_>, want: crate::CertRole) -> Result<(), Error> {
-    if verified.signer() == want {
-        return Ok(());
-    }
-    Err(crate::policy::violation(
-        crate::policy::Check::SigningKey,
-        crate::error::Value::Text(want.name()),
-        crate::error::Value::Text(verified.signer().name()),
-    ))
 }
 
 fn snp_request<'a>(report: &'a [u8], ev: &SnpEvidence<'a>, time: UnixTime) -> SnpRequest<'a> {
