@@ -491,6 +491,14 @@ pub enum Error {
         /// The value in the report.
         found: Bytes,
     },
+    /// The SNP report's REPORT_DATA does not bind this attestation's AK and nonce
+    /// ([`crate::variant::binding`]): a report replayed from an earlier attestation, or one for another key.
+    FreshnessBindingMismatch {
+        /// The binding this attestation needs.
+        expected: Bytes,
+        /// REPORT_DATA of the report.
+        found: Bytes,
+    },
     /// An enforced PCR does not have its expected value.
     PcrMismatch {
         /// The PCR index.
@@ -627,6 +635,10 @@ impl fmt::Display for Error {
             Self::AkBindingMismatch { expected, found } => {
                 write!(f, "hardware report does not bind the attestation key: expected {expected}, found {found}")
             }
+            Self::FreshnessBindingMismatch { expected, found } => write!(
+                f,
+                "SNP report does not bind this attestation's key and nonce (replayed or foreign report): expected {expected}, found {found}"
+            ),
             Self::PcrMismatch { pcr, expected, found } => {
                 if found.as_slice().is_empty() {
                     write!(f, "PCR {pcr}: expected {expected}, but the quote does not cover it")

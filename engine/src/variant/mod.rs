@@ -5,12 +5,15 @@
 //! |---|---|---|
 //! | `qemu-vtpm` | registered by credential activation against an EK certificate, or pinned (trust on first use) — looked up in an [`AkRegistry`]; never trusted unconditionally | none |
 //! | `azure-sev-snp` | the SNP report binds the HCL runtime data that carries it ("HCLAkPub") | HCL report + VCEK |
-//! | `aws-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VLEK-signed report | SNP report + VLEK |
-//! | `gcp-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VCEK-signed report | SNP report + VCEK |
+//! | `aws-sev-snp` | a fresh VLEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VLEK |
+//! | `gcp-sev-snp` | a fresh VCEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VCEK |
 //!
-//! Freshness (DESIGN.md §2): `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
-//! `SHA-256(instance_info ‖ extra)`. The quoted SHA-256 PCRs are then compared with the expected
-//! measurements ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
+//! Freshness: `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
+//! `SHA-256(instance_info ‖ extra)` ([`Validator::quote_nonce`]). Where the vTPM runs outside the TEE (AWS,
+//! GCP) the quote alone proves nothing — the host holds the AK — so the hardware-signed report must carry the
+//! same value ([`binding::snp_vtpm_report_data`]); the module [`binding`] says why Azure and QEMU need no
+//! more than the quote. The quoted SHA-256 PCRs are then compared with the expected measurements
+//! ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
 
 use crate::azure::{HclReport, RuntimeData};
 use crate::crypto::{CryptoProvider, Digest, HashAlgorithm};
@@ -21,6 +24,10 @@ use crate::time::UnixTime;
 use crate::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, TpmtPublic, VerifiedQuote, verify_quote};
 use core::fmt;
 use std::sync::Arc;
+
+pub mod binding;
+
+pub use binding::{SNP_VTPM_REPORT_DATA_LABEL, snp_vtpm_report_data};
 
 /// An attestation variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -236,7 +243,9 @@ impl Validator {
         out
     }
 
-    /// SHA-512 of the AK's TPM2B_PUBLIC: what SNP variants put in REPORT_DATA.
+    /// SHA-512 of the AK's TPM2B_PUBLIC alone: the **former** REPORT_DATA rule of the SNP variants, which
+    /// lets a host replay one report. No variant accepts it any more; attesters use
+    /// [`binding::snp_vtpm_report_data`]. Kept only until the shell's SNP issuer has moved (issue 14).
     pub fn ak_binding(provider: &CryptoProvider, ak_public: &[u8]) -> Digest {
         provider.digests.digest(HashAlgorithm::Sha512, &[ak_public])
     }
@@ -289,10 +298,11 @@ impl Validator {
                 let want =
                     if self.variant == Variant::AwsSevSnp { crate::CertRole::Vlek } else { crate::CertRole::Vcek };
                 verified.check_signer(want)?;
-                let binding = Self::ak_binding(provider, tpm.ak_public);
-                if verified.report().report_data() != binding.as_bytes() {
-                    return Err(Error::AkBindingMismatch {
-                        expected: Bytes::new(binding.as_bytes()),
+                // Freshness inside the TEE: the report binds the AK and this attestation's quote nonce.
+                let binding = snp_vtpm_report_data(provider, tpm.ak_public, &tpm_nonce);
+                if verified.report().report_data() != &binding {
+                    return Err(Error::FreshnessBindingMismatch {
+                        expected: Bytes::new(&binding),
                         found: Bytes::new(verified.report().report_data()),
                     });
                 }
