@@ -14,11 +14,16 @@
 //! same value ([`binding::snp_vtpm_report_data`]); the module [`binding`] says why Azure and QEMU need no
 //! more than the quote. The quoted SHA-256 PCRs are then compared with the expected measurements
 //! ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
+//!
+//! Launch: the SNP-based variants refuse to validate unless their SNP policy pins the guest's launch
+//! (MEASUREMENT or ID_KEY_DIGEST allow-list) or sets the named waiver `dangerous_allow_unpinned_launch`
+//! ([`Validator::launch_pinning`], [`crate::policy`]); PCRs of a host-controlled TPM prove nothing on their
+//! own. Every [`Validated`] says how the launch was pinned.
 
 use crate::azure::{HclReport, RuntimeData};
 use crate::crypto::{CryptoProvider, Digest, HashAlgorithm};
 use crate::error::{Bytes, Error};
-use crate::policy::SnpPolicy;
+use crate::policy::{LaunchPinning, SnpPolicy};
 use crate::snp::{SnpRequest, SnpVerifier, VerifiedReport};
 use crate::time::UnixTime;
 use crate::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, TpmtPublic, VerifiedQuote, verify_quote};
@@ -205,6 +210,9 @@ pub struct Validated<'a> {
     pub event_log_replayed: bool,
     /// The user data bound by the quote.
     pub user_data: &'a [u8],
+    /// How the guest's launch is pinned ([`Validator::launch_pinning`]); services log
+    /// [`LaunchPinning::DangerouslyUnpinned`] with every verdict.
+    pub launch: LaunchPinning,
 }
 
 /// Validates documents of one variant.
@@ -234,6 +242,17 @@ impl Validator {
         self.variant
     }
 
+    /// How this validator pins the guest's launch: [`LaunchPinning::NotApplicable`] for `qemu-vtpm`, else
+    /// [`SnpPolicy::launch_pinning`] — an error when the SNP policy pins no launch and does not set the waiver
+    /// `dangerous_allow_unpinned_launch`. Services call this at start and refuse to start on error (and log a
+    /// warning for [`LaunchPinning::DangerouslyUnpinned`]); [`Validator::validate`] checks it every time.
+    pub fn launch_pinning(&self) -> Result<LaunchPinning, Error> {
+        match self.variant {
+            Variant::QemuVtpm => Ok(LaunchPinning::NotApplicable),
+            Variant::AzureSevSnp | Variant::AwsSevSnp | Variant::GcpSevSnp => self.snp_policy.launch_pinning(),
+        }
+    }
+
     /// The extraData a quote must carry for `nonce`: SHA-256(instance_info ‖ SHA-256(user_data ‖ nonce)).
     pub fn quote_nonce(provider: &CryptoProvider, instance_info: &[u8], user_data: &[u8], nonce: &[u8]) -> [u8; 32] {
         let extra = provider.digests.digest(HashAlgorithm::Sha256, &[user_data, nonce]);
@@ -258,6 +277,7 @@ impl Validator {
                 found: Bytes::new(&doc.variant.as_bytes()[..doc.variant.len().min(64)]),
             });
         }
+        let launch = self.launch_pinning()?;
         let provider = self.snp.provider();
         let tpm = doc.tpm.as_ref().ok_or(Error::MissingEvidence { what: "TPM evidence" })?;
         let tpm_nonce = Self::quote_nonce(provider, doc.instance_info, doc.user_data, nonce);
@@ -348,6 +368,7 @@ impl Validator {
             pcrs,
             event_log_replayed,
             user_data: doc.user_data,
+            launch,
         })
     }
 }

@@ -6,13 +6,14 @@
 
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, CertRole, Error, PolicyViolation, Value};
+use attest_engine::policy::Hex;
 use attest_engine::snp::OwnedTrustAnchors;
 use attest_engine::tpm::{PcrValues, QuoteSignature, SigScheme};
 use attest_engine::variant::{
     AkBasis, Document, PcrExpectation, PcrOutcome, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator,
     Variant, snp_vtpm_report_data,
 };
-use attest_engine::{Check, Product, SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::{Check, LaunchPinning, Product, SnpPolicy, SnpVerifier, UnixTime};
 use attest_test_support::tpm::{
     self, AK_ATTRIBUTES, EventLogBuilder, PcrBank, QuoteSpec, SoftAk, attributes, hcl_report, hcl_report_data,
     runtime_json,
@@ -24,6 +25,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 mod freshness;
+mod launch;
 
 // ---- Fixtures ------------------------------------------------------------------------------------------
 
@@ -107,8 +109,17 @@ fn registry() -> StaticAkRegistry {
     ])
 }
 
+/// The test reports' MEASUREMENT: the report builder's default (zero).
+const LAUNCH: [u8; 48] = [0; 48];
+
+/// The default SNP policy with the test reports' launch measurement pinned (SNP variants refuse to
+/// validate without one).
+fn pinned_policy() -> SnpPolicy {
+    SnpPolicy { measurements: vec![Hex(LAUNCH)], ..SnpPolicy::default() }
+}
+
 fn validator(variant: Variant, pcrs: PcrPolicy) -> Validator {
-    Validator::new(variant, Arc::clone(&VERIFIER), SnpPolicy::default(), pcrs)
+    Validator::new(variant, Arc::clone(&VERIFIER), pinned_policy(), pcrs)
 }
 
 fn qemu_validator(registry: StaticAkRegistry, pcrs: PcrPolicy) -> Validator {
@@ -222,6 +233,8 @@ impl Evidence {
             extra_data: ok.quote.attest().extra_data().to_vec(),
             quoted: (0..24).map(|i| ok.quote.pcr(HashAlgorithm::Sha256, i).map(<[u8]>::to_vec)).collect(),
             user_data: ok.user_data.to_vec(),
+            launch: ok.launch,
+            measurement_check: ok.snp.as_ref().map(|s| s.verdict().outcome(Check::Measurement)),
         })
     }
 
@@ -247,6 +260,9 @@ struct Summary {
     /// The quoted SHA-256 PCRs by index (`None` when not selected).
     quoted: Vec<Option<Vec<u8>>>,
     user_data: Vec<u8>,
+    launch: LaunchPinning,
+    /// The SNP verdict's MEASUREMENT outcome (SNP variants).
+    measurement_check: Option<attest_engine::Outcome>,
 }
 
 // ---- The software TPM's structures, as the engine reads them ---------------------------------------------
@@ -808,7 +824,7 @@ fn snp_policy_failures_propagate() {
         let lenient = Validator::new(
             variant,
             Arc::clone(&VERIFIER),
-            SnpPolicy { allow_debug: true, ..SnpPolicy::default() },
+            SnpPolicy { allow_debug: true, ..pinned_policy() },
             PcrPolicy::default(),
         );
         let ev = snp_evidence(variant, &RSA_AK, leaf, base.clone().policy(0x3_0000 | (1 << 19)));
