@@ -358,8 +358,26 @@ pub enum Error {
         /// Depth of the certificate without issuer (0 = leaf).
         depth: usize,
     },
-    /// Path building exceeded its depth or signature-check budget.
+    /// Path building exceeded its budget of signature checks or candidate issuers
+    /// ([`crate::x509::path`]).
     PathBudgetExceeded,
+    /// An issuer's basicConstraints pathLenConstraint allows fewer intermediates below it than the path has
+    /// (RFC 5280 §4.2.1.9).
+    PathLenConstraintViolated {
+        /// The issuer.
+        role: CertRole,
+        /// Its pathLenConstraint.
+        path_len: u64,
+        /// Non-self-issued intermediates below it in the path.
+        intermediates_below: usize,
+    },
+    /// A certificate's extKeyUsage does not list the purpose the caller requires (RFC 5280 §4.2.1.12).
+    ExtendedKeyUsageNotPermitted {
+        /// The certificate.
+        role: CertRole,
+        /// Its depth in the path (0 = leaf).
+        depth: usize,
+    },
     /// The CRL's signature does not verify under the ARK, or it was issued by someone else.
     CrlSignatureInvalid,
     /// The CRL's nextUpdate lies before the trusted time.
@@ -598,6 +616,13 @@ impl fmt::Display for Error {
             Self::Revoked { role, serial } => write!(f, "{role} serial {serial} is revoked by the ARK's CRL"),
             Self::UnknownIssuer { depth } => write!(f, "no trusted issuer found for the certificate at depth {depth}"),
             Self::PathBudgetExceeded => f.write_str("certificate path building exceeded its budget"),
+            Self::PathLenConstraintViolated { role, path_len, intermediates_below } => write!(
+                f,
+                "{role} allows {path_len} intermediate(s) below it (pathLenConstraint), the path has {intermediates_below}"
+            ),
+            Self::ExtendedKeyUsageNotPermitted { role, depth } => {
+                write!(f, "{role} at depth {depth} does not list the required extended key usage")
+            }
             Self::CrlSignatureInvalid => f.write_str("CRL is not signed by the product's ARK"),
             Self::CrlStale { time, next_update } => match next_update {
                 Some(n) => write!(f, "CRL is stale: nextUpdate {n} is before the trusted time {time}"),
