@@ -8,6 +8,10 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+fn is_source(path: &str) -> bool {
+    std::path::Path::new(path).extension().is_some_and(|e| e == "rs" || e == "go")
+}
+
 /// `(file, function)` pairs named in backticks in the table rows of `doc`.
 fn references(doc: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -18,7 +22,7 @@ fn references(doc: &str) -> Vec<(String, String)> {
                 continue;
             }
             let (path, rest) = match token.split_once("::") {
-                Some((p, r)) if p.is_empty() || p.ends_with(".rs") || p.ends_with(".go") => (p, r),
+                Some((p, r)) if p.is_empty() || is_source(p) => (p, r),
                 _ => continue,
             };
             if !path.is_empty() {
