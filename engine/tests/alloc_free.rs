@@ -31,8 +31,7 @@ fn warm_verify_allocates_nothing_with(provider: &'static CryptoProvider) {
     let report = common::read(&dir, "constellation-azure-snp/attestation.bin")[..REPORT_SIZE].to_vec();
     let vcek = common::read(&dir, "constellation-azure-snp/vcek.cert");
     let runtime = common::read(&dir, "constellation-azure-snp/runtimedata.bin");
-    let mut expected = [0u8; 64];
-    expected[..32].copy_from_slice(&provider.digests.sha256(&runtime));
+    let expected = attest_engine::azure::hcl_report_data(provider, &runtime);
     let verifier = SnpVerifier::with_provider(provider);
     let policy = SnpPolicy::default();
     let mut req = SnpRequest::new(&report, &vcek, UnixTime::parse("2025-06-01").unwrap());
