@@ -137,9 +137,11 @@ fn a_stale_crl_is_an_error_unless_waived() {
     let stale_err = Err(Error::CrlStale { time: at(now_i64()), next_update: Some(at(next)) });
     assert_eq!(verify_vcek(&v, &require()), stale_err);
     assert_eq!(verify_vcek(&v, &SnpPolicy::default()), stale_err);
-    // The waiver accepts it, and the leaf is still checked against it.
+    // The waiver accepts it (the verdict records revocation as waived), and the leaf is still checked
+    // against it.
     let waived = SnpPolicy { allow_stale_crl: true, ..require() };
-    assert_eq!(verify_vcek(&v, &waived), Ok(Outcome::Passed));
+    assert_eq!(verify_vcek(&v, &waived), Ok(Outcome::Waived));
+    assert_eq!(verify_vcek(&v, &waived), Ok(Outcome::Waived), "never served from the cache");
     let revoking = MILAN.issue_crl(
         &CrlSpec::new().this_update(now_i64() - 30 * DAY).next_update(next).revoke(VCEK_SERIAL, now_i64() - 20 * DAY),
     );

@@ -30,7 +30,7 @@ pub(crate) struct VerifiedLeaf {
     pub(crate) expires: UnixTime,
     /// SHA-256 of the intermediate it was verified under.
     pub(crate) intermediate_sha256: [u8; 32],
-    /// Whether revocation was checked against a CRL.
+    /// Whether revocation was checked against a fresh CRL.
     pub(crate) crl_checked: bool,
     /// Whether the verification may be reused (false when it relied on a per-policy waiver).
     pub(crate) cacheable: bool,

@@ -92,8 +92,9 @@ pub(crate) struct CrlOutcome {
     pub(crate) expires: Option<UnixTime>,
     /// Latest thisUpdate of the CRLs used.
     pub(crate) not_before: Option<UnixTime>,
-    /// False when a stale CRL was accepted under the policy's waiver (the result must not be cached).
-    pub(crate) cacheable: bool,
+    /// A stale CRL was accepted under the policy's waiver `allow_stale_crl`: the verdict records revocation
+    /// as waived, and the result must not be cached (another policy may not waive it).
+    pub(crate) stale_waived: bool,
 }
 
 impl CrlSet {
@@ -167,7 +168,7 @@ impl CrlSet {
         time: UnixTime,
         policy: &SnpPolicy,
     ) -> Result<CrlOutcome, Error> {
-        let mut out = CrlOutcome { checked: false, expires: None, not_before: None, cacheable: true };
+        let mut out = CrlOutcome { checked: false, expires: None, not_before: None, stale_waived: false };
         for stored in self.crls.iter().filter(|c| c.info.product == product && c.info.scope.covers(leaf_role)) {
             let crl = Crl::from_der(&stored.der)?;
             if time < crl.this_update() {
@@ -180,7 +181,7 @@ impl CrlSet {
                     if !policy.allow_stale_crl {
                         return Err(Error::CrlStale { time, next_update });
                     }
-                    out.cacheable = false;
+                    out.stale_waived = true;
                 }
             }
             for (role, serial) in [(inter_role, inter_serial), (leaf_role, leaf_serial)] {

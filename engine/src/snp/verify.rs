@@ -77,7 +77,8 @@ pub struct VerifiedChain {
     pub role: CertRole,
     /// The TCB in the leaf's SPL extensions.
     pub tcb: TcbVersion,
-    /// Whether revocation was checked against a CRL.
+    /// Whether revocation was checked against a fresh CRL (false: no installed CRL covers the chain, or only
+    /// a stale one accepted under `allow_stale_crl`).
     pub crl_checked: bool,
     /// When the verification stops being valid (earliest notAfter / CRL nextUpdate).
     pub expires: UnixTime,
@@ -547,8 +548,8 @@ impl SnpVerifier {
             not_before,
             expires,
             intermediate_sha256: inter_info.sha256,
-            crl_checked: crl.checked,
-            cacheable: crl.cacheable,
+            crl_checked: crl.checked && !crl.stale_waived,
+            cacheable: !crl.stale_waived,
             crl_generation: crls.generation,
         })
     }
