@@ -47,8 +47,8 @@ fn main() {
     let read = |rel: &str| std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"));
     let report = read("constellation-azure-snp/attestation.bin")[..0x4A0].to_vec();
     let vcek = read("constellation-azure-snp/vcek.cert");
-    let mut rd = [0u8; 64];
-    rd[..32].copy_from_slice(&default_provider().digests.sha256(&read("constellation-azure-snp/runtimedata.bin")));
+    let rd =
+        attest_engine::azure::hcl_report_data(default_provider(), &read("constellation-azure-snp/runtimedata.bin"));
     let time = UnixTime::parse("2025-06-01").unwrap();
 
     let direct = SnpVerifier::new();

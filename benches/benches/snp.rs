@@ -79,8 +79,7 @@ impl Vector {
         let report = read(dir, "constellation-azure-snp/attestation.bin")[..REPORT_SIZE].to_vec();
         let vcek = read(dir, "constellation-azure-snp/vcek.cert");
         let runtime = read(dir, "constellation-azure-snp/runtimedata.bin");
-        let mut report_data = [0u8; 64];
-        report_data[..32].copy_from_slice(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &runtime).as_ref());
+        let report_data = attest_engine::azure::hcl_report_data(&aws_lc_rs_provider::PROVIDER, &runtime);
         // ask_ark_milan.pem holds the ASK, then the ARK.
         let chain = read(dir, "amd-kds-roots/ask_ark_milan.pem");
         let blocks = pem_blocks(&chain);

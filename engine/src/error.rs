@@ -361,8 +361,26 @@ pub enum Error {
         /// Depth of the certificate without issuer (0 = leaf).
         depth: usize,
     },
-    /// Path building exceeded its depth or signature-check budget.
+    /// Path building exceeded its budget of signature checks or candidate issuers
+    /// ([`crate::x509::path`]).
     PathBudgetExceeded,
+    /// An issuer's basicConstraints pathLenConstraint allows fewer intermediates below it than the path has
+    /// (RFC 5280 §4.2.1.9).
+    PathLenConstraintViolated {
+        /// The issuer.
+        role: CertRole,
+        /// Its pathLenConstraint.
+        path_len: u64,
+        /// Non-self-issued intermediates below it in the path.
+        intermediates_below: usize,
+    },
+    /// A certificate's extKeyUsage does not list the purpose the caller requires (RFC 5280 §4.2.1.12).
+    ExtendedKeyUsageNotPermitted {
+        /// The certificate.
+        role: CertRole,
+        /// Its depth in the path (0 = leaf).
+        depth: usize,
+    },
     /// The CRL's signature does not verify under the ARK, or it was issued by someone else.
     CrlSignatureInvalid,
     /// The CRL's nextUpdate lies before the trusted time.
@@ -494,6 +512,14 @@ pub enum Error {
         /// The value in the report.
         found: Bytes,
     },
+    /// The SNP report's REPORT_DATA does not bind this attestation's AK and nonce
+    /// ([`crate::variant::binding`]): a report replayed from an earlier attestation, or one for another key.
+    FreshnessBindingMismatch {
+        /// The binding this attestation needs.
+        expected: Bytes,
+        /// REPORT_DATA of the report.
+        found: Bytes,
+    },
     /// An enforced PCR does not have its expected value.
     PcrMismatch {
         /// The PCR index.
@@ -548,6 +574,9 @@ pub enum Error {
     // ---- Policy ----------------------------------------------------------------------------------------
     /// A policy check failed.
     Policy(PolicyViolation),
+    /// An SNP-based attestation variant's policy pins no launch (no `measurements`, no `id_key_digests`) and
+    /// does not set the waiver `dangerous_allow_unpinned_launch` ([`crate::policy::SnpPolicy::launch_pinning`]).
+    LaunchUnpinned,
     /// A policy file could not be read.
     PolicyFile {
         /// "toml" or "json".
@@ -631,6 +660,13 @@ impl fmt::Display for Error {
             Self::Revoked { role, serial } => write!(f, "{role} serial {serial} is revoked by the ARK's CRL"),
             Self::UnknownIssuer { depth } => write!(f, "no trusted issuer found for the certificate at depth {depth}"),
             Self::PathBudgetExceeded => f.write_str("certificate path building exceeded its budget"),
+            Self::PathLenConstraintViolated { role, path_len, intermediates_below } => write!(
+                f,
+                "{role} allows {path_len} intermediate(s) below it (pathLenConstraint), the path has {intermediates_below}"
+            ),
+            Self::ExtendedKeyUsageNotPermitted { role, depth } => {
+                write!(f, "{role} at depth {depth} does not list the required extended key usage")
+            }
             Self::CrlSignatureInvalid => f.write_str("CRL is not signed by the product's ARK"),
             Self::CrlStale { time, next_update } => match next_update {
                 Some(n) => write!(f, "CRL is stale: nextUpdate {n} is before the trusted time {time}"),
@@ -671,6 +707,10 @@ impl fmt::Display for Error {
             Self::AkBindingMismatch { expected, found } => {
                 write!(f, "hardware report does not bind the attestation key: expected {expected}, found {found}")
             }
+            Self::FreshnessBindingMismatch { expected, found } => write!(
+                f,
+                "SNP report does not bind this attestation's key and nonce (replayed or foreign report): expected {expected}, found {found}"
+            ),
             Self::PcrMismatch { pcr, expected, found } => {
                 if found.as_slice().is_empty() {
                     write!(f, "PCR {pcr}: expected {expected}, but the quote does not cover it")
@@ -695,6 +735,9 @@ impl fmt::Display for Error {
                 }
             }
             Self::Policy(v) => write!(f, "policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found),
+            Self::LaunchUnpinned => f.write_str(
+                "the SNP policy pins no launch measurement (set measurements or id_key_digests, or the waiver dangerous_allow_unpinned_launch)",
+            ),
             Self::PolicyFile { format, reason } => write!(f, "invalid {format} policy: {reason}"),
             Self::Misuse { reason } => write!(f, "API misuse: {reason}"),
         }

@@ -49,6 +49,6 @@ pub mod x509;
 pub use amd::Product;
 pub use crypto::CryptoProvider;
 pub use error::{CertRole, Error};
-pub use policy::{Check, Outcome, SnpPolicy, Verdict};
+pub use policy::{Check, LaunchPinning, Outcome, SnpPolicy, Verdict};
 pub use snp::{Report, SnpRequest, SnpVerifier, TcbVersion, VerifiedReport};
 pub use time::UnixTime;

@@ -6,8 +6,20 @@
 //! otherwise the verdict records them as [`Outcome::Waived`], so a reader sees exactly what was checked.
 //! Expected values must have their exact length; nothing is padded or truncated.
 //!
+//! # Launch measurements of attestation variants
+//!
+//! A bare SNP verification may leave MEASUREMENT open (e.g. `attest snp verify` on a report of unknown
+//! origin). An attestation *variant* may not: whoever runs any image that binds its own AK would otherwise
+//! be admitted. [`SnpPolicy::launch_pinning`] says how a policy pins the launch — a MEASUREMENT allow-list
+//! (`measurements`), or an ID_KEY_DIGEST allow-list (`id_key_digests`: the firmware admits a launch with an ID
+//! block only when the block's signed launch digest equals MEASUREMENT, SNP ABI spec `SNP_LAUNCH_FINISH`) —
+//! or fails with [`Error::LaunchUnpinned`]. The only way around it is the named waiver
+//! `dangerous_allow_unpinned_launch`, which every validation reports ([`LaunchPinning::DangerouslyUnpinned`]).
+//! Services call it at start and refuse to start on error; the variant validator calls it on every
+//! validation as well.
+//!
 //! Policies load from TOML or JSON ([`SnpPolicy::from_toml`], [`SnpPolicy::from_json`]); unknown keys are
-//! errors.
+//! errors. `vmpl` is an integer 0–3 or the string `"any"`; a missing `vmpl` means the default, 0.
 
 use crate::amd::Product;
 use crate::error::{Bytes, Error, PolicyViolation, Value};
@@ -240,7 +252,8 @@ pub struct SnpPolicy {
     pub max_report_version: u32,
     /// Products accepted (empty: any supported product).
     pub products: Vec<Product>,
-    /// Required VMPL (`None`: any VMPL, recorded as waived).
+    /// Required VMPL, 0–3 (`None`: any VMPL, recorded as waived; written `vmpl = "any"` in policy files).
+    #[serde(with = "vmpl_field")]
     pub vmpl: Option<u32>,
     /// Permit guests with debugging allowed (POLICY bit 19).
     pub allow_debug: bool,
@@ -288,6 +301,65 @@ pub struct SnpPolicy {
     pub revocation: Revocation,
     /// Accept a CRL whose nextUpdate has passed (explicit waiver).
     pub allow_stale_crl: bool,
+    /// Accept attestation variants without a pinned launch (no `measurements` and no `id_key_digests`):
+    /// any guest image that binds its own AK is then admitted. Dangerous; reported by every validation
+    /// ([`LaunchPinning::DangerouslyUnpinned`]). Without it, [`SnpPolicy::launch_pinning`] fails.
+    pub dangerous_allow_unpinned_launch: bool,
+}
+
+/// How a policy pins the launch of a guest ([`SnpPolicy::launch_pinning`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LaunchPinning {
+    /// MEASUREMENT must be one of the policy's `measurements`.
+    Measurement,
+    /// ID_KEY_DIGEST must be one of the policy's `id_key_digests` (and MEASUREMENT is then the launch
+    /// digest that key signed).
+    IdKey,
+    /// Nothing pins the launch, by the explicit waiver `dangerous_allow_unpinned_launch`.
+    DangerouslyUnpinned,
+    /// The evidence has no SNP launch to pin (`qemu-vtpm`).
+    NotApplicable,
+}
+
+impl LaunchPinning {
+    /// A stable name (`measurement`, `id-key`, `dangerously-unpinned`, `not-applicable`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Measurement => "measurement",
+            Self::IdKey => "id-key",
+            Self::DangerouslyUnpinned => "dangerously-unpinned",
+            Self::NotApplicable => "not-applicable",
+        }
+    }
+}
+
+/// `vmpl`: an integer 0–3, or `"any"` for no requirement (`None`). Absent keys take the default (0) through
+/// the struct's `#[serde(default)]`.
+mod vmpl_field {
+    use serde::{Deserialize, Deserializer, Serializer, de};
+
+    const EXPECTED: &str = r#"vmpl must be an integer 0-3 (SNP has four VMPLs) or "any""#;
+
+    // serde's `with` passes the field by reference.
+    #[allow(clippy::ref_option, clippy::trivially_copy_pass_by_ref)]
+    pub(super) fn serialize<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(n) => s.serialize_u32(*n),
+            None => s.serialize_str("any"),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Number(n) => match n.as_u64() {
+                Some(n @ 0..=3) => Ok(Some(n as u32)),
+                _ => Err(de::Error::custom(EXPECTED)),
+            },
+            serde_json::Value::String(s) if s == "any" => Ok(None),
+            _ => Err(de::Error::custom(EXPECTED)),
+        }
+    }
 }
 
 impl Default for SnpPolicy {
@@ -320,6 +392,7 @@ impl Default for SnpPolicy {
             allow_provisional_firmware: false,
             revocation: Revocation::CheckIfPresent,
             allow_stale_crl: false,
+            dangerous_allow_unpinned_launch: false,
         }
     }
 }
@@ -344,6 +417,21 @@ impl SnpPolicy {
         if text.trim_start().starts_with('{') { Self::from_json(text) } else { Self::from_toml(text) }
     }
 
+    /// How this policy pins a guest's launch, for attestation variants whose trust rests on an SNP report
+    /// (see the module documentation): a MEASUREMENT allow-list first, else an ID_KEY_DIGEST allow-list, else
+    /// the waiver `dangerous_allow_unpinned_launch`, else [`Error::LaunchUnpinned`].
+    pub fn launch_pinning(&self) -> Result<LaunchPinning, Error> {
+        if !self.measurements.is_empty() {
+            Ok(LaunchPinning::Measurement)
+        } else if !self.id_key_digests.is_empty() {
+            Ok(LaunchPinning::IdKey)
+        } else if self.dangerous_allow_unpinned_launch {
+            Ok(LaunchPinning::DangerouslyUnpinned)
+        } else {
+            Err(Error::LaunchUnpinned)
+        }
+    }
+
     fn validate(self, format: &'static str) -> Result<Self, Error> {
         let bad = |reason: &str| Error::PolicyFile { format, reason: reason.into() };
         if self.min_report_version > self.max_report_version {
@@ -351,6 +439,12 @@ impl SnpPolicy {
         }
         if self.required_platform_info.iter().any(|f| self.forbidden_platform_info.contains(f)) {
             return Err(bad("a PLATFORM_INFO flag is both required and forbidden"));
+        }
+        // A guest without an ID block reports ID_KEY_DIGEST = 0: allowing zero pins nothing.
+        if self.id_key_digests.iter().chain(&self.author_key_digests).any(|d| d.0 == [0; 48]) {
+            return Err(bad(
+                "an all-zero id_key_digests / author_key_digests entry matches every guest without an ID block",
+            ));
         }
         Ok(self)
     }
@@ -454,6 +548,52 @@ mod tests {
         assert!(SnpPolicy::from_toml("unknown_key = 1").is_err());
         assert!(SnpPolicy::from_json(r#"{"report_data": "00"}"#).is_err());
         assert!(SnpPolicy::from_toml("min_report_version = 5\nmax_report_version = 3").is_err());
+    }
+
+    #[test]
+    fn vmpl_any_is_explicit_and_absent_is_strict() {
+        assert_eq!(SnpPolicy::from_toml("").unwrap().vmpl, Some(0));
+        assert_eq!(SnpPolicy::from_toml("vmpl = 2").unwrap().vmpl, Some(2));
+        assert_eq!(SnpPolicy::from_toml(r#"vmpl = "any""#).unwrap().vmpl, None);
+        assert_eq!(SnpPolicy::from_json(r#"{"vmpl": "any"}"#).unwrap().vmpl, None);
+        assert_eq!(SnpPolicy::from_json(r#"{"vmpl": 3}"#).unwrap().vmpl, Some(3));
+        for bad in ["vmpl = 4", "vmpl = -1", r#"vmpl = "Any""#, r#"vmpl = "0""#, "vmpl = 1.0", "vmpl = true"] {
+            assert!(SnpPolicy::from_toml(bad).is_err(), "{bad}");
+        }
+        // JSON null is not a way to say "any": it must be written out.
+        assert!(SnpPolicy::from_json(r#"{"vmpl": null}"#).is_err());
+        // Round trip through both formats.
+        for p in [SnpPolicy::default(), SnpPolicy { vmpl: None, ..SnpPolicy::default() }] {
+            assert_eq!(SnpPolicy::from_json(&serde_json::to_string(&p).unwrap()).unwrap(), p);
+            assert_eq!(SnpPolicy::from_toml(&toml::to_string(&p).unwrap()).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn launch_pinning_needs_an_allow_list_or_the_named_waiver() {
+        assert_eq!(SnpPolicy::default().launch_pinning(), Err(Error::LaunchUnpinned));
+        let m = format!("measurements = [\"{}\"]", "11".repeat(48));
+        assert_eq!(SnpPolicy::from_toml(&m).unwrap().launch_pinning(), Ok(LaunchPinning::Measurement));
+        let k = format!("id_key_digests = [\"{}\"]", "22".repeat(48));
+        assert_eq!(SnpPolicy::from_toml(&k).unwrap().launch_pinning(), Ok(LaunchPinning::IdKey));
+        let w = SnpPolicy::from_toml("dangerous_allow_unpinned_launch = true").unwrap();
+        assert_eq!(w.launch_pinning(), Ok(LaunchPinning::DangerouslyUnpinned));
+        // An all-zero ID key digest would match every guest without an ID block.
+        let zero = format!("id_key_digests = [\"{}\"]", "00".repeat(48));
+        assert!(SnpPolicy::from_toml(&zero).is_err());
+        // Pinned and waived at once: the pin wins (the waiver is then inert).
+        let both = SnpPolicy::from_toml(&format!("{m}\ndangerous_allow_unpinned_launch = true")).unwrap();
+        assert_eq!(both.launch_pinning(), Ok(LaunchPinning::Measurement));
+    }
+
+    /// The shipped example policies load, and say what their comments say.
+    #[test]
+    fn example_policies() {
+        let cloud = SnpPolicy::from_toml(include_str!("../../examples/policy/cloud.toml")).unwrap();
+        assert_eq!(cloud, SnpPolicy { allow_provisional_firmware: true, ..SnpPolicy::default() });
+        assert_eq!(cloud.launch_pinning(), Err(Error::LaunchUnpinned));
+        let strict = SnpPolicy::from_toml(include_str!("../../examples/policy/strict.toml")).unwrap();
+        assert_eq!((strict.vmpl, strict.launch_pinning()), (Some(0), Ok(LaunchPinning::Measurement)));
     }
 
     #[test]

@@ -129,6 +129,10 @@ fn touch_certificate(input: &[u8], c: &Certificate<'_>) {
     assert!(c.tbs().len() < input.len());
     let _ = (c.serial(), c.issuer().common_name(), c.subject().common_name(), c.not_before(), c.not_after());
     let _ = (c.public_key(), c.is_ca(), c.key_usage(), c.may_sign_certificates(), c.may_sign_crls());
+    let _ = c.path_len_constraint();
+    if let Some(eku) = c.extended_key_usage() {
+        assert!(eku.purposes().count() >= 1);
+    }
     let _ = (c.signature_algorithm(), c.signature(), c.spki());
     for e in c.extensions() {
         let _ = e;

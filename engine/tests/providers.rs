@@ -27,8 +27,7 @@ fn time() -> UnixTime {
 
 fn vectors(dir: &Path) -> Vec<Vector> {
     let runtime = common::read(dir, "constellation-azure-snp/runtimedata.bin");
-    let mut azure_rd = [0u8; 64];
-    azure_rd[..32].copy_from_slice(&attest_engine::crypto::default_provider().digests.sha256(&runtime));
+    let azure_rd = attest_engine::azure::hcl_report_data(attest_engine::crypto::default_provider(), &runtime);
     let aws_rd: [u8; 64] = hex::decode(
         "87ab7caf510e1b3520dc3cceb64ee44128e10976fb0d3fc5e274699d8aaf506154af4c1de0a026b49fdf861e9ac75551551b3534d1c61369a3b08f5baed0db2f",
     )

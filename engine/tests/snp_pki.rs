@@ -814,6 +814,7 @@ fn strict_policy(leaf: &Leaf) -> SnpPolicy {
         allow_provisional_firmware: false,
         revocation: Revocation::Require,
         allow_stale_crl: false,
+        dangerous_allow_unpinned_launch: false,
     }
 }
 

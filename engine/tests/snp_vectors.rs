@@ -54,8 +54,7 @@ fn constellation_azure_milan_accepts() {
     // The PEM from THIM and the DER from KDS are the same certificate.
     assert_eq!(common::certs(&dir, "constellation-azure-snp/vcek.pem")[0], v.certs[0]);
     let runtime = common::read(&dir, "constellation-azure-snp/runtimedata.bin");
-    let mut expected_rd = [0u8; 64];
-    expected_rd[..32].copy_from_slice(&attest_engine::crypto::default_provider().digests.sha256(&runtime));
+    let expected_rd = attest_engine::azure::hcl_report_data(attest_engine::crypto::default_provider(), &runtime);
     let mut req = v.request(at("2025-06-01"));
     req.report_data = Some(&expected_rd);
     let verifier = SnpVerifier::new();
@@ -102,6 +101,11 @@ fn constellation_azure_runtime_data_binding() {
     let digest = attest_engine::crypto::default_provider().digests.sha256(&runtime);
     assert_eq!(&report.report_data()[..32], &digest);
     assert_eq!(&report.report_data()[32..], &[0u8; 32]);
+    // The engine's one definition of the binding says the same, all 64 bytes.
+    assert_eq!(
+        report.report_data(),
+        &attest_engine::azure::hcl_report_data(attest_engine::crypto::default_provider(), &runtime)
+    );
 }
 
 #[test]

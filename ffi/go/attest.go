@@ -56,6 +56,9 @@ const (
 	CodeAKBindingMismatch      Code = C.ATTEST_RESULT_AK_BINDING_MISMATCH
 	CodeAKNotTrusted           Code = C.ATTEST_RESULT_AK_NOT_TRUSTED
 	CodePCRMismatch            Code = C.ATTEST_RESULT_PCR_MISMATCH
+	CodeNonceRequired          Code = C.ATTEST_RESULT_NONCE_REQUIRED
+	CodeLaunchUnpinned         Code = C.ATTEST_RESULT_LAUNCH_UNPINNED
+	CodeFreshnessBinding       Code = C.ATTEST_RESULT_FRESHNESS_BINDING_MISMATCH
 )
 
 // String is the code's static description.
@@ -293,9 +296,26 @@ func pcrPtr(p []C.attest_pcr_value) (*C.attest_pcr_value, C.size_t) {
 	return &p[0], C.size_t(len(p))
 }
 
+// VerifyOption adjusts a quote, Azure bundle or document verification.
+type VerifyOption func(*C.uint32_t)
+
+// AllowEmptyNonce accepts an empty nonce (ATTEST_VERIFY_ALLOW_EMPTY_NONCE). Without it an empty nonce is
+// refused with CodeNonceRequired: evidence verified for no nonce says nothing about freshness.
+func AllowEmptyNonce() VerifyOption {
+	return func(flags *C.uint32_t) { *flags |= C.ATTEST_VERIFY_ALLOW_EMPTY_NONCE }
+}
+
+func verifyFlags(opts []VerifyOption) C.uint32_t {
+	var flags C.uint32_t
+	for _, o := range opts {
+		o(&flags)
+	}
+	return flags
+}
+
 // VerifyTPMQuote verifies a TPM 2.0 quote by ak (SPKI DER, PEM, or TPM2B_PUBLIC) over pcrs with
-// extraData = nonce.
-func (v *Verifier) VerifyTPMQuote(ak, attestBytes, signature []byte, format SignatureFormat, pcrs []PCR, nonce []byte) (Verdict, error) {
+// extraData = nonce (non-empty unless AllowEmptyNonce is given).
+func (v *Verifier) VerifyTPMQuote(ak, attestBytes, signature []byte, format SignatureFormat, pcrs []PCR, nonce []byte, opts ...VerifyOption) (Verdict, error) {
 	cpcrs, err := pcrArg(pcrs)
 	if err != nil {
 		return Verdict{}, err
@@ -307,13 +327,14 @@ func (v *Verifier) VerifyTPMQuote(ak, attestBytes, signature []byte, format Sign
 	var out *C.attest_verdict
 	err = v.call(func(h *C.attest_verifier) C.attest_result {
 		pp, pn := pcrPtr(cpcrs)
-		return C.attest_verifier_verify_tpm_quote(h, ap, an, tp, tn, sp, sn, C.uint32_t(format), pp, pn, np, nn, &out)
+		return C.attest_verifier_verify_tpm_quote(h, ap, an, tp, tn, sp, sn, C.uint32_t(format), pp, pn, np, nn, verifyFlags(opts), &out)
 	})
 	return takeVerdict(out, err)
 }
 
-// VerifyAzureSNP verifies an Azure SNP vTPM bundle: HCL report + VCEK + the vTPM quote.
-func (v *Verifier) VerifyAzureSNP(hclReport, vcek, attestBytes, signature []byte, format SignatureFormat, pcrs []PCR, nonce []byte, t time.Time) (Verdict, error) {
+// VerifyAzureSNP verifies an Azure SNP vTPM bundle: HCL report + VCEK + the vTPM quote for nonce
+// (non-empty unless AllowEmptyNonce is given).
+func (v *Verifier) VerifyAzureSNP(hclReport, vcek, attestBytes, signature []byte, format SignatureFormat, pcrs []PCR, nonce []byte, t time.Time, opts ...VerifyOption) (Verdict, error) {
 	cpcrs, err := pcrArg(pcrs)
 	if err != nil {
 		return Verdict{}, err
@@ -326,14 +347,15 @@ func (v *Verifier) VerifyAzureSNP(hclReport, vcek, attestBytes, signature []byte
 	var out *C.attest_verdict
 	err = v.call(func(h *C.attest_verifier) C.attest_result {
 		pp, pn := pcrPtr(cpcrs)
-		return C.attest_verifier_verify_azure_snp(h, hp, hn, vp, vn, tp, tn, sp, sn, C.uint32_t(format), pp, pn, np, nn, unixTime(t), &out)
+		return C.attest_verifier_verify_azure_snp(h, hp, hn, vp, vn, tp, tn, sp, sn, C.uint32_t(format), pp, pn, np, nn, unixTime(t), verifyFlags(opts), &out)
 	})
 	return takeVerdict(out, err)
 }
 
 // VerifyDocument validates an attestation document (protobuf) of variant against a measurements file
-// (JSON or YAML) for nonce at time t (zero: now).
-func (v *Verifier) VerifyDocument(variant string, document, measurements, nonce []byte, t time.Time) (Verdict, error) {
+// (JSON or YAML) for nonce (non-empty unless AllowEmptyNonce is given) at time t (zero: now). The SNP
+// variants need a policy that pins the launch measurement (else CodeLaunchUnpinned).
+func (v *Verifier) VerifyDocument(variant string, document, measurements, nonce []byte, t time.Time, opts ...VerifyOption) (Verdict, error) {
 	vb := []byte(variant)
 	vp, vn := bytesArg(vb)
 	dp, dn := bytesArg(document)
@@ -341,7 +363,7 @@ func (v *Verifier) VerifyDocument(variant string, document, measurements, nonce 
 	np, nn := bytesArg(nonce)
 	var out *C.attest_verdict
 	err := v.call(func(h *C.attest_verifier) C.attest_result {
-		return C.attest_verifier_verify_document(h, vp, vn, dp, dn, mp, mn, np, nn, unixTime(t), &out)
+		return C.attest_verifier_verify_document(h, vp, vn, dp, dn, mp, mn, np, nn, unixTime(t), verifyFlags(opts), &out)
 	})
 	return takeVerdict(out, err)
 }

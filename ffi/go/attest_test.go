@@ -186,6 +186,10 @@ func TestVerifyTPMQuote(t *testing.T) {
 	}
 	_, err = v.VerifyTPMQuote(ak, msg, sig, SignatureRSASSASHA256, SHA256Bank(pcrs), []byte("challeng"))
 	wantCode(t, err, CodeNonceMismatch)
+	_, err = v.VerifyTPMQuote(ak, msg, sig, SignatureRSASSASHA256, SHA256Bank(pcrs), nil)
+	wantCode(t, err, CodeNonceRequired)
+	_, err = v.VerifyTPMQuote(ak, msg, sig, SignatureRSASSASHA256, SHA256Bank(pcrs), nil, AllowEmptyNonce())
+	wantCode(t, err, CodeNonceMismatch)
 	pcrs[0][0] ^= 1
 	_, err = v.VerifyTPMQuote(ak, msg, sig, SignatureRSASSASHA256, SHA256Bank(pcrs), []byte("challenge"))
 	wantCode(t, err, CodePCRDigestMismatch)
@@ -220,9 +224,16 @@ func TestVerifyAzureSNP(t *testing.T) {
 func TestVerifyDocumentErrors(t *testing.T) {
 	v := newVerifier(t, "")
 	defer v.Close()
-	_, err := v.VerifyDocument("no-such-variant", []byte{1}, []byte("{}"), nil, time.Time{})
+	nonce := []byte("nonce")
+	_, err := v.VerifyDocument("no-such-variant", []byte{1}, []byte("{}"), nonce, time.Time{})
 	wantCode(t, err, Code(6008))
-	_, err = v.VerifyDocument("qemu-vtpm", []byte{0xff, 0xff}, []byte(`{"4": {"expected": "`+hex.EncodeToString(make([]byte, 32))+`", "warnOnly": false}}`), nil, time.Time{})
+	measurements := []byte(`{"4": {"expected": "` + hex.EncodeToString(make([]byte, 32)) + `", "warnOnly": false}}`)
+	_, err = v.VerifyDocument("qemu-vtpm", []byte{0xff, 0xff}, measurements, nonce, time.Time{})
+	wantCode(t, err, Code(6007))
+	// An empty nonce is refused unless the caller allows it explicitly.
+	_, err = v.VerifyDocument("qemu-vtpm", []byte{0xff, 0xff}, measurements, nil, time.Time{})
+	wantCode(t, err, CodeNonceRequired)
+	_, err = v.VerifyDocument("qemu-vtpm", []byte{0xff, 0xff}, measurements, nil, time.Time{}, AllowEmptyNonce())
 	wantCode(t, err, Code(6007))
 }
 

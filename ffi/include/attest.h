@@ -30,6 +30,14 @@
 #define ATTEST_TIME_NOW 0
 
 /**
+ * `flags` of the quote and document verifications: accept an empty nonce (NULL, 0). Without it an empty
+ * nonce is refused with `ATTEST_RESULT_NONCE_REQUIRED`: evidence verified for no nonce proves nothing about
+ * freshness (a recorded quote replays forever). Set it only for evidence that was produced without a nonce
+ * on purpose (e.g. recorded test vectors).
+ */
+#define ATTEST_VERIFY_ALLOW_EMPTY_NONCE 1
+
+/**
  * `signature_format`: a marshalled TPMT_SIGNATURE, as TPM2_Quote returns it.
  */
 #define ATTEST_QUOTE_SIGNATURE_TPMT 0
@@ -143,6 +151,11 @@ enum attest_result
    * The engine reports an API misuse (e.g. an expected REPORT_DATA that is not 64 bytes).
    */
   ATTEST_RESULT_MISUSE = 1006,
+  /**
+   * An empty nonce was passed without `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`: the verification would say
+   * nothing about freshness.
+   */
+  ATTEST_RESULT_NONCE_REQUIRED = 1007,
   /**
    * Another SEV-SNP report error.
    */
@@ -272,6 +285,14 @@ enum attest_result
    */
   ATTEST_RESULT_CRL_MISSING = 3019,
   /**
+   * An issuer's pathLenConstraint allows fewer intermediates below it than the path has.
+   */
+  ATTEST_RESULT_PATH_LEN_CONSTRAINT_VIOLATED = 3020,
+  /**
+   * A certificate's extended key usage does not list the required purpose.
+   */
+  ATTEST_RESULT_EXTENDED_KEY_USAGE_NOT_PERMITTED = 3021,
+  /**
    * Another TPM error.
    */
   ATTEST_RESULT_TPM_OTHER = 4000,
@@ -335,6 +356,11 @@ enum attest_result
    * The measurements file (JSON/YAML) is invalid.
    */
   ATTEST_RESULT_MEASUREMENTS_FILE = 5002,
+  /**
+   * An SNP-based variant's policy pins no launch measurement and does not set
+   * `dangerous_allow_unpinned_launch`.
+   */
+  ATTEST_RESULT_LAUNCH_UNPINNED = 5003,
   /**
    * Policy check `report_structure` failed.
    */
@@ -499,6 +525,10 @@ enum attest_result
    * The variant name is not one this build supports.
    */
   ATTEST_RESULT_UNSUPPORTED_VARIANT = 6008,
+  /**
+   * The SNP report does not bind this attestation's AK and nonce (a replayed or foreign report).
+   */
+  ATTEST_RESULT_FRESHNESS_BINDING_MISMATCH = 6009,
   /**
    * Another encoding error.
    */
@@ -705,7 +735,8 @@ size_t attest_verdict_check_count(const struct attest_verdict *verdict);
  *
  * Names: the engine's SNP checks (`report_signature`, `measurement`, …), then for quotes
  * `tpm_quote_signature`, `tpm_nonce`, `tpm_pcr_digest`; Azure adds `ak_binding`; documents add `ak_trust`,
- * `event_log` and one `pcr_<n>` per expected PCR.
+ * `event_log`, `launch_measurement` (SNP variants; waived under `dangerous_allow_unpinned_launch`) and one
+ * `pcr_<n>` per expected PCR.
  */
 attest_result attest_verdict_check(const struct attest_verdict *verdict,
                                    size_t index,
@@ -897,7 +928,9 @@ attest_result attest_verifier_verify_snp(const struct attest_verifier *verifier,
  * - `attest`: TPMS_ATTEST as returned by TPM2_Quote; `signature` in `signature_format`
  *   (`ATTEST_QUOTE_SIGNATURE_*`).
  * - `pcrs`: the presented PCR values (`pcrs_len` entries); every PCR the quote selects must be present.
- * - `nonce`: the expected extraData, exactly (NULL, 0 for an empty one).
+ * - `nonce`: the expected extraData, exactly. Empty (NULL, 0) only with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in
+ *   `flags`; otherwise `ATTEST_RESULT_NONCE_REQUIRED`.
+ * - `flags`: 0 or `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`; other bits are `ATTEST_RESULT_INVALID_PARAMETER`.
  *
  * SHA-1 banks are refused. On success `*out` holds a new verdict with the quoted SHA-256 PCRs.
  */
@@ -913,14 +946,16 @@ attest_result attest_verifier_verify_tpm_quote(const struct attest_verifier *ver
                                                size_t pcrs_len,
                                                const uint8_t *nonce,
                                                size_t nonce_len,
+                                               uint32_t flags,
                                                struct attest_verdict **out);
 
 /**
  * Verifies an Azure SEV-SNP vTPM bundle: the HCL report's SNP report (against `vcek`, DER or PEM with
  * optional chain, and the verifier's policy), its binding of the runtime data, the HCLAkPub attestation
- * key in it, and the vTPM quote by that key over `pcrs` with extraData = `nonce`.
- * `signature_format` is usually `ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256` (Azure's bundles carry bare
- * signatures). On success `*out` holds a verdict with the SNP and quote parts.
+ * key in it, and the vTPM quote by that key over `pcrs` with extraData = `nonce` (empty only with
+ * `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`). `signature_format` is usually
+ * `ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256` (Azure's bundles carry bare signatures). On success `*out` holds a
+ * verdict with the SNP and quote parts.
  */
 attest_result attest_verifier_verify_azure_snp(const struct attest_verifier *verifier,
                                                const uint8_t *hcl_report,
@@ -937,6 +972,7 @@ attest_result attest_verifier_verify_azure_snp(const struct attest_verifier *ver
                                                const uint8_t *nonce,
                                                size_t nonce_len,
                                                uint64_t time,
+                                               uint32_t flags,
                                                struct attest_verdict **out);
 
 /**
@@ -944,12 +980,15 @@ attest_result attest_verifier_verify_azure_snp(const struct attest_verifier *ver
  * certificates) for the attestation variant named `(variant, variant_len)` ("qemu-vtpm",
  * "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp") against the expected PCRs of a measurements file
  * (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and never empty) and
- * the verifier's SNP policy, for the verifier's `nonce` at the trusted `time`.
+ * the verifier's SNP policy, for the verifier's `nonce` at the trusted `time`. An empty nonce needs
+ * `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.
  *
- * `qemu-vtpm` documents need their AK pinned first (`attest_verifier_pin_ak`). The measurements file is
- * parsed on every call (≈ µs for a release file). On success `*out` holds a verdict with the SNP part (SNP
- * variants), the quote, `ak_trust`, `event_log`, and one `pcr_<n>` check per expected PCR (outcome
- * `ATTEST_OUTCOME_WARNED` for warn-only mismatches).
+ * `qemu-vtpm` documents need their AK pinned first (`attest_verifier_pin_ak`). The SNP variants need a
+ * policy that pins the launch (`measurements` or `id_key_digests`) or sets `dangerous_allow_unpinned_launch`
+ * (else `ATTEST_RESULT_LAUNCH_UNPINNED`). The measurements file is parsed on every call (≈ µs for a release
+ * file). On success `*out` holds a verdict with the SNP part (SNP variants), the quote, `ak_trust`,
+ * `event_log`, `launch_measurement` (SNP variants: passed when pinned, waived under the waiver), and one
+ * `pcr_<n>` check per expected PCR (outcome `ATTEST_OUTCOME_WARNED` for warn-only mismatches).
  */
 attest_result attest_verifier_verify_document(const struct attest_verifier *verifier,
                                               const uint8_t *variant,
@@ -961,6 +1000,7 @@ attest_result attest_verifier_verify_document(const struct attest_verifier *veri
                                               const uint8_t *nonce,
                                               size_t nonce_len,
                                               uint64_t time,
+                                              uint32_t flags,
                                               struct attest_verdict **out);
 
 #ifdef __cplusplus

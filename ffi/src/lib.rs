@@ -38,6 +38,8 @@
 //! - **Borrowed outputs** (`attest_str`, `attest_bytes`) point into the verdict and are valid until
 //!   `attest_verdict_free`; check names and product/signer/variant names are static.
 //! - **Time** is an explicit trusted time in seconds since 1970; `ATTEST_TIME_NOW` (0) reads the clock.
+//! - **Nonces** must not be empty: the quote and document verifications refuse an empty nonce with
+//!   `ATTEST_RESULT_NONCE_REQUIRED` unless `flags` holds `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`.
 //!
 //! # Unsafe code
 //!
@@ -64,8 +66,8 @@ pub use verdict::{
 };
 pub use verifier::{
     ATTEST_QUOTE_SIGNATURE_RSAPSS_SHA256, ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, ATTEST_QUOTE_SIGNATURE_TPMT,
-    ATTEST_TIME_NOW, attest_pcr_value, attest_result_text, attest_verifier, attest_verifier_free,
-    attest_verifier_last_error, attest_verifier_new, attest_verifier_pin_ak, attest_verifier_set_crl,
-    attest_verifier_set_policy_json, attest_verifier_verify_azure_snp, attest_verifier_verify_document,
-    attest_verifier_verify_snp, attest_verifier_verify_tpm_quote, attest_version,
+    ATTEST_TIME_NOW, ATTEST_VERIFY_ALLOW_EMPTY_NONCE, attest_pcr_value, attest_result_text, attest_verifier,
+    attest_verifier_free, attest_verifier_last_error, attest_verifier_new, attest_verifier_pin_ak,
+    attest_verifier_set_crl, attest_verifier_set_policy_json, attest_verifier_verify_azure_snp,
+    attest_verifier_verify_document, attest_verifier_verify_snp, attest_verifier_verify_tpm_quote, attest_version,
 };

@@ -44,6 +44,9 @@ pub enum attest_result {
     CertificateNotCached = 1005,
     /// The engine reports an API misuse (e.g. an expected REPORT_DATA that is not 64 bytes).
     Misuse = 1006,
+    /// An empty nonce was passed without `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`: the verification would say
+    /// nothing about freshness.
+    NonceRequired = 1007,
 
     // ---- 2000: SEV-SNP report -------------------------------------------------------------------------
     /// Another SEV-SNP report error.
@@ -112,6 +115,10 @@ pub enum attest_result {
     CrlNotYetValid = 3018,
     /// The policy requires a CRL and none was installed.
     CrlMissing = 3019,
+    /// An issuer's pathLenConstraint allows fewer intermediates below it than the path has.
+    PathLenConstraintViolated = 3020,
+    /// A certificate's extended key usage does not list the required purpose.
+    ExtendedKeyUsageNotPermitted = 3021,
 
     // ---- 4000: TPM ----------------------------------------------------------------------------------------
     /// Another TPM error.
@@ -148,6 +155,9 @@ pub enum attest_result {
     PolicyFile = 5001,
     /// The measurements file (JSON/YAML) is invalid.
     MeasurementsFile = 5002,
+    /// An SNP-based variant's policy pins no launch measurement and does not set
+    /// `dangerous_allow_unpinned_launch`.
+    LaunchUnpinned = 5003,
     /// Policy check `report_structure` failed.
     PolicyReportStructure = 5101,
     /// Policy check `product` failed (product not allowed).
@@ -232,6 +242,8 @@ pub enum attest_result {
     DocumentMalformed = 6007,
     /// The variant name is not one this build supports.
     UnsupportedVariant = 6008,
+    /// The SNP report does not bind this attestation's AK and nonce (a replayed or foreign report).
+    FreshnessBindingMismatch = 6009,
 
     // ---- 7000: shared encoding ---------------------------------------------------------------------------
     /// Another encoding error.
@@ -276,6 +288,7 @@ result_table! {
     NotAvailable => "the verdict has no such item",
     CertificateNotCached => "no certificate given and none cached for this report",
     Misuse => "API misuse reported by the engine",
+    NonceRequired => "an empty nonce needs ATTEST_VERIFY_ALLOW_EMPTY_NONCE",
     SnpOther => "SEV-SNP report error",
     UnsupportedReportVersion => "unsupported SEV-SNP report version",
     UnsupportedReportSignatureAlgorithm => "unsupported SEV-SNP report signature algorithm",
@@ -308,6 +321,8 @@ result_table! {
     CrlStale => "CRL is stale",
     CrlNotYetValid => "CRL not yet valid",
     CrlMissing => "CRL required but missing",
+    PathLenConstraintViolated => "certificate path longer than an issuer's pathLenConstraint allows",
+    ExtendedKeyUsageNotPermitted => "certificate does not allow the required extended key usage",
     TpmOther => "TPM error",
     TpmMalformed => "malformed TPM structure",
     UnsupportedTpmAlgorithm => "unsupported TPM algorithm",
@@ -324,6 +339,7 @@ result_table! {
     PolicyViolation => "policy check failed",
     PolicyFile => "invalid policy file",
     MeasurementsFile => "invalid measurements file",
+    LaunchUnpinned => "SNP policy pins no launch measurement",
     PolicyReportStructure => "policy check failed: report_structure",
     PolicyProduct => "policy check failed: product",
     PolicyCertificateChain => "policy check failed: certificate_chain",
@@ -365,6 +381,7 @@ result_table! {
     PcrMismatch => "PCR does not have its expected value",
     DocumentMalformed => "malformed attestation document",
     UnsupportedVariant => "unsupported attestation variant",
+    FreshnessBindingMismatch => "SNP report does not bind this attestation's key and nonce",
     EncodingOther => "encoding error",
     Truncated => "input truncated",
     TrailingData => "trailing data after a structure",
@@ -457,6 +474,8 @@ impl From<&Error> for attest_result {
             Error::Revoked { .. } => R::Revoked,
             Error::UnknownIssuer { .. } => R::UnknownIssuer,
             Error::PathBudgetExceeded => R::PathBudgetExceeded,
+            Error::PathLenConstraintViolated { .. } => R::PathLenConstraintViolated,
+            Error::ExtendedKeyUsageNotPermitted { .. } => R::ExtendedKeyUsageNotPermitted,
             Error::CrlSignatureInvalid => R::CrlSignatureInvalid,
             Error::CrlStale { .. } => R::CrlStale,
             Error::CrlNotYetValid { .. } => R::CrlNotYetValid,
@@ -478,6 +497,8 @@ impl From<&Error> for attest_result {
             Error::MissingEvidence { .. } => R::MissingEvidence,
             Error::AkNotTrusted { .. } => R::AkNotTrusted,
             Error::AkBindingMismatch { .. } => R::AkBindingMismatch,
+            Error::FreshnessBindingMismatch { .. } => R::FreshnessBindingMismatch,
+            Error::LaunchUnpinned => R::LaunchUnpinned,
             Error::PcrMismatch { .. } => R::PcrMismatch,
             Error::Policy(v) => R::for_check(v.check),
             Error::PolicyFile { .. } => R::PolicyFile,
@@ -577,6 +598,7 @@ mod tests {
             (R::NotAvailable, 1004),
             (R::CertificateNotCached, 1005),
             (R::Misuse, 1006),
+            (R::NonceRequired, 1007),
             (R::SnpOther, 2000),
             (R::UnsupportedReportVersion, 2001),
             (R::UnsupportedReportSignatureAlgorithm, 2002),
@@ -609,6 +631,8 @@ mod tests {
             (R::CrlStale, 3017),
             (R::CrlNotYetValid, 3018),
             (R::CrlMissing, 3019),
+            (R::PathLenConstraintViolated, 3020),
+            (R::ExtendedKeyUsageNotPermitted, 3021),
             (R::TpmOther, 4000),
             (R::TpmMalformed, 4001),
             (R::UnsupportedTpmAlgorithm, 4002),
@@ -625,6 +649,7 @@ mod tests {
             (R::PolicyViolation, 5000),
             (R::PolicyFile, 5001),
             (R::MeasurementsFile, 5002),
+            (R::LaunchUnpinned, 5003),
             (R::PolicyReportStructure, 5101),
             (R::PolicyProduct, 5102),
             (R::PolicyCertificateChain, 5103),
@@ -666,6 +691,7 @@ mod tests {
             (R::PcrMismatch, 6006),
             (R::DocumentMalformed, 6007),
             (R::UnsupportedVariant, 6008),
+            (R::FreshnessBindingMismatch, 6009),
             (R::EncodingOther, 7000),
             (R::Truncated, 7001),
             (R::TrailingData, 7002),
@@ -722,6 +748,13 @@ mod tests {
             (Error::Truncated { structure: "x", needed: 2, found: 1 }, attest_result_is_encoding_error),
             (Error::Misuse { reason: "r" }, attest_result_is_api_error),
             (Error::PolicyFile { format: "json", reason: "r".into() }, attest_result_is_policy_error),
+            (Error::LaunchUnpinned, attest_result_is_policy_error),
+            (Error::FreshnessBindingMismatch { expected: b.clone(), found: b.clone() }, attest_result_is_variant_error),
+            (
+                Error::PathLenConstraintViolated { role: CertRole::Intermediate, path_len: 0, intermediates_below: 1 },
+                attest_result_is_x509_error,
+            ),
+            (Error::ExtendedKeyUsageNotPermitted { role: CertRole::Leaf, depth: 0 }, attest_result_is_x509_error),
         ];
         for (e, domain) in samples {
             let r = attest_result::from(&e);

@@ -264,7 +264,8 @@ pub extern "C" fn attest_verdict_check_count(verdict: *const attest_verdict) -> 
 ///
 /// Names: the engine's SNP checks (`report_signature`, `measurement`, …), then for quotes
 /// `tpm_quote_signature`, `tpm_nonce`, `tpm_pcr_digest`; Azure adds `ak_binding`; documents add `ak_trust`,
-/// `event_log` and one `pcr_<n>` per expected PCR.
+/// `event_log`, `launch_measurement` (SNP variants; waived under `dangerous_allow_unpinned_launch`) and one
+/// `pcr_<n>` per expected PCR.
 #[unsafe(no_mangle)]
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
 pub extern "C" fn attest_verdict_check(

@@ -25,7 +25,7 @@ use attest_engine::tpm::alg::hash_from_tpm;
 use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmtPublic, verify_quote};
 use attest_engine::variant::{AkBasis, PcrOutcome, StaticAkRegistry, Validator, Variant};
 use attest_engine::x509::pem::{certificates_from_pem_or_der, parse_pem};
-use attest_engine::{Error, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::{Error, LaunchPinning, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_char;
@@ -36,6 +36,12 @@ pub const ATTEST_LEAF_STORE_CAPACITY: usize = 256;
 
 /// Use the current system time as the trusted time (`time` argument of the verify calls).
 pub const ATTEST_TIME_NOW: u64 = 0;
+
+/// `flags` of the quote and document verifications: accept an empty nonce (NULL, 0). Without it an empty
+/// nonce is refused with `ATTEST_RESULT_NONCE_REQUIRED`: evidence verified for no nonce proves nothing about
+/// freshness (a recorded quote replays forever). Set it only for evidence that was produced without a nonce
+/// on purpose (e.g. recorded test vectors).
+pub const ATTEST_VERIFY_ALLOW_EMPTY_NONCE: u32 = 1;
 
 /// `signature_format`: a marshalled TPMT_SIGNATURE, as TPM2_Quote returns it.
 pub const ATTEST_QUOTE_SIGNATURE_TPMT: u32 = 0;
@@ -203,6 +209,21 @@ fn required<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Fail
         return Err(Failure { code: attest_result::NullParameter, message: format!("{what} is NULL") });
     }
     input(ptr, len)
+}
+
+/// Checks `flags` (only `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` is defined) and refuses an empty nonce without it.
+fn check_nonce(nonce: &[u8], flags: u32) -> Result<(), Failure> {
+    if flags & !ATTEST_VERIFY_ALLOW_EMPTY_NONCE != 0 {
+        return Err(misuse("unknown flags"));
+    }
+    if nonce.is_empty() && flags & ATTEST_VERIFY_ALLOW_EMPTY_NONCE == 0 {
+        return Err(Failure {
+            code: attest_result::NonceRequired,
+            message: "the nonce is empty; pass ATTEST_VERIFY_ALLOW_EMPTY_NONCE to verify evidence without freshness"
+                .to_owned(),
+        });
+    }
+    Ok(())
 }
 
 fn out_param<'a, T>(ptr: *mut T) -> Result<OutPtr<'a, T>, Failure> {
@@ -489,7 +510,9 @@ pub extern "C" fn attest_verifier_verify_snp(
 /// - `attest`: TPMS_ATTEST as returned by TPM2_Quote; `signature` in `signature_format`
 ///   (`ATTEST_QUOTE_SIGNATURE_*`).
 /// - `pcrs`: the presented PCR values (`pcrs_len` entries); every PCR the quote selects must be present.
-/// - `nonce`: the expected extraData, exactly (NULL, 0 for an empty one).
+/// - `nonce`: the expected extraData, exactly. Empty (NULL, 0) only with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in
+///   `flags`; otherwise `ATTEST_RESULT_NONCE_REQUIRED`.
+/// - `flags`: 0 or `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`; other bits are `ATTEST_RESULT_INVALID_PARAMETER`.
 ///
 /// SHA-1 banks are refused. On success `*out` holds a new verdict with the quoted SHA-256 PCRs.
 #[unsafe(no_mangle)]
@@ -508,6 +531,7 @@ pub extern "C" fn attest_verifier_verify_tpm_quote(
     pcrs_len: usize,
     nonce: *const u8,
     nonce_len: usize,
+    flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
     call(verifier, |v| {
@@ -517,6 +541,7 @@ pub extern "C" fn attest_verifier_verify_tpm_quote(
         let pcrs = input(pcrs, pcrs_len)?;
         let nonce = input(nonce, nonce_len)?;
         let out = out_param(out)?;
+        check_nonce(nonce, flags)?;
 
         let pem_der;
         let tpmt;
@@ -549,9 +574,10 @@ pub extern "C" fn attest_verifier_verify_tpm_quote(
 
 /// Verifies an Azure SEV-SNP vTPM bundle: the HCL report's SNP report (against `vcek`, DER or PEM with
 /// optional chain, and the verifier's policy), its binding of the runtime data, the HCLAkPub attestation
-/// key in it, and the vTPM quote by that key over `pcrs` with extraData = `nonce`.
-/// `signature_format` is usually `ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256` (Azure's bundles carry bare
-/// signatures). On success `*out` holds a verdict with the SNP and quote parts.
+/// key in it, and the vTPM quote by that key over `pcrs` with extraData = `nonce` (empty only with
+/// `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`). `signature_format` is usually
+/// `ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256` (Azure's bundles carry bare signatures). On success `*out` holds a
+/// verdict with the SNP and quote parts.
 #[unsafe(no_mangle)]
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
 #[allow(clippy::too_many_arguments)]
@@ -571,6 +597,7 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
     nonce: *const u8,
     nonce_len: usize,
     time: u64,
+    flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
     call(verifier, |v| {
@@ -582,6 +609,7 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
         let nonce = input(nonce, nonce_len)?;
         let out = out_param(out)?;
         let time = trusted_time(time)?;
+        check_nonce(nonce, flags)?;
 
         let (vcek, extras) = leaf_and_chain(vcek)?;
         let pcrs = pcr_values(pcrs)?;
@@ -609,12 +637,15 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
 /// certificates) for the attestation variant named `(variant, variant_len)` ("qemu-vtpm",
 /// "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp") against the expected PCRs of a measurements file
 /// (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and never empty) and
-/// the verifier's SNP policy, for the verifier's `nonce` at the trusted `time`.
+/// the verifier's SNP policy, for the verifier's `nonce` at the trusted `time`. An empty nonce needs
+/// `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.
 ///
-/// `qemu-vtpm` documents need their AK pinned first (`attest_verifier_pin_ak`). The measurements file is
-/// parsed on every call (≈ µs for a release file). On success `*out` holds a verdict with the SNP part (SNP
-/// variants), the quote, `ak_trust`, `event_log`, and one `pcr_<n>` check per expected PCR (outcome
-/// `ATTEST_OUTCOME_WARNED` for warn-only mismatches).
+/// `qemu-vtpm` documents need their AK pinned first (`attest_verifier_pin_ak`). The SNP variants need a
+/// policy that pins the launch (`measurements` or `id_key_digests`) or sets `dangerous_allow_unpinned_launch`
+/// (else `ATTEST_RESULT_LAUNCH_UNPINNED`). The measurements file is parsed on every call (≈ µs for a release
+/// file). On success `*out` holds a verdict with the SNP part (SNP variants), the quote, `ak_trust`,
+/// `event_log`, `launch_measurement` (SNP variants: passed when pinned, waived under the waiver), and one
+/// `pcr_<n>` check per expected PCR (outcome `ATTEST_OUTCOME_WARNED` for warn-only mismatches).
 #[unsafe(no_mangle)]
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
 #[allow(clippy::too_many_arguments)]
@@ -629,6 +660,7 @@ pub extern "C" fn attest_verifier_verify_document(
     nonce: *const u8,
     nonce_len: usize,
     time: u64,
+    flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
     call(verifier, |v| {
@@ -638,6 +670,7 @@ pub extern "C" fn attest_verifier_verify_document(
         let nonce = input(nonce, nonce_len)?;
         let out = out_param(out)?;
         let time = trusted_time(time)?;
+        check_nonce(nonce, flags)?;
 
         let variant = std::str::from_utf8(variant).ok().and_then(Variant::from_name).ok_or_else(|| Failure {
             code: attest_result::UnsupportedVariant,
@@ -659,6 +692,13 @@ pub extern "C" fn attest_verifier_verify_document(
         verdict = verdict.check("ak_trust", attest_outcome::Passed).with_quote(&ok.quote);
         let log = if ok.event_log_replayed { attest_outcome::Passed } else { attest_outcome::Waived };
         verdict = verdict.check("event_log", log);
+        match ok.launch {
+            LaunchPinning::Measurement | LaunchPinning::IdKey => {
+                verdict = verdict.check("launch_measurement", attest_outcome::Passed);
+            }
+            LaunchPinning::DangerouslyUnpinned => verdict = verdict.check("launch_measurement", attest_outcome::Waived),
+            LaunchPinning::NotApplicable => {}
+        }
         for (index, outcome) in &ok.pcrs {
             let o = match outcome {
                 PcrOutcome::Match => attest_outcome::Passed,
@@ -666,13 +706,7 @@ pub extern "C" fn attest_verifier_verify_document(
             };
             verdict = verdict.check(format!("pcr_{index}"), o);
         }
-        let basis = match ok.ak_basis {
-            AkBasis::CredentialActivation => "credential-activation",
-            AkBasis::TrustOnFirstUse => "trust-on-first-use",
-            AkBasis::Pinned => "pinned",
-            AkBasis::HardwareReport => "hardware-report",
-        };
-        write_verdict(out, verdict.with_variant(ok.variant.name(), basis));
+        write_verdict(out, verdict.with_variant(ok.variant.name(), ok.ak_basis.name()));
         Ok(())
     })
 }

@@ -114,6 +114,9 @@ fn write_fixtures(dir: &Path) {
         )
     };
     std::fs::write(dir.join("qemu-doc.pb"), doc.encode_to_vec()).unwrap();
+    // The same TPM evidence labelled aws-sev-snp (no SNP evidence): for the launch-pinning gate.
+    let aws = AttestationDocument { variant: "aws-sev-snp".into(), ..doc.clone() };
+    std::fs::write(dir.join("aws-doc.pb"), aws.encode_to_vec()).unwrap();
     std::fs::write(dir.join("measurements.json"), measurements(&pcrs[4])).unwrap();
     std::fs::write(dir.join("measurements-wrong.json"), measurements(&[0x11; 32])).unwrap();
     std::fs::write(dir.join("ak.tpm2b"), ak.tpm2b_public()).unwrap();

@@ -22,6 +22,7 @@ pub mod h2raw;
 pub mod tempdir;
 pub mod testdata;
 pub mod tpm;
+pub mod x509;
 
 mod crl;
 mod leaf;

@@ -11,12 +11,34 @@
 //! 0x4D4 variable data (runtime claims JSON) [variable_data_size], then padding to the NV index size
 //! ```
 //!
-//! For SNP the hardware report's REPORT_DATA[0..32] is SHA-256 of the variable data; [`HclReport::check_binding`]
-//! checks that against the received bytes.
+//! # The binding (one definition)
+//!
+//! The paravisor asks the hardware for a report whose REPORT_DATA is
+//!
+//! ```text
+//! REPORT_DATA[0..32]  = SHA-256(variable data)      (hash_type 1; the only one accepted)
+//! REPORT_DATA[32..64] = 32 zero bytes
+//! ```
+//!
+//! [`hcl_report_data`] computes those 64 bytes and [`HclReport::check_report_data`] compares **all 64** of them
+//! (never a 32-byte prefix: bytes the comparison skips are bytes an attacker may choose). Every consumer —
+//! the Azure bundle verifier ([`crate::azure::verify_azure_snp`]), the `azure-sev-snp` variant and the CLI —
+//! goes through these two functions.
 
 use crate::crypto::CryptoProvider;
 use crate::error::{Bytes, Error};
 use crate::snp::REPORT_SIZE;
+
+/// Offset of REPORT_DATA in an SNP ATTESTATION_REPORT (SNP ABI spec 56860, Table "ATTESTATION_REPORT").
+const SNP_REPORT_DATA: core::ops::Range<usize> = 0x50..0x90;
+
+/// The REPORT_DATA a hardware report inside an HCL report carries for `runtime_data`: SHA-256 of it followed
+/// by 32 zero bytes (see the module documentation).
+pub fn hcl_report_data(provider: &CryptoProvider, runtime_data: &[u8]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    out[..32].copy_from_slice(&provider.digests.sha256(runtime_data));
+    out
+}
 
 /// Size of the HCL header.
 pub const HCL_HEADER_SIZE: usize = 0x20;
@@ -125,21 +147,33 @@ impl<'a> HclReport<'a> {
         self.var_data
     }
 
-    /// Checks that the SNP report's REPORT_DATA[0..32] is SHA-256 of the variable data.
-    pub fn check_binding(&self, provider: &CryptoProvider) -> Result<(), Error> {
-        let report = self.snp_report().ok_or(Error::Misuse { reason: "binding check needs an SNP HCL report" })?;
+    /// The REPORT_DATA the hardware report must carry for this report's variable data ([`hcl_report_data`]).
+    /// Only hash type 1 (SHA-256) is accepted.
+    pub fn expected_report_data(&self, provider: &CryptoProvider) -> Result<[u8; 64], Error> {
         if self.hash_type != 1 {
-            return Err(Error::UnsupportedAlgorithm { what: "HCL hash type (need SHA-256)" });
+            return Err(Error::UnsupportedAlgorithm { what: "HCL runtime-data hash (need SHA-256)" });
         }
-        let digest = provider.digests.sha256(self.var_data);
-        let found = &report[0x50..0x70];
-        if found != digest {
-            return Err(Error::Policy(crate::error::PolicyViolation {
-                check: crate::policy::Check::ReportData,
-                expected: crate::error::Value::Bytes(Bytes::new(&digest)),
-                found: crate::error::Value::Bytes(Bytes::new(found)),
-            }));
+        Ok(hcl_report_data(provider, self.var_data))
+    }
+
+    /// Checks `found` — the REPORT_DATA of the hardware report, taken from a *verified* report — against
+    /// [`HclReport::expected_report_data`], all 64 bytes. A mismatch is [`Error::AkBindingMismatch`]: the
+    /// runtime data carries the vTPM attestation key, so an unbound runtime data is an unbound key.
+    pub fn check_report_data(&self, provider: &CryptoProvider, found: &[u8; 64]) -> Result<(), Error> {
+        let expected = self.expected_report_data(provider)?;
+        if &expected != found {
+            return Err(Error::AkBindingMismatch { expected: Bytes::new(&expected), found: Bytes::new(found) });
         }
         Ok(())
+    }
+
+    /// Checks the SNP hardware report's own REPORT_DATA (all 64 bytes) against the variable data, without
+    /// verifying the report's signature: a structural check for tools that inspect reports; verifiers call
+    /// [`HclReport::check_report_data`] with the REPORT_DATA of the verified report instead.
+    pub fn check_binding(&self, provider: &CryptoProvider) -> Result<(), Error> {
+        let report = self.snp_report().ok_or(Error::Misuse { reason: "binding check needs an SNP HCL report" })?;
+        let mut found = [0u8; 64];
+        found.copy_from_slice(&report[SNP_REPORT_DATA]);
+        self.check_report_data(provider, &found)
     }
 }

@@ -5,6 +5,6 @@ pub mod hcl;
 pub mod runtime;
 pub mod vtpm;
 
-pub use hcl::{HardwareReportType, HclReport, IGVM_REQUEST_HEADER_SIZE};
+pub use hcl::{HardwareReportType, HclReport, IGVM_REQUEST_HEADER_SIZE, hcl_report_data};
 pub use runtime::RuntimeData;
 pub use vtpm::{AzureSnpRequest, VerifiedAzureSnp, verify_azure_snp};

@@ -1,9 +1,11 @@
-//! Azure SEV-SNP vTPM: SNP chain → SNP report → runtime data (REPORT_DATA = SHA-256(var data) ‖ 0³²) →
-//! HCLAkPub → TPM quote → PCRs.
+//! Azure SEV-SNP vTPM: SNP chain → SNP report (VCEK-signed) → runtime data (REPORT_DATA =
+//! SHA-256(var data) ‖ 0³², [`super::hcl_report_data`]) → HCLAkPub → TPM quote → PCRs.
+//!
+//! Azure's SNP CVMs sign with VCEKs; a VLEK-signed report is refused ([`crate::policy::Check::SigningKey`]).
 
 use super::hcl::HclReport;
 use super::runtime::RuntimeData;
-use crate::error::{Bytes, Error};
+use crate::error::{CertRole, Error};
 use crate::policy::SnpPolicy;
 use crate::snp::{SnpRequest, SnpVerifier, VerifiedReport};
 use crate::time::UnixTime;
@@ -49,9 +51,7 @@ pub fn verify_azure_snp<'a>(
 ) -> Result<VerifiedAzureSnp<'a>, Error> {
     let hcl = HclReport::parse(req.hcl_report)?;
     let report = hcl.snp_report().ok_or(Error::MissingEvidence { what: "an SNP hardware report in the HCL report" })?;
-    if hcl.hash_type() != 1 {
-        return Err(Error::UnsupportedAlgorithm { what: "HCL runtime-data hash (need SHA-256)" });
-    }
+    hcl.expected_report_data(verifier.provider())?;
     let snp_req = SnpRequest {
         report,
         leaf: req.vcek,
@@ -62,13 +62,8 @@ pub fn verify_azure_snp<'a>(
         time: req.time,
     };
     let snp = verifier.verify(&snp_req, policy)?;
-    // The binding, exactly: REPORT_DATA = SHA-256(variable data) followed by 32 zero bytes.
-    let mut expected = [0u8; 64];
-    expected[..32].copy_from_slice(&verifier.provider().digests.sha256(hcl.variable_data()));
-    let found = snp.report().report_data();
-    if found != &expected {
-        return Err(Error::AkBindingMismatch { expected: Bytes::new(&expected), found: Bytes::new(found) });
-    }
+    snp.check_signer(CertRole::Vcek)?;
+    hcl.check_report_data(verifier.provider(), snp.report().report_data())?;
     let runtime = RuntimeData::parse(hcl.variable_data())?;
     let quote = verify_quote(
         verifier.provider(),

@@ -2,8 +2,8 @@
 //!
 //! An entry holds what a warm verification needs — the prepared P-384 key and the leaf's decoded AMD
 //! extensions — so a warm verify is one SHA-256 lookup, one SHA-384 and one P-384 check, and allocates
-//! nothing. Entries expire at the earliest notAfter in the chain and at the CRL's nextUpdate; installing a
-//! new CRL clears the cache. Eviction is least-recently-used. The lock is held only for lookups and
+//! nothing. Entries expire at the earliest notAfter in the chain and at the CRL's nextUpdate; an entry
+//! verified under another CRL set than the installed one is not used, and installing CRLs clears the cache. Eviction is least-recently-used. The lock is held only for lookups and
 //! inserts, never across a signature verification.
 
 use crate::amd::Product;
@@ -30,10 +30,12 @@ pub(crate) struct VerifiedLeaf {
     pub(crate) expires: UnixTime,
     /// SHA-256 of the intermediate it was verified under.
     pub(crate) intermediate_sha256: [u8; 32],
-    /// Whether revocation was checked against a CRL.
+    /// Whether revocation was checked against a fresh CRL.
     pub(crate) crl_checked: bool,
     /// Whether the verification may be reused (false when it relied on a per-policy waiver).
     pub(crate) cacheable: bool,
+    /// The CRL set generation it was verified under; usable only while that set is installed.
+    pub(crate) crl_generation: u64,
 }
 
 struct Slot {

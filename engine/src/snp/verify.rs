@@ -15,6 +15,7 @@
 //! verifier is `Send + Sync`; share one across threads.
 
 use super::cache::{DEFAULT_CACHE_CAPACITY, LeafCache, VerifiedLeaf};
+use super::crls::{CrlScope, CrlSet, InstalledCrl};
 use super::report::Report;
 use super::tcb::TcbVersion;
 use crate::amd::{Product, TrustAnchors};
@@ -22,7 +23,7 @@ use crate::crypto::{CryptoProvider, default_provider};
 use crate::error::{Bytes, CertRole, Error, ProductSource, Value};
 use crate::policy::{self, Check, Outcome, Revocation, SnpPolicy, Verdict, violation};
 use crate::time::UnixTime;
-use crate::x509::{Certificate, Crl, PublicKey};
+use crate::x509::{Certificate, PublicKey};
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
@@ -76,7 +77,8 @@ pub struct VerifiedChain {
     pub role: CertRole,
     /// The TCB in the leaf's SPL extensions.
     pub tcb: TcbVersion,
-    /// Whether revocation was checked against a CRL.
+    /// Whether revocation was checked against a fresh CRL (false: no installed CRL covers the chain, or only
+    /// a stale one accepted under `allow_stale_crl`).
     pub crl_checked: bool,
     /// When the verification stops being valid (earliest notAfter / CRL nextUpdate).
     pub expires: UnixTime,
@@ -117,6 +119,15 @@ impl<'a> VerifiedReport<'a> {
     /// Whether the leaf came from the verified-leaf cache.
     pub fn cache_hit(&self) -> bool {
         self.cache_hit
+    }
+    /// Requires the report to be signed by a `want` key ([`CertRole::Vcek`] or [`CertRole::Vlek`]): a
+    /// violation of the [`Check::SigningKey`] check otherwise. Azure and GCP sign with VCEKs, AWS with VLEKs;
+    /// accepting the other kind would let a report from another platform stand in.
+    pub fn check_signer(&self, want: CertRole) -> Result<(), Error> {
+        if self.signer == want {
+            return Ok(());
+        }
+        Err(violation(Check::SigningKey, Value::Text(want.name()), Value::Text(self.signer.name())))
     }
 }
 
@@ -175,18 +186,12 @@ impl Anchor {
     }
 }
 
-#[derive(Debug)]
-struct StoredCrl {
-    product: Product,
-    der: Vec<u8>,
-}
-
 /// Verifies SEV-SNP reports against pinned AMD roots with a bounded cache of verified leaves.
 pub struct SnpVerifier {
     provider: &'static CryptoProvider,
     anchors: Vec<Anchor>,
     cache: LeafCache,
-    crls: RwLock<Vec<StoredCrl>>,
+    crls: RwLock<Arc<CrlSet>>,
 }
 
 impl core::fmt::Debug for SnpVerifier {
@@ -218,7 +223,7 @@ impl SnpVerifier {
             provider,
             anchors: anchors.into_iter().map(|owned| Anchor { owned, verified: OnceLock::new() }).collect(),
             cache: LeafCache::new(DEFAULT_CACHE_CAPACITY),
-            crls: RwLock::new(Vec::new()),
+            crls: RwLock::new(Arc::default()),
         }
     }
 
@@ -238,32 +243,57 @@ impl SnpVerifier {
         self.cache.len()
     }
 
-    /// Installs an ARK-signed CRL (DER) for the product whose ARK issued it, replacing the previous one, and
-    /// clears the leaf cache. The CRL's signature is verified here, once; its freshness is checked at each
-    /// verification against the trusted time.
+    /// Installs an ARK-signed CRL (DER) for the product whose ARK issued it, covering both of its chains
+    /// ([`CrlScope::Product`]) and replacing that product's CRLs; the other products' CRLs stay. The CRL's
+    /// signature is verified here, once; its freshness is checked at each verification against the trusted
+    /// time. Services that hold AMD's per-kind CRLs use [`SnpVerifier::replace_crls`] instead.
     pub fn set_crl(&self, der: &[u8]) -> Result<Product, Error> {
-        let crl = Crl::from_der(der)?;
-        let mut product = None;
-        for anchor in &self.anchors {
-            let ark = Certificate::from_der(&anchor.owned.ark)?;
-            if ark.subject() != crl.issuer() {
-                continue;
-            }
-            if !ark.may_sign_crls() {
-                return Err(Error::NotACa { role: CertRole::Ark });
-            }
-            if crl.signature_algorithm().verify(self.provider, &ark.public_key(), crl.tbs(), crl.signature()).is_ok() {
-                product = Some(anchor.owned.product);
-                break;
-            }
-        }
-        let product = product.ok_or(Error::CrlSignatureInvalid)?;
-        let mut crls = self.crls.write().unwrap_or_else(PoisonError::into_inner);
-        crls.retain(|c| c.product != product);
-        crls.push(StoredCrl { product, der: der.to_vec() });
-        drop(crls);
+        let next = CrlSet::build(self.provider, &self.arks(), &[(CrlScope::Product, der)])?;
+        let product = next.products().next().ok_or(Error::CrlSignatureInvalid)?;
+        let mut slot = self.crls.write().unwrap_or_else(PoisonError::into_inner);
+        next.keeping_other_products(&slot).install(&mut slot);
+        drop(slot);
         self.cache.clear();
         Ok(product)
+    }
+
+    /// Replaces the verifier's whole CRL set, atomically: every CRL is verified under the pinned ARK of its
+    /// product first, and only when all are good does the new set take the old one's place (on error the old
+    /// set stays, whole). An empty slice removes every CRL. Two CRLs for overlapping scopes of one product
+    /// are refused; at most [`super::MAX_INSTALLED_CRLS`]. Verifications already running finish with the set
+    /// they started with; no result verified under the old set is reused afterwards.
+    ///
+    /// ```text
+    /// verifier.replace_crls(&[(CrlScope::Vcek, milan_vcek_crl), (CrlScope::Vlek, milan_vlek_crl)])?;
+    /// let refresh_at = verifier.crl_refresh_due(); // earliest nextUpdate: fetch new CRLs before it
+    /// ```
+    pub fn replace_crls(&self, crls: &[(CrlScope, &[u8])]) -> Result<Vec<InstalledCrl>, Error> {
+        let next = CrlSet::build(self.provider, &self.arks(), crls)?;
+        let installed = next.installed();
+        let mut slot = self.crls.write().unwrap_or_else(PoisonError::into_inner);
+        next.install(&mut slot);
+        drop(slot);
+        self.cache.clear();
+        Ok(installed)
+    }
+
+    /// The installed CRLs.
+    pub fn installed_crls(&self) -> Vec<InstalledCrl> {
+        self.crl_set().installed()
+    }
+
+    /// When the installed CRLs need replacing: the earliest nextUpdate among them (`None` when none is
+    /// installed). Past it, verifications fail with [`Error::CrlStale`] unless the policy waives staleness.
+    pub fn crl_refresh_due(&self) -> Option<UnixTime> {
+        self.crl_set().refresh_due()
+    }
+
+    fn crl_set(&self) -> Arc<CrlSet> {
+        Arc::clone(&self.crls.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn arks(&self) -> impl Iterator<Item = (Product, &[u8])> + Clone {
+        self.anchors.iter().map(|a| (a.owned.product, &*a.owned.ark))
     }
 
     /// Verifies a report with its certificates against `policy`.
@@ -373,6 +403,10 @@ impl SnpVerifier {
         if policy.revocation == Revocation::Require && !leaf.crl_checked {
             return false;
         }
+        // Verified under another CRL set than the installed one: revocation must be checked again.
+        if leaf.crl_generation != self.crls.read().unwrap_or_else(PoisonError::into_inner).generation {
+            return false;
+        }
         let Some(anchor) = self.anchors.iter().find(|a| a.owned.product == leaf.product) else {
             return false;
         };
@@ -466,37 +500,14 @@ impl SnpVerifier {
         // Revocation.
         let mut expires = leaf.not_after().min(inter_info.not_after).min(info.ark_not_after);
         let mut not_before = leaf.not_before().max(inter_info.not_before).max(info.ark_not_before);
-        let mut cacheable = true;
-        let crl_checked = {
-            let crls = self.crls.read().unwrap_or_else(PoisonError::into_inner);
-            match crls.iter().find(|c| c.product == product) {
-                None if policy.revocation == Revocation::Require => return Err(Error::CrlMissing),
-                None => false,
-                Some(stored) => {
-                    let crl = Crl::from_der(&stored.der)?;
-                    if t < crl.this_update() {
-                        return Err(Error::CrlNotYetValid { time: t, this_update: crl.this_update() });
-                    }
-                    not_before = not_before.max(crl.this_update());
-                    match crl.next_update() {
-                        Some(n) if t <= n => expires = expires.min(n),
-                        next_update => {
-                            if !policy.allow_stale_crl {
-                                return Err(Error::CrlStale { time: t, next_update });
-                            }
-                            // Accepted only under this policy's waiver: never reuse it from the cache.
-                            cacheable = false;
-                        }
-                    }
-                    for (role, serial) in [(inter_role, inter.serial()), (leaf_role, leaf.serial())] {
-                        if crl.is_revoked(serial) {
-                            return Err(Error::Revoked { role, serial: Bytes::new(serial) });
-                        }
-                    }
-                    true
-                }
-            }
-        };
+        let crls = self.crl_set();
+        let crl = crls.check(product, (inter_role, inter.serial()), (leaf_role, leaf.serial()), t, policy)?;
+        if let Some(n) = crl.expires {
+            expires = expires.min(n);
+        }
+        if let Some(n) = crl.not_before {
+            not_before = not_before.max(n);
+        }
 
         // The leaf's key and AMD extensions.
         let PublicKey::EcP384 { point } = leaf.public_key() else {
@@ -537,8 +548,9 @@ impl SnpVerifier {
             not_before,
             expires,
             intermediate_sha256: inter_info.sha256,
-            crl_checked,
-            cacheable,
+            crl_checked: crl.checked && !crl.stale_waived,
+            cacheable: !crl.stale_waived,
+            crl_generation: crls.generation,
         })
     }
 }

@@ -5,25 +5,37 @@
 //! |---|---|---|
 //! | `qemu-vtpm` | registered by credential activation against an EK certificate, or pinned (trust on first use) — looked up in an [`AkRegistry`]; never trusted unconditionally | none |
 //! | `azure-sev-snp` | the SNP report binds the HCL runtime data that carries it ("HCLAkPub") | HCL report + VCEK |
-//! | `aws-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VLEK-signed report | SNP report + VLEK |
-//! | `gcp-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VCEK-signed report | SNP report + VCEK |
+//! | `aws-sev-snp` | a fresh VLEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VLEK |
+//! | `gcp-sev-snp` | a fresh VCEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VCEK |
 //! | `gcp-shielded-vm` | an AK certificate from Google's EK/AK CA (pinned roots), naming the VM ([`gce`](self) module docs) | none (vTPM only) |
 //!
-//! Freshness (DESIGN.md §2): `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
-//! `SHA-256(instance_info ‖ extra)`. The quoted SHA-256 PCRs are then compared with the expected
-//! measurements ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
+//! Freshness: `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
+//! `SHA-256(instance_info ‖ extra)` ([`Validator::quote_nonce`]). Where the vTPM runs outside the TEE (AWS,
+//! GCP) the quote alone proves nothing — the host holds the AK — so the hardware-signed report must carry the
+//! same value ([`binding::snp_vtpm_report_data`]); the module [`binding`] says why Azure and QEMU need no
+//! more than the quote. The quoted SHA-256 PCRs are then compared with the expected measurements
+//! ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
+//!
+//! Launch: the SNP-based variants refuse to validate unless their SNP policy pins the guest's launch
+//! (MEASUREMENT or ID_KEY_DIGEST allow-list) or sets the named waiver `dangerous_allow_unpinned_launch`
+//! ([`Validator::launch_pinning`], [`crate::policy`]); PCRs of a host-controlled TPM prove nothing on their
+//! own. Every [`Validated`] says how the launch was pinned.
 
 mod gce;
 
 use crate::azure::{HclReport, RuntimeData};
 use crate::crypto::{CryptoProvider, Digest, HashAlgorithm};
 use crate::error::{Bytes, Error};
-use crate::policy::SnpPolicy;
+use crate::policy::{LaunchPinning, SnpPolicy};
 use crate::snp::{SnpRequest, SnpVerifier, VerifiedReport};
 use crate::time::UnixTime;
 use crate::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, TpmtPublic, VerifiedQuote, verify_quote};
 use core::fmt;
 use std::sync::Arc;
+
+pub mod binding;
+
+pub use binding::{SNP_VTPM_REPORT_DATA_LABEL, snp_vtpm_report_data};
 
 /// An attestation variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -151,6 +163,33 @@ pub enum AkBasis {
     CertifiedByProvider,
 }
 
+impl AkBasis {
+    /// Every basis.
+    pub const ALL: [AkBasis; 5] = [
+        AkBasis::CredentialActivation,
+        AkBasis::TrustOnFirstUse,
+        AkBasis::Pinned,
+        AkBasis::HardwareReport,
+        AkBasis::CertifiedByProvider,
+    ];
+
+    /// The basis's name in verdicts, registries and the C ABI (kebab-case, as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CredentialActivation => "credential-activation",
+            Self::TrustOnFirstUse => "trust-on-first-use",
+            Self::Pinned => "pinned",
+            Self::HardwareReport => "hardware-report",
+            Self::CertifiedByProvider => "certified-by-provider",
+        }
+    }
+
+    /// Parses a basis name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
 /// The set of AKs a `qemu-vtpm` validator trusts, keyed by SHA-256 of the AK's TPMT_PUBLIC.
 pub trait AkRegistry: Send + Sync + fmt::Debug {
     /// How `ak_digest` came to be trusted, or `None` when it is not.
@@ -214,6 +253,9 @@ pub struct Validated<'a> {
     pub user_data: &'a [u8],
     /// The VM as the provider's CA certified it (`gcp-shielded-vm`).
     pub instance: Option<crate::gce::InstanceInfo<'a>>,
+    /// How the guest's launch is pinned ([`Validator::launch_pinning`]); services log
+    /// [`LaunchPinning::DangerouslyUnpinned`] with every verdict.
+    pub launch: LaunchPinning,
 }
 
 /// Validates documents of one variant.
@@ -261,6 +303,17 @@ impl Validator {
         self.variant
     }
 
+    /// How this validator pins the guest's launch: [`LaunchPinning::NotApplicable`] for `qemu-vtpm`, else
+    /// [`SnpPolicy::launch_pinning`] — an error when the SNP policy pins no launch and does not set the waiver
+    /// `dangerous_allow_unpinned_launch`. Services call this at start and refuse to start on error (and log a
+    /// warning for [`LaunchPinning::DangerouslyUnpinned`]); [`Validator::validate`] checks it every time.
+    pub fn launch_pinning(&self) -> Result<LaunchPinning, Error> {
+        match self.variant {
+            Variant::QemuVtpm | Variant::GcpShieldedVm => Ok(LaunchPinning::NotApplicable),
+            Variant::AzureSevSnp | Variant::AwsSevSnp | Variant::GcpSevSnp => self.snp_policy.launch_pinning(),
+        }
+    }
+
     /// The extraData a quote must carry for `nonce`: SHA-256(instance_info ‖ SHA-256(user_data ‖ nonce)).
     pub fn quote_nonce(provider: &CryptoProvider, instance_info: &[u8], user_data: &[u8], nonce: &[u8]) -> [u8; 32] {
         let extra = provider.digests.digest(HashAlgorithm::Sha256, &[user_data, nonce]);
@@ -270,7 +323,9 @@ impl Validator {
         out
     }
 
-    /// SHA-512 of the AK's TPM2B_PUBLIC: what SNP variants put in REPORT_DATA.
+    /// SHA-512 of the AK's TPM2B_PUBLIC alone: the **former** REPORT_DATA rule of the SNP variants, which
+    /// lets a host replay one report. No variant accepts it any more; attesters use
+    /// [`binding::snp_vtpm_report_data`]. Kept only until the shell's SNP issuer has moved (issue 14).
     pub fn ak_binding(provider: &CryptoProvider, ak_public: &[u8]) -> Digest {
         provider.digests.digest(HashAlgorithm::Sha512, &[ak_public])
     }
@@ -283,6 +338,7 @@ impl Validator {
                 found: Bytes::new(&doc.variant.as_bytes()[..doc.variant.len().min(64)]),
             });
         }
+        let launch = self.launch_pinning()?;
         let provider = self.snp.provider();
         let tpm = doc.tpm.as_ref().ok_or(Error::MissingEvidence { what: "TPM evidence" })?;
         let tpm_nonce = Self::quote_nonce(provider, doc.instance_info, doc.user_data, nonce);
@@ -310,19 +366,10 @@ impl Validator {
                 let report =
                     hcl.snp_report().ok_or(Error::MissingEvidence { what: "an SNP report in the HCL report" })?;
                 let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "the VCEK" })?;
-                if hcl.hash_type() != 1 {
-                    return Err(Error::UnsupportedAlgorithm { what: "HCL runtime-data hash (need SHA-256)" });
-                }
+                hcl.expected_report_data(provider)?;
                 let verified = self.snp.verify(&snp_request(report, snp_ev, time), &self.snp_policy)?;
-                require_signer(&verified, crate::CertRole::Vcek)?;
-                let mut expected = [0u8; 64];
-                expected[..32].copy_from_slice(&provider.digests.sha256(hcl.variable_data()));
-                if verified.report().report_data() != &expected {
-                    return Err(Error::AkBindingMismatch {
-                        expected: Bytes::new(&expected),
-                        found: Bytes::new(verified.report().report_data()),
-                    });
-                }
+                verified.check_signer(crate::CertRole::Vcek)?;
+                hcl.check_report_data(provider, verified.report().report_data())?;
                 runtime = RuntimeData::parse(hcl.variable_data())?;
                 (runtime.ak().ak_public(), None, AkBasis::HardwareReport, Some(verified))
             }
@@ -333,11 +380,12 @@ impl Validator {
                 let verified = self.snp.verify(&snp_request(snp_ev.report, snp_ev, time), &self.snp_policy)?;
                 let want =
                     if self.variant == Variant::AwsSevSnp { crate::CertRole::Vlek } else { crate::CertRole::Vcek };
-                require_signer(&verified, want)?;
-                let binding = Self::ak_binding(provider, tpm.ak_public);
-                if verified.report().report_data() != binding.as_bytes() {
-                    return Err(Error::AkBindingMismatch {
-                        expected: Bytes::new(binding.as_bytes()),
+                verified.check_signer(want)?;
+                // Freshness inside the TEE: the report binds the AK and this attestation's quote nonce.
+                let binding = snp_vtpm_report_data(provider, tpm.ak_public, &tpm_nonce);
+                if verified.report().report_data() != &binding {
+                    return Err(Error::FreshnessBindingMismatch {
+                        expected: Bytes::new(&binding),
                         found: Bytes::new(verified.report().report_data()),
                     });
                 }
@@ -395,20 +443,9 @@ impl Validator {
             event_log_replayed,
             user_data: doc.user_data,
             instance,
+            launch,
         })
     }
-}
-
-/// The variant's required signer (AWS: VLEK; Azure and GCP: VCEK), as a policy check on the signing key.
-fn require_signer(verified: &VerifiedReport<'_>, want: crate::CertRole) -> Result<(), Error> {
-    if verified.signer() == want {
-        return Ok(());
-    }
-    Err(crate::policy::violation(
-        crate::policy::Check::SigningKey,
-        crate::error::Value::Text(want.name()),
-        crate::error::Value::Text(verified.signer().name()),
-    ))
 }
 
 fn snp_request<'a>(report: &'a [u8], ev: &SnpEvidence<'a>, time: UnixTime) -> SnpRequest<'a> {

@@ -6,6 +6,7 @@
 
 use super::alg::{PublicKey, SignatureAlgorithm};
 use super::amd::AmdExtensions;
+use super::eku::ExtKeyUsage;
 use super::name::Name;
 use crate::der::{Reader, oid, tag};
 use crate::error::Error;
@@ -32,7 +33,9 @@ pub struct Certificate<'a> {
     public_key: PublicKey<'a>,
     extensions: Option<&'a [u8]>,
     ca: Option<bool>,
+    path_len: Option<u64>,
     key_usage: Option<u16>,
+    eku: Option<ExtKeyUsage<'a>>,
 }
 
 impl<'a> Certificate<'a> {
@@ -107,7 +110,9 @@ impl<'a> Certificate<'a> {
             public_key,
             extensions,
             ca: None,
+            path_len: None,
             key_usage: None,
+            eku: None,
         };
         cert.check_extensions()?;
         Ok(cert)
@@ -137,8 +142,9 @@ impl<'a> Certificate<'a> {
                 let mut r = Reader::new(ext.value, "BasicConstraints");
                 let mut seq = r.sequence("BasicConstraints")?;
                 let ca = if seq.peek_tag() == Some(tag::BOOLEAN) { seq.boolean()? } else { false };
+                // pathLenConstraint (RFC 5280 §4.2.1.9), enforced by path building.
                 if !seq.is_empty() {
-                    seq.small_uint()?; // pathLenConstraint: the AMD chain has a fixed shape.
+                    self.path_len = Some(seq.small_uint()?);
                 }
                 seq.finish()?;
                 r.finish()?;
@@ -160,13 +166,11 @@ impl<'a> Certificate<'a> {
                     v |= u16::from(*b);
                 }
                 self.key_usage = Some(v);
-            } else if ext.critical
-                && oid::is_amd(ext.oid).is_none()
-                && ext.oid != oid::SUBJECT_ALT_NAME
-                && ext.oid != oid::EXT_KEY_USAGE
-            {
+            } else if ext.oid == oid::EXT_KEY_USAGE {
+                self.eku = Some(ExtKeyUsage::from_extension_value(ext.value)?);
+            } else if ext.critical && oid::is_amd(ext.oid).is_none() && ext.oid != oid::SUBJECT_ALT_NAME {
                 // subjectAltName is critical in TPM EK/AK certificates with an empty subject (TCG EK
-                // Credential Profile §3.2.9); it and extKeyUsage are exposed to callers, not interpreted.
+                // Credential Profile §3.2.9); it is exposed to callers, not interpreted.
                 // Unknown critical extension: RFC 5280 §4.2 requires rejecting the certificate.
                 return Err(Error::UnsupportedCriticalExtension);
             }
@@ -221,6 +225,15 @@ impl<'a> Certificate<'a> {
     /// `Some(true)` when basicConstraints says cA; `None` when absent.
     pub fn is_ca(&self) -> Option<bool> {
         self.ca
+    }
+    /// basicConstraints' pathLenConstraint, when present: how many non-self-issued intermediate CA
+    /// certificates may follow this one in a path (RFC 5280 §4.2.1.9).
+    pub fn path_len_constraint(&self) -> Option<u64> {
+        self.path_len
+    }
+    /// The extKeyUsage extension, when present (RFC 5280 §4.2.1.12; absent means no restriction).
+    pub fn extended_key_usage(&self) -> Option<ExtKeyUsage<'a>> {
+        self.eku
     }
     /// keyUsage bits (bit 0 = digitalSignature is the top bit of the first byte, RFC 5280 §4.2.1.3).
     pub fn key_usage(&self) -> Option<u16> {

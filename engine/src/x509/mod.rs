@@ -1,9 +1,11 @@
-//! Zero-copy reading of the X.509 objects AMD publishes: certificates (ARK, ASK, ASVK, VCEK, VLEK) and CRLs.
+//! Zero-copy reading of X.509 certificates and CRLs — the objects AMD publishes (ARK, ASK, ASVK, VCEK, VLEK,
+//! CRLs) and TPM EK/AK certificates — and generic path building ([`path`]).
 
 pub mod alg;
 pub mod amd;
 pub mod cert;
 pub mod crl;
+pub mod eku;
 pub mod name;
 pub mod path;
 pub mod pem;
@@ -12,5 +14,6 @@ pub use alg::{PublicKey, SignatureAlgorithm};
 pub use amd::AmdExtensions;
 pub use cert::{Certificate, Extension};
 pub use crl::Crl;
+pub use eku::{ExtKeyUsage, KeyPurposeId};
 pub use name::Name;
-pub use path::{VerifiedPath, verify_path};
+pub use path::{PathOptions, VerifiedPath, verify_path, verify_path_with};

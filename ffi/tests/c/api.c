@@ -66,13 +66,13 @@ static void null_arguments(void) {
   CHECK_RC(v, attest_verifier_verify_snp(v, b, 8, NULL, 3, NULL, 0, NULL, 0, 0, &verdict),
            ATTEST_RESULT_NULL_PARAMETER);
   CHECK_RC(v, attest_verifier_verify_snp(v, b, 8, b, 8, NULL, 0, NULL, 0, 0, NULL), ATTEST_RESULT_NULL_PARAMETER);
-  CHECK_RC(v, attest_verifier_verify_tpm_quote(v, NULL, 0, b, 8, b, 8, 0, NULL, 0, NULL, 0, &verdict),
+  CHECK_RC(v, attest_verifier_verify_tpm_quote(v, NULL, 0, b, 8, b, 8, 0, NULL, 0, NULL, 0, 0, &verdict),
            ATTEST_RESULT_NULL_PARAMETER);
-  CHECK_RC(v, attest_verifier_verify_tpm_quote(v, b, 8, b, 8, b, 8, 0, NULL, 5, NULL, 0, &verdict),
+  CHECK_RC(v, attest_verifier_verify_tpm_quote(v, b, 8, b, 8, b, 8, 0, NULL, 5, NULL, 0, 0, &verdict),
            ATTEST_RESULT_NULL_PARAMETER);
-  CHECK_RC(v, attest_verifier_verify_azure_snp(v, NULL, 0, b, 8, b, 8, b, 8, 1, NULL, 0, NULL, 0, 0, &verdict),
+  CHECK_RC(v, attest_verifier_verify_azure_snp(v, NULL, 0, b, 8, b, 8, b, 8, 1, NULL, 0, NULL, 0, 0, 0, &verdict),
            ATTEST_RESULT_NULL_PARAMETER);
-  CHECK_RC(v, attest_verifier_verify_document(v, NULL, 0, b, 8, b, 8, NULL, 0, 0, &verdict),
+  CHECK_RC(v, attest_verifier_verify_document(v, NULL, 0, b, 8, b, 8, NULL, 0, 0, 0, &verdict),
            ATTEST_RESULT_NULL_PARAMETER);
   CHECK_RC(v, attest_verifier_set_policy_json(v, NULL, 0), ATTEST_RESULT_NULL_PARAMETER);
   CHECK_RC(NULL, attest_verifier_set_policy_json(NULL, b, 2), ATTEST_RESULT_NULL_PARAMETER);
@@ -117,9 +117,23 @@ static void null_arguments(void) {
   CHECK_RC(v, attest_verifier_last_error(v, buf, sizeof buf, &n), ATTEST_RESULT_OK);
   CHECK(n == 0);
   /* Eight zero bytes are no TPM2B_PUBLIC: an encoding/TPM error, never OK. */
-  attest_result rc = attest_verifier_verify_tpm_quote(v, b, 8, b, 8, b, 8, 0, NULL, 0, NULL, 0, &verdict);
+  attest_result rc = attest_verifier_verify_tpm_quote(v, b, 8, b, 8, b, 8, 0, NULL, 0, NULL, 0,
+                                                      ATTEST_VERIFY_ALLOW_EMPTY_NONCE, &verdict);
   CHECK(attest_result_is_evidence_error(rc));
-  CHECK_RC(v, attest_verifier_verify_document(v, (const uint8_t *)"nope", 4, b, 8, b, 8, NULL, 0, 0, &verdict),
+  /* An empty nonce is refused unless the caller says so; unknown flag bits are invalid. */
+  CHECK_RC(v, attest_verifier_verify_tpm_quote(v, b, 8, b, 8, b, 8, 0, NULL, 0, NULL, 0, 0, &verdict),
+           ATTEST_RESULT_NONCE_REQUIRED);
+  CHECK(attest_result_is_api_error(ATTEST_RESULT_NONCE_REQUIRED));
+  CHECK_RC(v, attest_verifier_verify_azure_snp(v, b, 8, b, 8, b, 8, b, 8, 1, NULL, 0, NULL, 0, 0, 0, &verdict),
+           ATTEST_RESULT_NONCE_REQUIRED);
+  CHECK_RC(v, attest_verifier_verify_document(v, (const uint8_t *)"qemu-vtpm", 9, b, 8, b, 8, NULL, 0, 0, 0, &verdict),
+           ATTEST_RESULT_NONCE_REQUIRED);
+  CHECK_RC(v, attest_verifier_verify_tpm_quote(v, b, 8, b, 8, b, 8, 0, NULL, 0, b, 8, 2, &verdict),
+           ATTEST_RESULT_INVALID_PARAMETER);
+  CHECK_RC(v, attest_verifier_verify_document(v, (const uint8_t *)"qemu-vtpm", 9, b, 8, b, 8, b, 8, 0, 0x80000001u,
+                                              &verdict),
+           ATTEST_RESULT_INVALID_PARAMETER);
+  CHECK_RC(v, attest_verifier_verify_document(v, (const uint8_t *)"nope", 4, b, 8, b, 8, b, 8, 0, 0, &verdict),
            ATTEST_RESULT_UNSUPPORTED_VARIANT);
   CHECK_RC(v, attest_verifier_set_crl(v, b, 8), ATTEST_RESULT_PEM);
   CHECK(verdict == (attest_verdict *)0x1);

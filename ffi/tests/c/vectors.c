@@ -248,7 +248,7 @@ static void tpm_quote_azure(void) {
   attest_verdict *vd = NULL;
   const uint8_t *nonce = (const uint8_t *)"challenge";
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len,
-                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9, &vd),
+                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9, 0, &vd),
            ATTEST_RESULT_OK);
   attest_bytes b;
   static const uint8_t PCR0[4] = {0xf3, 0xa7, 0xe9, 0x9a};
@@ -260,22 +260,22 @@ static void tpm_quote_azure(void) {
   attest_verdict_free(vd);
   vd = NULL;
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len,
-                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 8, &vd),
+                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 8, 0, &vd),
            ATTEST_RESULT_NONCE_MISMATCH);
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len, 77, q.pcrs,
-                                               q.pcr_count, nonce, 9, &vd),
+                                               q.pcr_count, nonce, 9, 0, &vd),
            ATTEST_RESULT_INVALID_PARAMETER);
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len,
-                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, 23, nonce, 9, &vd),
+                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, 23, nonce, 9, 0, &vd),
            ATTEST_RESULT_PCR_VALUE_MISSING);
   q.pcrs[0].value[0] ^= 1;
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len,
-                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9, &vd),
+                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9, 0, &vd),
            ATTEST_RESULT_PCR_DIGEST_MISMATCH);
   q.pcrs[0].value[0] ^= 1;
   raw[8] ^= 1; /* first signature byte */
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len,
-                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9, &vd),
+                                               ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9, 0, &vd),
            ATTEST_RESULT_QUOTE_SIGNATURE_INVALID);
   CHECK(vd == NULL);
   attest_verifier_free(v);
@@ -295,7 +295,7 @@ static void azure_bundle(void) {
   const uint8_t *nonce = (const uint8_t *)"challenge";
   CHECK_RC(v, attest_verifier_verify_azure_snp(v, hcl, hlen, vcek, vlen, q.attest, q.attest_len, q.sig, q.sig_len,
                                                ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9,
-                                               T_2025_06_01, &vd),
+                                               T_2025_06_01, 0, &vd),
            ATTEST_RESULT_OK);
   attest_bytes b;
   attest_tcb tcb;
@@ -308,12 +308,12 @@ static void azure_bundle(void) {
   vd = NULL;
   CHECK_RC(v, attest_verifier_verify_azure_snp(v, hcl, hlen, vcek, vlen, q.attest, q.attest_len, q.sig, q.sig_len,
                                                ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count,
-                                               (const uint8_t *)"egnellahc", 9, T_2025_06_01, &vd),
+                                               (const uint8_t *)"egnellahc", 9, T_2025_06_01, 0, &vd),
            ATTEST_RESULT_NONCE_MISMATCH);
   hcl[0x06e0]++; /* inside the runtime data: the report no longer binds it */
   CHECK_RC(v, attest_verifier_verify_azure_snp(v, hcl, hlen, vcek, vlen, q.attest, q.attest_len, q.sig, q.sig_len,
                                                ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, q.pcrs, q.pcr_count, nonce, 9,
-                                               T_2025_06_01, &vd),
+                                               T_2025_06_01, 0, &vd),
            ATTEST_RESULT_AK_BINDING_MISMATCH);
   CHECK(vd == NULL);
   attest_verifier_free(v);
@@ -340,10 +340,10 @@ static void documents(const char *dir) {
   const attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
 
-  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, nonce, nlen, T_2025_06_01, &vd),
+  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, nonce, nlen, T_2025_06_01, 0, &vd),
            ATTEST_RESULT_AK_NOT_TRUSTED);
   CHECK_RC(v, attest_verifier_pin_ak(v, ak, alen), ATTEST_RESULT_OK);
-  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, nonce, nlen, T_2025_06_01, &vd),
+  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, nonce, nlen, T_2025_06_01, 0, &vd),
            ATTEST_RESULT_OK);
   if (vd) {
     attest_str s;
@@ -359,18 +359,44 @@ static void documents(const char *dir) {
     attest_verdict_free(vd);
     vd = NULL;
   }
-  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, wrong, wlen, nonce, nlen, T_2025_06_01, &vd),
+  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, wrong, wlen, nonce, nlen, T_2025_06_01, 0, &vd),
            ATTEST_RESULT_PCR_MISMATCH);
-  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, (const uint8_t *)"x", 1, T_2025_06_01, &vd),
+  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, (const uint8_t *)"x", 1, T_2025_06_01, 0, &vd),
            ATTEST_RESULT_NONCE_MISMATCH);
   CHECK_RC(v, attest_verifier_verify_document(v, (const uint8_t *)"aws-sev-snp", 11, doc, dlen, m, mlen, nonce, nlen,
-                                              T_2025_06_01, &vd),
+                                              T_2025_06_01, 0, &vd),
            ATTEST_RESULT_VARIANT_MISMATCH);
   CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, (const uint8_t *)"{}", 2, nonce, nlen,
-                                              T_2025_06_01, &vd),
+                                              T_2025_06_01, 0, &vd),
            ATTEST_RESULT_MEASUREMENTS_FILE);
+  /* An SNP variant under a policy that pins no launch: refused before anything else is looked at. The
+     document (the qemu one relabelled aws-sev-snp) lacks SNP evidence, which is what a pinned or explicitly
+     waived policy then finds. */
+  size_t alen2;
+  snprintf(path, sizeof path, "%s/aws-doc.pb", dir);
+  uint8_t *aws = read_path(path, &alen2);
+  const uint8_t *aws_name = (const uint8_t *)"aws-sev-snp";
+  CHECK_RC(v, attest_verifier_verify_document(v, aws_name, 11, aws, alen2, m, mlen, nonce, nlen, T_2025_06_01, 0, &vd),
+           ATTEST_RESULT_LAUNCH_UNPINNED);
+  static const char PINNED[] =
+      "{\"measurements\": [\"000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\"]}";
+  static const char WAIVED[] = "{\"dangerous_allow_unpinned_launch\": true}";
+  for (int i = 0; i < 2; i++) {
+    const char *policy = i == 0 ? PINNED : WAIVED;
+    CHECK_RC(v, attest_verifier_set_policy_json(v, (const uint8_t *)policy, strlen(policy)), ATTEST_RESULT_OK);
+    CHECK_RC(v, attest_verifier_verify_document(v, aws_name, 11, aws, alen2, m, mlen, nonce, nlen, T_2025_06_01, 0, &vd),
+             ATTEST_RESULT_MISSING_EVIDENCE);
+  }
+  CHECK_RC(v, attest_verifier_set_policy_json(v, (const uint8_t *)"{}", 2), ATTEST_RESULT_OK);
+  free(aws);
+  /* An empty nonce: refused without the flag; with it, the quote (made for a real nonce) does not match. */
+  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, NULL, 0, T_2025_06_01, 0, &vd),
+           ATTEST_RESULT_NONCE_REQUIRED);
+  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, NULL, 0, T_2025_06_01,
+                                              ATTEST_VERIFY_ALLOW_EMPTY_NONCE, &vd),
+           ATTEST_RESULT_NONCE_MISMATCH);
   uint8_t junk[3] = {0xff, 0xff, 0xff};
-  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, junk, 3, m, mlen, nonce, nlen, T_2025_06_01, &vd),
+  CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, junk, 3, m, mlen, nonce, nlen, T_2025_06_01, 0, &vd),
            ATTEST_RESULT_DOCUMENT_MALFORMED);
   CHECK(vd == NULL);
   attest_verifier_free(v);

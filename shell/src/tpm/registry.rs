@@ -52,25 +52,11 @@ use zeroize::Zeroizing;
 const FORMAT_VERSION: u64 = 1;
 
 fn basis_name(b: AkBasis) -> &'static str {
-    match b {
-        AkBasis::CredentialActivation => "credential-activation",
-        AkBasis::TrustOnFirstUse => "trust-on-first-use",
-        AkBasis::Pinned => "pinned",
-        AkBasis::HardwareReport => "hardware-report",
-        AkBasis::CertifiedByProvider => "certified-by-provider",
-    }
+    b.name()
 }
 
 fn basis_from_name(s: &str) -> Option<AkBasis> {
-    [
-        AkBasis::CredentialActivation,
-        AkBasis::TrustOnFirstUse,
-        AkBasis::Pinned,
-        AkBasis::HardwareReport,
-        AkBasis::CertifiedByProvider,
-    ]
-    .into_iter()
-    .find(|b| basis_name(*b) == s)
+    AkBasis::from_name(s)
 }
 
 /// SHA-256 of an AK's TPMT_PUBLIC, from its TPM2B_PUBLIC (the key the engine looks AKs up by).

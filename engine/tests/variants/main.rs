@@ -6,13 +6,14 @@
 
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, CertRole, Error, PolicyViolation, Value};
+use attest_engine::policy::Hex;
 use attest_engine::snp::OwnedTrustAnchors;
 use attest_engine::tpm::{PcrValues, QuoteSignature, SigScheme};
 use attest_engine::variant::{
     AkBasis, Document, PcrExpectation, PcrOutcome, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator,
-    Variant,
+    Variant, snp_vtpm_report_data,
 };
-use attest_engine::{Check, Product, SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::{Check, LaunchPinning, Product, SnpPolicy, SnpVerifier, UnixTime};
 use attest_test_support::tpm::{
     self, AK_ATTRIBUTES, EventLogBuilder, PcrBank, QuoteSpec, SoftAk, attributes, hcl_report, hcl_report_data,
     runtime_json,
@@ -22,6 +23,9 @@ use attest_test_support::{
 };
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
+
+mod freshness;
+mod launch;
 
 // ---- Fixtures ------------------------------------------------------------------------------------------
 
@@ -78,8 +82,14 @@ fn quote_nonce(instance_info: &[u8], user_data: &[u8], nonce: &[u8]) -> [u8; 32]
     Validator::quote_nonce(default_provider(), instance_info, user_data, nonce)
 }
 
-fn ak_binding(tpm2b_public: &[u8]) -> [u8; 64] {
-    Validator::ak_binding(default_provider(), tpm2b_public).as_bytes().try_into().unwrap()
+/// The REPORT_DATA an `aws-sev-snp` / `gcp-sev-snp` report carries for an AK in the attestation for `NONCE`.
+fn snp_binding(tpm2b_public: &[u8]) -> [u8; 64] {
+    snp_binding_for(tpm2b_public, NONCE)
+}
+
+/// [`snp_binding`] for the attestation with `nonce`.
+fn snp_binding_for(tpm2b_public: &[u8], nonce: &[u8]) -> [u8; 64] {
+    snp_vtpm_report_data(default_provider(), tpm2b_public, &quote_nonce(INSTANCE_INFO, USER_DATA, nonce))
 }
 
 /// A PCR policy expecting `pcrs`' values at `indices`, enforced.
@@ -99,8 +109,17 @@ fn registry() -> StaticAkRegistry {
     ])
 }
 
+/// The test reports' MEASUREMENT: the report builder's default (zero).
+const LAUNCH: [u8; 48] = [0; 48];
+
+/// The default SNP policy with the test reports' launch measurement pinned (SNP variants refuse to
+/// validate without one).
+fn pinned_policy() -> SnpPolicy {
+    SnpPolicy { measurements: vec![Hex(LAUNCH)], ..SnpPolicy::default() }
+}
+
 fn validator(variant: Variant, pcrs: PcrPolicy) -> Validator {
-    Validator::new(variant, Arc::clone(&VERIFIER), SnpPolicy::default(), pcrs)
+    Validator::new(variant, Arc::clone(&VERIFIER), pinned_policy(), pcrs)
 }
 
 fn qemu_validator(registry: StaticAkRegistry, pcrs: PcrPolicy) -> Validator {
@@ -215,6 +234,8 @@ impl Evidence {
             extra_data: ok.quote.attest().extra_data().to_vec(),
             quoted: (0..24).map(|i| ok.quote.pcr(HashAlgorithm::Sha256, i).map(<[u8]>::to_vec)).collect(),
             user_data: ok.user_data.to_vec(),
+            launch: ok.launch,
+            measurement_check: ok.snp.as_ref().map(|s| s.verdict().outcome(Check::Measurement)),
         })
     }
 
@@ -240,6 +261,9 @@ struct Summary {
     /// The quoted SHA-256 PCRs by index (`None` when not selected).
     quoted: Vec<Option<Vec<u8>>>,
     user_data: Vec<u8>,
+    launch: LaunchPinning,
+    /// The SNP verdict's MEASUREMENT outcome (SNP variants).
+    measurement_check: Option<attest_engine::Outcome>,
 }
 
 // ---- The software TPM's structures, as the engine reads them ---------------------------------------------
@@ -656,7 +680,7 @@ fn event_log_is_checked_for_snp_variants_too() {
 
 /// TPM evidence of `ak` with an SNP report signed by `leaf`, whose REPORT_DATA binds `ak`.
 fn snp_evidence(variant: Variant, ak: &SoftAk, leaf: &Leaf, report: ReportBuilder) -> Evidence {
-    let report = report.report_data(ak_binding(&ak.tpm2b_public())).sign(leaf);
+    let report = report.report_data(snp_binding(&ak.tpm2b_public())).sign(leaf);
     Evidence::tpm(variant, ak).with_snp(&report, leaf)
 }
 
@@ -678,7 +702,7 @@ fn aws_vlek_report_binding_the_ak_validates() {
         assert_eq!(ok.variant, Variant::AwsSevSnp);
         assert_eq!(ok.ak_basis, AkBasis::HardwareReport);
         assert_eq!(ok.snp_signer, Some(CertRole::Vlek));
-        assert_eq!(ok.report_data, Some(ak_binding(&ak.tpm2b_public())));
+        assert_eq!(ok.report_data, Some(snp_binding(&ak.tpm2b_public())));
         assert_eq!(ok.pcrs, [(0, PcrOutcome::Match), (7, PcrOutcome::Match)]);
         assert_eq!(ok.extra_data, quote_nonce(INSTANCE_INFO, USER_DATA, NONCE));
     }
@@ -697,26 +721,26 @@ fn gcp_vcek_report_binding_the_ak_validates() {
         assert_eq!(ok.variant, Variant::GcpSevSnp);
         assert_eq!(ok.ak_basis, AkBasis::HardwareReport);
         assert_eq!(ok.snp_signer, Some(CertRole::Vcek));
-        assert_eq!(ok.report_data, Some(ak_binding(&ak.tpm2b_public())));
+        assert_eq!(ok.report_data, Some(snp_binding(&ak.tpm2b_public())));
         assert_eq!(ok.pcrs, [(4, PcrOutcome::Match)]);
     }
 }
 
 #[test]
-fn snp_report_binding_another_ak_is_an_ak_binding_mismatch() {
+fn snp_report_binding_another_ak_is_a_freshness_binding_mismatch() {
     for (variant, leaf) in [(Variant::AwsSevSnp, &*VLEK), (Variant::GcpSevSnp, &*VCEK)] {
         let v = validator(variant, PcrPolicy::default());
         // The report binds OTHER_RSA_AK; the document presents (and quotes with) RSA_AK.
         let report = ReportBuilder::for_leaf(leaf)
             .mask_chip_key(leaf.kind == SigningKeyKind::Vlek)
-            .report_data(ak_binding(&OTHER_RSA_AK.tpm2b_public()))
+            .report_data(snp_binding(&OTHER_RSA_AK.tpm2b_public()))
             .sign(leaf);
         let ev = Evidence::tpm(variant, &RSA_AK).with_snp(&report, leaf);
         assert_eq!(
             ev.reject(&v, NONCE),
-            Error::AkBindingMismatch {
-                expected: Bytes::new(&ak_binding(&RSA_AK.tpm2b_public())),
-                found: Bytes::new(&ak_binding(&OTHER_RSA_AK.tpm2b_public())),
+            Error::FreshnessBindingMismatch {
+                expected: Bytes::new(&snp_binding(&RSA_AK.tpm2b_public())),
+                found: Bytes::new(&snp_binding(&OTHER_RSA_AK.tpm2b_public())),
             },
             "{variant}"
         );
@@ -724,20 +748,33 @@ fn snp_report_binding_another_ak_is_an_ak_binding_mismatch() {
         let mut ev = Evidence::tpm(variant, &RSA_AK).with_snp(&report, leaf);
         ev.ak_public = OTHER_RSA_AK.tpm2b_public();
         assert_eq!(ev.reject(&v, NONCE), Error::QuoteSignatureInvalid, "{variant}");
-        // The binding is over the TPM2B_PUBLIC, size prefix included: SHA-512 of the TPMT_PUBLIC is not it.
+        // The binding is over the TPM2B_PUBLIC, size prefix included: the TPMT_PUBLIC is not it.
         let tpmt_only = ReportBuilder::for_leaf(leaf)
             .mask_chip_key(leaf.kind == SigningKeyKind::Vlek)
-            .report_data(ak_binding(&RSA_AK.tpmt_public()))
+            .report_data(snp_binding(&RSA_AK.tpmt_public()))
             .sign(leaf);
         let ev = Evidence::tpm(variant, &RSA_AK).with_snp(&tpmt_only, leaf);
-        assert!(matches!(ev.reject(&v, NONCE), Error::AkBindingMismatch { .. }), "{variant}");
+        assert!(matches!(ev.reject(&v, NONCE), Error::FreshnessBindingMismatch { .. }), "{variant}");
+        // The former rule, SHA-512(TPM2B_PUBLIC) without the nonce, is refused.
+        let former: [u8; 64] = default_provider()
+            .digests
+            .digest(HashAlgorithm::Sha512, &[&RSA_AK.tpm2b_public()])
+            .as_bytes()
+            .try_into()
+            .unwrap();
+        let former = ReportBuilder::for_leaf(leaf)
+            .mask_chip_key(leaf.kind == SigningKeyKind::Vlek)
+            .report_data(former)
+            .sign(leaf);
+        let ev = Evidence::tpm(variant, &RSA_AK).with_snp(&former, leaf);
+        assert!(matches!(ev.reject(&v, NONCE), Error::FreshnessBindingMismatch { .. }), "{variant}");
         // A SHA-256 binding zero-padded to 64 bytes (Azure style) is not it either.
         let mut rd = [0u8; 64];
         rd[..32].copy_from_slice(&tpm::sha256(&[&RSA_AK.tpm2b_public()]));
         let sha256_style =
             ReportBuilder::for_leaf(leaf).mask_chip_key(leaf.kind == SigningKeyKind::Vlek).report_data(rd).sign(leaf);
         let ev = Evidence::tpm(variant, &RSA_AK).with_snp(&sha256_style, leaf);
-        assert!(matches!(ev.reject(&v, NONCE), Error::AkBindingMismatch { .. }), "{variant}");
+        assert!(matches!(ev.reject(&v, NONCE), Error::FreshnessBindingMismatch { .. }), "{variant}");
     }
 }
 
@@ -788,7 +825,7 @@ fn snp_policy_failures_propagate() {
         let lenient = Validator::new(
             variant,
             Arc::clone(&VERIFIER),
-            SnpPolicy { allow_debug: true, ..SnpPolicy::default() },
+            SnpPolicy { allow_debug: true, ..pinned_policy() },
             PcrPolicy::default(),
         );
         let ev = snp_evidence(variant, &RSA_AK, leaf, base.clone().policy(0x3_0000 | (1 << 19)));
@@ -813,12 +850,19 @@ fn snp_variants_need_snp_evidence_and_a_restricted_ak() {
         ev.ak_public = RSA_AK.tpm2b_public_with(attrs);
         let report = ReportBuilder::for_leaf(leaf)
             .mask_chip_key(leaf.kind == SigningKeyKind::Vlek)
-            .report_data(ak_binding(&ev.ak_public))
+            .report_data(snp_binding(&ev.ak_public))
             .sign(leaf);
         let ev = ev.with_snp(&report, leaf);
         assert_eq!(ev.reject(&v, NONCE), Error::AkAttributes { attributes: attrs, reason: "not restricted" });
-        // The nonce is still checked after the hardware binding.
+        // Another nonce: the hardware binding refuses it first.
         let ev = aws_or_gcp(variant);
+        assert!(matches!(ev.reject(&v, OTHER_NONCE), Error::FreshnessBindingMismatch { .. }), "{variant}");
+        // A report bound to the verifier's nonce next to a quote for another: the quote's nonce is still checked.
+        let report = ReportBuilder::for_leaf(leaf)
+            .mask_chip_key(leaf.kind == SigningKeyKind::Vlek)
+            .report_data(snp_binding_for(&RSA_AK.tpm2b_public(), OTHER_NONCE))
+            .sign(leaf);
+        let ev = Evidence::tpm(variant, &RSA_AK).with_snp(&report, leaf);
         assert!(matches!(ev.reject(&v, OTHER_NONCE), Error::NonceMismatch { .. }), "{variant}");
     }
 }
