@@ -63,7 +63,7 @@ fn bench_gce(c: &mut Criterion, dir: &Path) {
         });
     });
     g.bench_function("verify", |b| {
-        b.iter(|| black_box(verifier.verify(black_box(&ev), &req, &policy).unwrap().path_depth()))
+        b.iter(|| black_box(verifier.verify(black_box(&ev), &req, &policy).unwrap().path_depth()));
     });
     g.bench_function("verify_ring", |b| {
         b.iter(|| black_box(ring_verifier.verify(black_box(&ev), &req, &policy).unwrap().path_depth()));
@@ -108,7 +108,7 @@ fn bench_formats(c: &mut Criterion, dir: &Path) {
     }
     g.throughput(Throughput::Bytes(bin.len() as u64));
     g.bench_function("azure_quote_bincode", |b| {
-        b.iter(|| black_box(AzureQuoteBin::parse(black_box(&bin)).unwrap().pcrs().len()))
+        b.iter(|| black_box(AzureQuoteBin::parse(black_box(&bin)).unwrap().pcrs().len()));
     });
     g.finish();
 }
