@@ -15,27 +15,32 @@ use crate::snp::TcbVersion;
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
+/// Declares a check enum with `ALL`, `COUNT` and stable snake_case names (used for SNP here and for TDX in
+/// `crate::tdx::policy`).
 macro_rules! checks {
-    ($($(#[$doc:meta])* $name:ident => $label:literal,)*) => {
-        /// Every check the SNP verifier performs, in the order it runs them.
+    ($(#[$edoc:meta])* $enum:ident { $($(#[$doc:meta])* $name:ident => $label:literal,)* }) => {
+        $(#[$edoc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[non_exhaustive]
-        pub enum Check { $($(#[$doc])* $name,)* }
+        pub enum $enum { $($(#[$doc])* $name,)* }
 
-        impl Check {
+        impl $enum {
             /// All checks, in order.
-            pub const ALL: &'static [Check] = &[$(Check::$name,)*];
+            pub const ALL: &'static [$enum] = &[$($enum::$name,)*];
             /// Number of checks.
             pub const COUNT: usize = Self::ALL.len();
             /// A stable, snake_case name.
             pub fn name(self) -> &'static str {
-                match self { $(Check::$name => $label,)* }
+                match self { $($enum::$name => $label,)* }
             }
         }
     };
 }
+pub(crate) use checks;
 
 checks! {
+/// Every check the SNP verifier performs, in the order it runs them.
+Check {
     /// The report parses: version, signature algorithm, reserved fields.
     ReportStructure => "report_structure",
     /// The product is determined consistently (caller, CPUID, productName).
@@ -100,6 +105,7 @@ checks! {
     MinCurrentTcb => "min_current_tcb",
     /// Firmware not provisional (current TCB and version equal the committed ones).
     ProvisionalFirmware => "provisional_firmware",
+}
 }
 
 impl fmt::Display for Check {

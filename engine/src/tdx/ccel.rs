@@ -1,0 +1,1 @@
+//! CC event log replay (to be written).
