@@ -302,7 +302,8 @@ impl TdxVerifier {
         let (entry, collateral, cache_hit) = if let Some((e, c)) = warm {
             (e, c, true)
         } else {
-            let (e, c) = self.verify_pck(&quote, t, policy)?;
+            let (e, c) = self.verify_pck(&quote, t, Some(policy))?;
+            let c = c.ok_or(Error::Misuse { reason: "collateral disappeared during verification" })?;
             let e = Arc::new(e);
             self.cache.insert(key, Arc::clone(&e));
             (e, c, false)
@@ -321,31 +322,8 @@ impl TdxVerifier {
         }
         v.set(TdxCheck::Revocation, if entry.crl_checked { Outcome::Passed } else { Outcome::Waived });
 
-        // The QE report, signed by the PCK key, binds the attestation key.
+        self.verify_quote_signatures(&quote, &*entry.key, &mut v)?;
         let qe = quote.qe_report();
-        entry
-            .key
-            .verify_fixed(qe.as_bytes(), quote.qe_report_signature())
-            .map_err(|_| Error::QeReportSignatureInvalid)?;
-        v.set(TdxCheck::QeReportSignature, Outcome::Passed);
-        let binding =
-            self.provider.digests.digest(HashAlgorithm::Sha256, &[quote.attestation_key(), quote.qe_auth_data()]);
-        let rd = qe.report_data();
-        if rd[..32] != *binding.as_bytes() || rd[32..].iter().any(|b| *b != 0) {
-            let mut expected = [0u8; 64];
-            expected[..32].copy_from_slice(binding.as_bytes());
-            return Err(Error::QeReportDataMismatch { expected: Bytes::new(&expected), found: Bytes::new(rd) });
-        }
-        v.set(TdxCheck::QeReportData, Outcome::Passed);
-
-        // The quote, signed by the attestation key over the received header ‖ body.
-        let mut point = [0x04u8; 65];
-        point[1..].copy_from_slice(quote.attestation_key());
-        self.provider
-            .ecdsa_p256_sha256
-            .verify_fixed(&point, quote.signed_bytes(), quote.signature())
-            .map_err(|_| Error::TdQuoteSignatureInvalid)?;
-        v.set(TdxCheck::QuoteSignature, Outcome::Passed);
 
         // TCB.
         let body = quote.body();
@@ -377,13 +355,64 @@ impl TdxVerifier {
         Ok(VerifiedTdQuote { quote, collateral, pck: entry.ext, tcb, verdict: v, cache_hit })
     }
 
+    /// The QE report signature (PCK key), the QE report data binding, and the quote signature.
+    fn verify_quote_signatures(
+        &self,
+        quote: &TdQuote<'_>,
+        pck_key: &dyn PreparedEcdsaKey,
+        v: &mut TdxVerdict,
+    ) -> Result<(), Error> {
+        // The QE report, signed by the PCK key, binds the attestation key.
+        let qe = quote.qe_report();
+        pck_key
+            .verify_fixed(qe.as_bytes(), quote.qe_report_signature())
+            .map_err(|_| Error::QeReportSignatureInvalid)?;
+        v.set(TdxCheck::QeReportSignature, Outcome::Passed);
+        let binding =
+            self.provider.digests.digest(HashAlgorithm::Sha256, &[quote.attestation_key(), quote.qe_auth_data()]);
+        let rd = qe.report_data();
+        if rd[..32] != *binding.as_bytes() || rd[32..].iter().any(|b| *b != 0) {
+            let mut expected = [0u8; 64];
+            expected[..32].copy_from_slice(binding.as_bytes());
+            return Err(Error::QeReportDataMismatch { expected: Bytes::new(&expected), found: Bytes::new(rd) });
+        }
+        v.set(TdxCheck::QeReportData, Outcome::Passed);
+
+        // The quote, signed by the attestation key over the received header ‖ body.
+        let mut point = [0x04u8; 65];
+        point[1..].copy_from_slice(quote.attestation_key());
+        self.provider
+            .ecdsa_p256_sha256
+            .verify_fixed(&point, quote.signed_bytes(), quote.signature())
+            .map_err(|_| Error::TdQuoteSignatureInvalid)?;
+        v.set(TdxCheck::QuoteSignature, Outcome::Passed);
+        Ok(())
+    }
+
+    /// Verifies what a quote proves **without collateral**: the PCK chain up to the pinned root (names,
+    /// signatures, validity at `time`; no revocation), the QE report signature, the QE report data binding
+    /// and the quote signature. This is not an attestation verdict — no TCB status, no revocation, no QE
+    /// identity, no policy — and is meant for inspection (`attest tdx show`) and for quotes whose collateral
+    /// is unavailable. Trailing bytes are accepted and reported by [`TdQuote::trailing`].
+    pub fn dangerous_verify_signatures_only<'a>(
+        &self,
+        quote: &'a [u8],
+        time: UnixTime,
+    ) -> Result<(TdQuote<'a>, SgxExtensions), Error> {
+        let quote = TdQuote::parse_prefix(quote)?;
+        let (entry, _) = self.verify_pck(&quote, time, None)?;
+        self.verify_quote_signatures(&quote, &*entry.key, &mut TdxVerdict::default())?;
+        Ok((quote, entry.ext))
+    }
+
     /// The cold path: the PCK chain from the quote up to the pinned root, its CRLs and its SGX extension.
+    /// With `policy` `None`, no collateral is used: no revocation check, and the entry's generation is 0.
     fn verify_pck(
         &self,
         quote: &TdQuote<'_>,
         t: UnixTime,
-        policy: &TdxPolicy,
-    ) -> Result<(PckEntry, Arc<VerifiedCollateral>), Error> {
+        policy: Option<&TdxPolicy>,
+    ) -> Result<(PckEntry, Option<Arc<VerifiedCollateral>>), Error> {
         let certs = crate::x509::pem::certificates_from_pem_or_der(quote.pck_chain_pem())?;
         if certs.len() > MAX_PCK_CHAIN_CERTS {
             return Err(Error::LimitExceeded {
@@ -406,11 +435,16 @@ impl TdxVerifier {
         };
         let leaf = Certificate::from_der(leaf_der)?;
         let ext = SgxExtensions::from_cert(&leaf)?;
-        let installed = self.installed(ext.fmspc).ok_or(Error::CollateralMissing { fmspc: Bytes::new(&ext.fmspc) })?;
-        let collateral = installed.collateral;
-        // The collateral's times first (as Intel's QVL orders the checks): expired collateral is reported
-        // as such even when the PCK certificate is out of its window too.
-        collateral.check_time(t)?;
+        let installed = match policy {
+            Some(_) => {
+                let i = self.installed(ext.fmspc).ok_or(Error::CollateralMissing { fmspc: Bytes::new(&ext.fmspc) })?;
+                // The collateral's times first (as Intel's QVL orders the checks): expired collateral is
+                // reported as such even when the PCK certificate is out of its window too.
+                i.collateral.check_time(t)?;
+                Some(i)
+            }
+            None => None,
+        };
 
         // The PCK CA: verified once under the pinned root.
         let ca_sha = self.provider.digests.sha256(ca_der);
@@ -444,6 +478,26 @@ impl TdxVerifier {
         }
         leaf.check_validity(t, CertRole::Pck)?;
 
+        let PublicKey::EcP256 { point } = leaf.public_key() else {
+            return Err(Error::UnsupportedAlgorithm { what: "PCK key (need ECDSA P-256)" });
+        };
+        let key = self
+            .provider
+            .ecdsa_p256_sha256
+            .prepare(point)
+            .map_err(|_| Error::UnsupportedAlgorithm { what: "PCK key (invalid P-256 point)" })?;
+        let mut entry = PckEntry {
+            key,
+            ext,
+            not_before: leaf.not_before().max(ca.not_before),
+            expires: leaf.not_after().min(ca.not_after),
+            generation: 0,
+            crl_checked: false,
+        };
+        let (Some(installed), Some(policy)) = (installed, policy) else { return Ok((entry, None)) };
+        let collateral = installed.collateral;
+        entry.generation = installed.generation;
+
         // Revocation: the PCK CA on the root CA CRL, the PCK certificate on its CA's CRL.
         let mut crl_checked = true;
         match &collateral.root_revoked {
@@ -471,23 +525,8 @@ impl TdxVerifier {
             return Err(Error::CrlMissing);
         }
 
-        let PublicKey::EcP256 { point } = leaf.public_key() else {
-            return Err(Error::UnsupportedAlgorithm { what: "PCK key (need ECDSA P-256)" });
-        };
-        let key = self
-            .provider
-            .ecdsa_p256_sha256
-            .prepare(point)
-            .map_err(|_| Error::UnsupportedAlgorithm { what: "PCK key (invalid P-256 point)" })?;
-        let entry = PckEntry {
-            key,
-            ext,
-            not_before: leaf.not_before().max(ca.not_before),
-            expires: leaf.not_after().min(ca.not_after),
-            generation: installed.generation,
-            crl_checked,
-        };
-        Ok((entry, collateral))
+        entry.crl_checked = crl_checked;
+        Ok((entry, Some(collateral)))
     }
 }
 
