@@ -296,7 +296,7 @@ impl Collateral {
             }
             None => None,
         };
-        let ca = VerifiedCa::from_cert(&pck_ca, provider)?;
+        let ca = VerifiedCa::from_cert(&pck_ca)?;
         Ok(VerifiedCollateral { tcb_info, qe_identity, windows, root_revoked, pck_crl, pck_ca: ca })
     }
 }
@@ -428,7 +428,8 @@ pub(crate) struct PckCrl {
 /// A PCK CA verified under the root: what leaf verification needs.
 #[derive(Debug, Clone)]
 pub(crate) struct VerifiedCa {
-    pub(crate) der_sha256: [u8; 32],
+    /// The certificate's DER (compared byte for byte with the CA a quote carries).
+    pub(crate) der: Box<[u8]>,
     pub(crate) subject: Box<[u8]>,
     pub(crate) point: Box<[u8]>,
     pub(crate) serial: Box<[u8]>,
@@ -437,12 +438,12 @@ pub(crate) struct VerifiedCa {
 }
 
 impl VerifiedCa {
-    pub(crate) fn from_cert(c: &Certificate<'_>, provider: &CryptoProvider) -> Result<Self, Error> {
+    pub(crate) fn from_cert(c: &Certificate<'_>) -> Result<Self, Error> {
         let PublicKey::EcP256 { point } = c.public_key() else {
             return Err(Error::UnsupportedAlgorithm { what: "PCK CA key (need ECDSA P-256)" });
         };
         Ok(Self {
-            der_sha256: provider.digests.sha256(c.der()),
+            der: c.der().into(),
             subject: c.subject().as_der().into(),
             point: point.into(),
             serial: c.serial().into(),

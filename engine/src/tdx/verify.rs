@@ -257,7 +257,7 @@ impl TdxVerifier {
 
     fn remember_ca(&self, ca: VerifiedCa) {
         let mut cas = self.cas.write().unwrap_or_else(PoisonError::into_inner);
-        if !cas.iter().any(|c| c.der_sha256 == ca.der_sha256) {
+        if !cas.iter().any(|c| c.der == ca.der) {
             if cas.len() >= MAX_VERIFIED_PCK_CAS {
                 cas.remove(0);
             }
@@ -456,9 +456,8 @@ impl TdxVerifier {
         };
 
         // The PCK CA: verified once under the pinned root.
-        let ca_sha = self.provider.digests.sha256(ca_der);
         let known =
-            self.cas.read().unwrap_or_else(PoisonError::into_inner).iter().find(|c| c.der_sha256 == ca_sha).cloned();
+            self.cas.read().unwrap_or_else(PoisonError::into_inner).iter().find(|c| *c.der == **ca_der).cloned();
         let ca = if let Some(ca) = known {
             ca
         } else {
@@ -468,7 +467,7 @@ impl TdxVerifier {
             if cert.is_ca() != Some(true) || !cert.may_sign_certificates() {
                 return Err(Error::NotACa { role: CertRole::PckCa });
             }
-            let ca = VerifiedCa::from_cert(&cert, self.provider)?;
+            let ca = VerifiedCa::from_cert(&cert)?;
             self.remember_ca(ca.clone());
             ca
         };
