@@ -99,19 +99,19 @@ fn main() {
     let ca_key = UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_ASN1, &ca_point[..]);
     cold_raw(&q, &ca_key, leaf.tbs(), leaf.signature(), &pck_point, n);
 
-    let v: serde_json::Value = serde_json::from_slice(&bundle).unwrap();
-    let s = |k: &str| v[k].as_str().unwrap().to_owned();
-    let h = |k: &str| hex::decode(v[k].as_str().unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&bundle).unwrap();
+    let text = |k: &str| json[k].as_str().unwrap().to_owned();
+    let bytes = |k: &str| hex::decode(json[k].as_str().unwrap()).unwrap();
     let oracle = dcap_qvl::QuoteCollateralV3 {
-        pck_crl_issuer_chain: s("pck_crl_issuer_chain"),
-        root_ca_crl: h("root_ca_crl"),
-        pck_crl: h("pck_crl"),
-        tcb_info_issuer_chain: s("tcb_info_issuer_chain"),
-        tcb_info: s("tcb_info"),
-        tcb_info_signature: h("tcb_info_signature"),
-        qe_identity_issuer_chain: s("qe_identity_issuer_chain"),
-        qe_identity: s("qe_identity"),
-        qe_identity_signature: h("qe_identity_signature"),
+        pck_crl_issuer_chain: text("pck_crl_issuer_chain"),
+        root_ca_crl: bytes("root_ca_crl"),
+        pck_crl: bytes("pck_crl"),
+        tcb_info_issuer_chain: text("tcb_info_issuer_chain"),
+        tcb_info: text("tcb_info"),
+        tcb_info_signature: bytes("tcb_info_signature"),
+        qe_identity_issuer_chain: text("qe_identity_issuer_chain"),
+        qe_identity: text("qe_identity"),
+        qe_identity_signature: bytes("qe_identity_signature"),
         pck_certificate_chain: None,
     };
     dcap_qvl(&quote, &oracle, time.as_secs(), n / 10);
