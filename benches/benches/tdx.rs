@@ -113,24 +113,24 @@ fn main() {
     g.bench_function("cold_verify", |b| b.iter(|| cold.verify(black_box(&req), &v.policy).unwrap()));
     g.finish();
 
-    let q = TdQuote::parse(&v.quote).expect("quote");
+    let quote = TdQuote::parse(&v.quote).expect("quote");
     let pck = ParsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &v.pck_point).expect("PCK key");
     let ca = UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_ASN1, &v.ca_point);
     ca.verify(&v.leaf_tbs, &v.leaf_sig).expect("PCK certificate signature");
     let mut g = c.benchmark_group("tdx_floor");
-    g.bench_function("warm_raw", |b| b.iter(|| warm_raw(black_box(&q), &pck)));
+    g.bench_function("warm_raw", |b| b.iter(|| warm_raw(black_box(&quote), &pck)));
     g.bench_function("cold_raw", |b| {
         b.iter(|| {
             black_box(&ca).verify(black_box(&v.leaf_tbs), black_box(&v.leaf_sig)).unwrap();
             let key = ParsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, black_box(&v.pck_point)).unwrap();
-            warm_raw(black_box(&q), &key);
+            warm_raw(black_box(&quote), &key);
         });
     });
     g.finish();
 
     let peer = dcap_qvl::verify::QuoteVerifier::new_prod().allow_debug(true);
-    let r = peer.verify(&v.quote, &v.oracle, v.time.as_secs()).expect("dcap-qvl verify");
-    assert_eq!(r.status, "UpToDate");
+    let report = peer.verify(&v.quote, &v.oracle, v.time.as_secs()).expect("dcap-qvl verify");
+    assert_eq!(report.status, "UpToDate");
     let mut g = c.benchmark_group("tdx_peer");
     g.measurement_time(Duration::from_secs(10));
     g.bench_function("dcap_qvl_verify", |b| {
