@@ -19,14 +19,14 @@ use aws_lc_rs::signature::{self, ParsedPublicKey, UnparsedPublicKey};
 use std::hint::black_box;
 
 #[inline(never)]
-fn warm_verify(v: &TdxVerifier, req: &TdxRequest<'_>, policy: &TdxPolicy, n: usize) {
+fn warm_verify(v: &TdxVerifier, req: &TdxRequest<'_, '_>, policy: &TdxPolicy, n: usize) {
     for _ in 0..n {
         assert!(black_box(v.verify(black_box(req), policy)).unwrap().cache_hit());
     }
 }
 
 #[inline(never)]
-fn cold_verify(v: &TdxVerifier, req: &TdxRequest<'_>, policy: &TdxPolicy, n: usize) {
+fn cold_verify(v: &TdxVerifier, req: &TdxRequest<'_, '_>, policy: &TdxPolicy, n: usize) {
     for _ in 0..n {
         assert!(!black_box(v.verify(black_box(req), policy)).unwrap().cache_hit());
     }

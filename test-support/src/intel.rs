@@ -489,3 +489,30 @@ pub fn qe_identity_json(window: (&str, &str), levels: &[(u16, &str)]) -> String 
         levels.join(",")
     )
 }
+
+/// An Azure HCL report of TDX type (report_type 4): the 32-byte header, a 1184-byte hardware-report area
+/// holding a TDREPORT (type 0x81, REPORTDATA at 128, TDINFO.MRTD at 528), the IGVM request-data header
+/// (hash_type 1, SHA-256) and `runtime_json`, padded to the NV index size (2600 bytes).
+pub fn hcl_report_tdx(report_data: &[u8; 64], mr_td: &[u8; 48], runtime_json: &[u8]) -> Vec<u8> {
+    const AREA: usize = 0x4A0;
+    let var_size = u32::try_from(runtime_json.len()).expect("runtime data size");
+    let mut out = Vec::with_capacity(2600);
+    out.extend_from_slice(b"HCLA");
+    for v in [2u32, 1024 + 8, 2, 0] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&[0; 12]);
+    let mut area = vec![0u8; AREA];
+    area[0] = 0x81;
+    area[128..192].copy_from_slice(report_data);
+    area[528..576].copy_from_slice(mr_td);
+    out.extend_from_slice(&area);
+    for v in [var_size + 20, 1, 4, 1, var_size] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(runtime_json);
+    if out.len() < 2600 {
+        out.resize(2600, 0);
+    }
+    out
+}

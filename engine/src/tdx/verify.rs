@@ -40,18 +40,18 @@ pub const MAX_VERIFIED_PCK_CAS: usize = 16;
 /// Most FMSPCs with installed collateral.
 pub const MAX_COLLATERAL_ENTRIES: usize = 1024;
 
-/// One verification's input. Nothing is retained after the call.
+/// One verification's input. Nothing is retained after the call; the verified quote borrows `quote` only.
 #[derive(Clone, Copy, Debug)]
-pub struct TdxRequest<'a> {
+pub struct TdxRequest<'a, 'r> {
     /// The quote as received (bytes after its end are judged by `TdxPolicy::trailing_bytes`).
     pub quote: &'a [u8],
     /// The expected REPORTDATA (exactly 64 bytes), e.g. a hash of a nonce.
-    pub report_data: Option<&'a [u8]>,
+    pub report_data: Option<&'r [u8]>,
     /// The trusted time for certificate, CRL and collateral validity.
     pub time: UnixTime,
 }
 
-impl<'a> TdxRequest<'a> {
+impl<'a> TdxRequest<'a, '_> {
     /// A request with a quote and a time.
     pub fn new(quote: &'a [u8], time: UnixTime) -> Self {
         Self { quote, report_data: None, time }
@@ -266,7 +266,7 @@ impl TdxVerifier {
     }
 
     /// Verifies a quote against the installed collateral for its platform and `policy`.
-    pub fn verify<'a>(&self, req: &TdxRequest<'a>, policy: &TdxPolicy) -> Result<VerifiedTdQuote<'a>, Error> {
+    pub fn verify<'a>(&self, req: &TdxRequest<'a, '_>, policy: &TdxPolicy) -> Result<VerifiedTdQuote<'a>, Error> {
         let mut v = TdxVerdict::default();
         let quote = TdQuote::parse_prefix(req.quote)?;
         v.set(TdxCheck::QuoteStructure, Outcome::Passed);
@@ -540,7 +540,7 @@ impl TdxVerifier {
 
 fn check_policy(
     body: &super::TdReport<'_>,
-    req: &TdxRequest<'_>,
+    req: &TdxRequest<'_, '_>,
     policy: &TdxPolicy,
     v: &mut TdxVerdict,
 ) -> Result<(), Error> {
