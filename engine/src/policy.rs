@@ -330,19 +330,25 @@ impl Default for SnpPolicy {
     }
 }
 
+/// Reads a policy file in TOML (unknown keys are errors through each policy's `deny_unknown_fields`).
+pub(crate) fn from_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
+    toml::from_str(text).map_err(|e| Error::PolicyFile { format: "toml", reason: e.to_string().trim().into() })
+}
+
+/// Reads a policy file in JSON.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
+    serde_json::from_str(text).map_err(|e| Error::PolicyFile { format: "json", reason: e.to_string().into() })
+}
+
 impl SnpPolicy {
     /// Parses a TOML policy.
     pub fn from_toml(text: &str) -> Result<Self, Error> {
-        let p: Self = toml::from_str(text)
-            .map_err(|e| Error::PolicyFile { format: "toml", reason: e.to_string().trim().into() })?;
-        p.validate("toml")
+        from_toml::<Self>(text)?.validate("toml")
     }
 
     /// Parses a JSON policy.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let p: Self = serde_json::from_str(text)
-            .map_err(|e| Error::PolicyFile { format: "json", reason: e.to_string().into() })?;
-        p.validate("json")
+        from_json::<Self>(text)?.validate("json")
     }
 
     /// Parses TOML or JSON, chosen by the first non-blank character (`{` means JSON).

@@ -223,16 +223,12 @@ impl Default for TdxPolicy {
 impl TdxPolicy {
     /// Parses a TOML policy.
     pub fn from_toml(text: &str) -> Result<Self, Error> {
-        let p: Self = toml::from_str(text)
-            .map_err(|e| Error::PolicyFile { format: "toml", reason: e.to_string().trim().into() })?;
-        p.validate("toml")
+        crate::policy::from_toml::<Self>(text)?.validate("toml")
     }
 
     /// Parses a JSON policy.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let p: Self = serde_json::from_str(text)
-            .map_err(|e| Error::PolicyFile { format: "json", reason: e.to_string().into() })?;
-        p.validate("json")
+        crate::policy::from_json::<Self>(text)?.validate("json")
     }
 
     /// Parses TOML or JSON, chosen by the first non-blank character (`{` means JSON).

@@ -3,7 +3,7 @@
 //! keyed by the QE's ISVSVN.
 
 use super::status::TcbStatus;
-use super::tcb_info::{MAX_TCB_LEVELS, advisories, bad, hex_array, time};
+use super::tcb_info::{RawIsvLevel, bad, check_levels, hex_array, time};
 use crate::error::Error;
 use crate::time::UnixTime;
 use serde::Deserialize;
@@ -22,22 +22,7 @@ struct Raw {
     attributes_mask: String,
     mrsigner: String,
     isvprodid: u16,
-    tcb_levels: Vec<RawLevel>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawLevel {
-    tcb: RawIsvSvn,
-    tcb_date: String,
-    tcb_status: TcbStatus,
-    #[serde(rename = "advisoryIDs", default)]
-    advisory_ids: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct RawIsvSvn {
-    isvsvn: u16,
+    tcb_levels: Vec<RawIsvLevel>,
 }
 
 /// One QE TCB level.
@@ -91,21 +76,11 @@ impl QeIdentity {
         if raw.version != 2 {
             return Err(bad(W, "version is not 2"));
         }
-        if raw.tcb_levels.len() > MAX_TCB_LEVELS {
-            return Err(Error::LimitExceeded {
-                what: "TCB levels",
-                limit: MAX_TCB_LEVELS,
-                found: raw.tcb_levels.len(),
-            });
-        }
+        check_levels(raw.tcb_levels.len())?;
         let mut levels = Vec::with_capacity(raw.tcb_levels.len());
         for l in raw.tcb_levels {
-            levels.push(QeTcbLevel {
-                isvsvn: l.tcb.isvsvn,
-                tcb_date: time(&l.tcb_date, W)?,
-                status: l.tcb_status,
-                advisory_ids: advisories(l.advisory_ids, W)?,
-            });
+            let (isvsvn, tcb_date, status, advisory_ids) = l.decode(W)?;
+            levels.push(QeTcbLevel { isvsvn, tcb_date, status, advisory_ids });
         }
         Ok(Self {
             version: raw.version,

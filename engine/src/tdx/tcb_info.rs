@@ -86,12 +86,13 @@ struct RawModuleIdentity {
     mrsigner: String,
     attributes: String,
     attributes_mask: String,
-    tcb_levels: Vec<RawModuleLevel>,
+    tcb_levels: Vec<RawIsvLevel>,
 }
 
+/// A TCB level keyed by an ISVSVN (TDX module identities and QE Identity share the shape).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawModuleLevel {
+pub(crate) struct RawIsvLevel {
     tcb: RawIsvSvn,
     tcb_date: String,
     tcb_status: TcbStatus,
@@ -102,6 +103,24 @@ struct RawModuleLevel {
 #[derive(Deserialize)]
 struct RawIsvSvn {
     isvsvn: u16,
+}
+
+/// A decoded ISVSVN-keyed level: `(isvsvn, tcbDate, tcbStatus, advisoryIDs)`.
+pub(crate) type IsvLevel = (u16, UnixTime, TcbStatus, Box<[Box<str>]>);
+
+impl RawIsvLevel {
+    /// The level's fields, dates and advisory IDs checked.
+    pub(crate) fn decode(self, what: &'static str) -> Result<IsvLevel, Error> {
+        Ok((self.tcb.isvsvn, time(&self.tcb_date, what)?, self.tcb_status, advisories(self.advisory_ids, what)?))
+    }
+}
+
+/// Checks a level count against [`MAX_TCB_LEVELS`].
+pub(crate) fn check_levels(n: usize) -> Result<(), Error> {
+    if n > MAX_TCB_LEVELS {
+        return Err(Error::LimitExceeded { what: "TCB levels", limit: MAX_TCB_LEVELS, found: n });
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -238,13 +257,7 @@ impl TcbInfo {
         if raw.tcb_type != 0 {
             return Err(bad(W, "tcbType is not 0"));
         }
-        if raw.tcb_levels.len() > MAX_TCB_LEVELS {
-            return Err(Error::LimitExceeded {
-                what: "TCB levels",
-                limit: MAX_TCB_LEVELS,
-                found: raw.tcb_levels.len(),
-            });
-        }
+        check_levels(raw.tcb_levels.len())?;
         if raw.tdx_module_identities.len() > MAX_TDX_MODULE_IDENTITIES {
             return Err(Error::LimitExceeded {
                 what: "TDX module identities",
@@ -263,25 +276,16 @@ impl TcbInfo {
             if identities.iter().any(|i: &TdxModuleIdentity| i.major == major) {
                 return Err(bad(W, "duplicate TDX module identity"));
             }
-            if m.tcb_levels.len() > MAX_TCB_LEVELS {
-                return Err(Error::LimitExceeded {
-                    what: "TCB levels",
-                    limit: MAX_TCB_LEVELS,
-                    found: m.tcb_levels.len(),
-                });
-            }
+            check_levels(m.tcb_levels.len())?;
             let module = module(
                 &RawModule { mrsigner: m.mrsigner, attributes: m.attributes, attributes_mask: m.attributes_mask },
                 W,
             )?;
             let mut levels = Vec::with_capacity(m.tcb_levels.len());
             for l in m.tcb_levels {
-                levels.push(ModuleTcbLevel {
-                    isvsvn: u8::try_from(l.tcb.isvsvn).map_err(|_| bad(W, "TDX module isvsvn above 255"))?,
-                    tcb_date: time(&l.tcb_date, W)?,
-                    status: l.tcb_status,
-                    advisory_ids: advisories(l.advisory_ids, W)?,
-                });
+                let (isvsvn, tcb_date, status, advisory_ids) = l.decode(W)?;
+                let isvsvn = u8::try_from(isvsvn).map_err(|_| bad(W, "TDX module isvsvn above 255"))?;
+                levels.push(ModuleTcbLevel { isvsvn, tcb_date, status, advisory_ids });
             }
             identities.push(TdxModuleIdentity { major, module, tcb_levels: levels.into() });
         }
