@@ -40,7 +40,7 @@ TdxCheck {
     QuoteSignature => "quote_signature",
     /// The TCB Info is for the PCK certificate's platform (FMSPC, PCE-ID).
     PlatformBinding => "platform_binding",
-    /// MRSIGNERSEAM and SEAMATTRIBUTES match the TDX module identity selected by TEE_TCB_SVN[1].
+    /// MRSIGNERSEAM and SEAMATTRIBUTES match the TDX module identity selected by `TEE_TCB_SVN[1]`.
     TdxModuleIdentity => "tdx_module_identity",
     /// The TCB status is one the policy accepts.
     TcbStatus => "tcb_status",

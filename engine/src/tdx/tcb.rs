@@ -4,14 +4,14 @@
 //! 1. The TCB Info must be for the PCK certificate's platform: its FMSPC and PCE-ID equal the certificate's.
 //! 2. **QE**: the QE report must match the QE Identity (MRSIGNER, ISVPRODID, MISCSELECT and ATTRIBUTES under
 //!    their masks); the QE's TCB level is the first level whose ISVSVN the QE report's ISVSVN meets.
-//! 3. **TDX module**: TEE_TCB_SVN[1] is the module's major version. When it is non-zero, the identity
+//! 3. **TDX module**: `TEE_TCB_SVN[1]` is the module's major version. When it is non-zero, the identity
 //!    `TDX_<major>` of `tdxModuleIdentities` applies (no such identity: no TCB level), and the module's level
-//!    is the first of that identity's levels whose ISVSVN TEE_TCB_SVN[0] meets; when it is zero, the base
+//!    is the first of that identity's levels whose ISVSVN `TEE_TCB_SVN[0]` meets; when it is zero, the base
 //!    `tdxModule` applies and has no levels. Either way MRSIGNERSEAM must equal the identity's `mrsigner`, and
 //!    SEAMATTRIBUTES its `attributes` under `attributesMask`.
 //! 4. **Platform**: the first TCB level (in the order Intel lists them, newest first) such that every SGX
 //!    component and the PCESVN of the PCK certificate is at least the level's, and every TDX component of
-//!    TEE_TCB_SVN is at least the level's — components 0 and 1 excepted when TEE_TCB_SVN[1] is non-zero, as
+//!    TEE_TCB_SVN is at least the level's — components 0 and 1 excepted when `TEE_TCB_SVN[1]` is non-zero, as
 //!    the module identity judges those.
 //! 5. The status is the platform's, converged with the module's and then the QE's ([`TcbStatus::converge`]).
 //!    A TDX 1.5 quote is evaluated again with TEE_TCB_SVN2 (the module running now), which must also meet a
@@ -37,7 +37,7 @@ pub struct TcbEvaluation {
     pub platform_status: TcbStatus,
     /// Index of the matched platform level in `tcbLevels`.
     pub platform_level: usize,
-    /// The TDX module identity (its index in `tdxModuleIdentities`) and level index, when TEE_TCB_SVN[1] ≠ 0.
+    /// The TDX module identity (its index in `tdxModuleIdentities`) and level index, when `TEE_TCB_SVN[1]` ≠ 0.
     pub module_level: Option<(usize, usize)>,
     /// Index of the matched QE level.
     pub qe_level: usize,
@@ -100,7 +100,7 @@ fn module_identity<'c>(tcb_info: &'c TcbInfo, tee_tcb_svn: &[u8; 16]) -> Result<
     }
 }
 
-/// Checks MRSIGNERSEAM and SEAMATTRIBUTES against the module identity selected by TEE_TCB_SVN[1].
+/// Checks MRSIGNERSEAM and SEAMATTRIBUTES against the module identity selected by `TEE_TCB_SVN[1]`.
 pub fn check_module_identity(tcb_info: &TcbInfo, body: &TdReport<'_>) -> Result<(), Error> {
     let (module, _) = module_identity(tcb_info, body.tee_tcb_svn())?;
     if body.mr_signer_seam() != &module.mrsigner {

@@ -8,8 +8,8 @@
 //! |---|---|
 //! | `issueDate`, `nextUpdate` | validity window (RFC 3339 UTC) |
 //! | `fmspc`, `pceId` | the platform the TCB Info applies to (hex) |
-//! | `tdxModule` | `mrsigner` (48 bytes), `attributes` / `attributesMask` (8 bytes) of the TDX module when TEE_TCB_SVN[1] = 0 |
-//! | `tdxModuleIdentities` | per module major version (`id` `"TDX_<major, 2 hex digits>"`): signer, attributes, and `tcbLevels` keyed by module ISVSVN (TEE_TCB_SVN[0]) |
+//! | `tdxModule` | `mrsigner` (48 bytes), `attributes` / `attributesMask` (8 bytes) of the TDX module when `TEE_TCB_SVN[1]` = 0 |
+//! | `tdxModuleIdentities` | per module major version (`id` `"TDX_<major, 2 hex digits>"`): signer, attributes, and `tcbLevels` keyed by module ISVSVN (`TEE_TCB_SVN[0]`) |
 //! | `tcbLevels` | sorted from the newest: 16 SGX components, PCESVN, 16 TDX components, `tcbDate`, `tcbStatus`, `advisoryIDs` |
 
 use super::status::TcbStatus;
@@ -161,7 +161,7 @@ pub struct TdxModule {
 /// One TCB level of a TDX module identity.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModuleTcbLevel {
-    /// Minimum module ISVSVN (TEE_TCB_SVN[0]).
+    /// Minimum module ISVSVN (`TEE_TCB_SVN[0]`).
     pub isvsvn: u8,
     /// tcbDate.
     pub tcb_date: UnixTime,
@@ -174,7 +174,7 @@ pub struct ModuleTcbLevel {
 /// A TDX module identity (`TDX_<major>`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TdxModuleIdentity {
-    /// The module major version it applies to (TEE_TCB_SVN[1]).
+    /// The module major version it applies to (`TEE_TCB_SVN[1]`).
     pub major: u8,
     /// Signer and attributes.
     pub module: TdxModule,
