@@ -395,15 +395,7 @@ impl Window {
                     return Err(Error::CertExpired { role, time, not_after });
                 }
             }
-            WindowKind::Crl => {
-                if time < self.from {
-                    return Err(Error::CrlNotYetValid { time, this_update: self.from });
-                }
-                match self.until {
-                    Some(n) if time <= n => {}
-                    next_update => return Err(Error::CrlStale { time, next_update }),
-                }
-            }
+            WindowKind::Crl => crate::x509::crl::check_window(self.from, self.until, time)?,
             WindowKind::Json(what) => {
                 let next_update = self.until.unwrap_or(self.from);
                 if time < self.from {
