@@ -3,7 +3,7 @@
 //! quote that parses has consumed exactly its own bytes (what follows is classified, never read).
 //!
 //! Valid seeds: synthetic quotes built here (v4; v5 with TDX 1.0 and 1.5 bodies) with arbitrary field
-//! contents, and the real quotes and collateral of `../shared/testdata` when present.
+//! contents, and the real quotes and collateral of the test data (`$ATTEST_TESTDATA`) when present.
 
 mod common;
 
