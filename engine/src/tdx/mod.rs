@@ -14,6 +14,25 @@
 //! | [`verify`] | [`TdxVerifier`] with a cached PCK path |
 //! | [`ccel`] | CC event log (CCEL) replay against RTMR0–3 |
 //!
+//! # Decisions
+//!
+//! * **Where a quote ends.** `sig_data_len` defines the end; bytes after it (padded buffers, junk) are never
+//!   read. [`TdQuote::parse`] refuses them, [`TdQuote::parse_prefix`] reports them ([`Trailing`]) and the
+//!   policy decides: zero padding is accepted by default, anything else only under an explicit waiver.
+//! * **Collateral lives in the verifier.** [`TdxVerifier::set_collateral`] verifies signatures, chains and
+//!   CRL signatures once and keeps the result per FMSPC; every verification re-checks the times against its
+//!   own trusted time. Replacing an FMSPC's collateral retires the cached PCK entries verified under it.
+//!   One PCK CRL is held per FMSPC (Intel's bundle carries the CRL of the CA that issues that platform's
+//!   PCK certificates); a quote whose PCK CA is not that CRL's issuer is refused
+//!   ([`crate::Error::CollateralMismatch`]), never accepted unchecked.
+//! * **The warm path** is keyed by SHA-256 of the quote's PEM PCK chain as received (so a quote whose chain
+//!   differs in any byte takes the cold path and is judged afresh), bounded, and expires with the PCK
+//!   certificate and its CA. It does the QE report signature, the binding hash and the quote signature.
+//! * **TCB levels are taken in Intel's order** (newest first), as Intel's QVL does; the collateral is signed.
+//! * **Revoked** is a status no policy can accept ([`TdxPolicy`] refuses to list it).
+//! * **Without collateral** only [`TdxVerifier::dangerous_verify_signatures_only`] runs: an inspection aid,
+//!   not a verdict.
+//!
 //! ```no_run
 //! use attest_engine::tdx::{Collateral, TdxPolicy, TdxRequest, TdxVerifier};
 //! use attest_engine::UnixTime;
