@@ -280,3 +280,35 @@ fn real_azure_tdx_evidence() {
     assert_eq!(e, Error::CollateralMissing { fmspc: Bytes::new(&pck.fmspc) });
     let _ = TdQuote::parse_prefix(&td_quote).unwrap();
 }
+
+/// Every real Azure TDX HCL report binds its runtime data: TDREPORT type 0x81 and REPORTDATA =
+/// SHA-256(runtime data) ‖ 0³², with an HCLAkPub in the runtime data; one changed runtime-data byte breaks it.
+#[test]
+fn real_azure_tdx_hcl_reports_bind_their_runtime_data() {
+    let Some(dir) = common::testdata() else { return };
+    let provider = default_provider();
+    for (file, first) in [
+        ("trustee-az-tdx-vtpm/hcl-report.bin", "9734504f161d104c"),
+        ("constellation-azure-tdx/hclreport.bin", "1b2d148a60baa979"),
+        ("azure-cvm-tooling/hcl-report-tdx.bin", ""),
+    ] {
+        let bytes = common::read(&dir, file);
+        let hcl = attest_engine::azure::HclReport::parse(&bytes).unwrap();
+        let rd = attest_engine::variant::tdx::hcl_report_data(provider, &hcl).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(hex::encode(rd).starts_with(first), "{file}");
+        assert_eq!(rd[32..], [0u8; 32]);
+        attest_engine::azure::RuntimeData::parse(hcl.variable_data()).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let var_start = 0x20 + 0x4A0 + 20;
+        let mut tampered = bytes.clone();
+        tampered[var_start + 1] ^= 0x01;
+        let t = attest_engine::azure::HclReport::parse(&tampered).unwrap();
+        assert!(
+            matches!(attest_engine::variant::tdx::hcl_report_data(provider, &t), Err(Error::AkBindingMismatch { .. })),
+            "{file}"
+        );
+    }
+    // An SNP HCL report is not an azure-tdx one.
+    let snp = common::read(&dir, "azure-cvm-tooling/hcl-report-snp.bin");
+    let hcl = attest_engine::azure::HclReport::parse(&snp).unwrap();
+    assert!(matches!(attest_engine::variant::tdx::hcl_report_data(provider, &hcl), Err(Error::MissingEvidence { .. })));
+}

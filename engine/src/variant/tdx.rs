@@ -177,14 +177,7 @@ impl TdxValidator {
         let provider = self.tdx.provider();
         let tpm = doc.tpm.as_ref().ok_or(Error::MissingEvidence { what: "TPM evidence" })?;
         let hcl = HclReport::parse(doc.hcl_report)?;
-        if hcl.report_type() != HardwareReportType::Tdx {
-            return Err(Error::MissingEvidence { what: "a TDX TD report in the HCL report" });
-        }
-        if hcl.hash_type() != 1 {
-            return Err(Error::UnsupportedAlgorithm { what: "HCL runtime-data hash (need SHA-256)" });
-        }
-        let mut expected = [0u8; 64];
-        expected[..32].copy_from_slice(&provider.digests.sha256(hcl.variable_data()));
+        let expected = hcl_report_data(provider, &hcl)?;
         let req = TdxRequest { quote: doc.td_quote, report_data: Some(&expected), time };
         let td = self.tdx.verify(&req, &self.policy).map_err(|e| match e {
             // A quote that verifies but binds other runtime data does not bind this AK.
@@ -197,17 +190,10 @@ impl TdxValidator {
             },
             e => e,
         })?;
-
         // The HCL report's own TD report must be the quoted TD's (it is not MAC-checked outside the TD).
-        let tdreport = hcl.hardware_report();
-        if tdreport[0] != TDREPORT_TYPE_TDX
-            || tdreport[TDREPORT_REPORTDATA..TDREPORT_REPORTDATA + 64] != *td.body().report_data()
-            || tdreport[TDREPORT_MRTD..TDREPORT_MRTD + 48] != *td.body().mr_td()
-        {
-            return Err(Error::AkBindingMismatch {
-                expected: Bytes::new(td.body().report_data()),
-                found: Bytes::new(&tdreport[TDREPORT_REPORTDATA..TDREPORT_REPORTDATA + 64]),
-            });
+        let mr_td = &hcl.hardware_report()[TDREPORT_MRTD..TDREPORT_MRTD + 48];
+        if mr_td != td.body().mr_td() {
+            return Err(Error::AkBindingMismatch { expected: Bytes::new(td.body().mr_td()), found: Bytes::new(mr_td) });
         }
 
         let runtime = RuntimeData::parse(hcl.variable_data())?;
@@ -238,6 +224,26 @@ impl TdxValidator {
             user_data: doc.user_data,
         })
     }
+}
+
+/// The REPORTDATA an `azure-tdx` TD quote must carry for `hcl`: SHA-256 of the runtime data, then 32 zero
+/// bytes — after checking that the HCL report is of TDX type with a SHA-256 binding and that the TD report it
+/// holds (TDREPORT type 0x81) carries that same REPORTDATA.
+pub fn hcl_report_data(provider: &CryptoProvider, hcl: &HclReport<'_>) -> Result<[u8; 64], Error> {
+    if hcl.report_type() != HardwareReportType::Tdx {
+        return Err(Error::MissingEvidence { what: "a TDX TD report in the HCL report" });
+    }
+    if hcl.hash_type() != 1 {
+        return Err(Error::UnsupportedAlgorithm { what: "HCL runtime-data hash (need SHA-256)" });
+    }
+    let mut expected = [0u8; 64];
+    expected[..32].copy_from_slice(&provider.digests.sha256(hcl.variable_data()));
+    let tdreport = hcl.hardware_report();
+    let found = &tdreport[TDREPORT_REPORTDATA..TDREPORT_REPORTDATA + 64];
+    if tdreport[0] != TDREPORT_TYPE_TDX || found != expected {
+        return Err(Error::AkBindingMismatch { expected: Bytes::new(&expected), found: Bytes::new(found) });
+    }
+    Ok(expected)
 }
 
 impl PcrPolicy {
