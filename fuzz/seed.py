@@ -247,5 +247,22 @@ for name, path in [("azure-cvm-tooling-quote", "azure-cvm-tooling/quote.bin"),
                    ("trustee-az-snp-quote", "trustee-az-snp-vtpm/quote.bin"),
                    ("trustee-az-tdx-quote", "trustee-az-tdx-vtpm/quote.bin")]:
     put("evidence_binary", name, (td / path).read_bytes())
+# Intel TDX: every real quote (as received, trailing bytes included), and the collateral in both shapes.
+for name, path in [("spr-e4-v4", "go-tdx-guest/tdx_prod_quote_SPR_E4.dat"),
+                   ("v5-sample", "go-tdx-guest/quote_v5_sample.dat"),
+                   ("cos-113-v4", "go-tdx-guest/ccel/cos-113-tdx-quote.dat"),
+                   ("trustee-4-debug", "trustee-tdx/tdx_quote_4.dat"),
+                   ("trustee-5-v5", "trustee-tdx/tdx_quote_5.dat"),
+                   ("trustee-6-v4", "trustee-tdx/tdx_quote_6.dat"),
+                   ("azure-td-quote", "trustee-az-tdx-vtpm/td-quote.bin")]:
+    put("tdx_quote", name, (td / path).read_bytes())
+for name, path in [("bundle-spr-e4", "go-tdx-guest/collateral_SPR_E4.json"),
+                   ("bundle-v5", "go-tdx-guest/collateral_v5_sample.json"),
+                   ("pcs-tcbinfo", "go-tdx-guest/sample_tcbInfo_response"),
+                   ("pcs-tcbinfo-v5", "go-tdx-guest/sample_tcbinfo_response_v5"),
+                   ("pcs-qe-identity", "go-tdx-guest/sample_qeIdentity_response"),
+                   ("trustee-tcbinfo", "trustee-tdx/tcbInfo.json"),
+                   ("trustee-qe-identity", "trustee-tdx/enclaveIdentity.json")]:
+    put("tdx_collateral", name, (td / path).read_bytes())
 
 print(f"seed.py: seeds from {td} written to {out}")

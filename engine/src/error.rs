@@ -7,6 +7,7 @@
 use crate::amd::Product;
 use crate::policy::Check;
 use crate::snp::tcb::TcbComponent;
+use crate::tdx::TdxCheck;
 use crate::time::UnixTime;
 use core::fmt;
 
@@ -29,6 +30,14 @@ pub enum CertRole {
     Intermediate,
     /// The trust anchor of a generic path.
     Root,
+    /// Intel's PCK certificate (per platform and TCB; signs the TDX quoting enclave's report).
+    Pck,
+    /// Intel SGX PCK Platform CA or PCK Processor CA: the issuer of PCK certificates.
+    PckCa,
+    /// Intel SGX TCB Signing certificate: signs TCB Info and QE Identity collateral.
+    TcbSigning,
+    /// The Intel SGX Root CA (self-signed, pinned).
+    IntelRootCa,
 }
 
 impl CertRole {
@@ -43,6 +52,10 @@ impl CertRole {
             Self::Leaf => "leaf certificate",
             Self::Intermediate => "intermediate CA certificate",
             Self::Root => "root CA certificate",
+            Self::Pck => "PCK certificate",
+            Self::PckCa => "PCK CA certificate",
+            Self::TcbSigning => "TCB Signing certificate",
+            Self::IntelRootCa => "Intel SGX Root CA",
         }
     }
 }
@@ -136,6 +149,8 @@ pub enum Value {
     ComponentAtLeast(TcbComponent, u8),
     /// A TCB component's maximum.
     ComponentAtMost(TcbComponent, u8),
+    /// A name from the evidence or its collateral (a TCB status, an advisory ID).
+    Name(Box<str>),
 }
 
 impl fmt::Display for Value {
@@ -153,6 +168,7 @@ impl fmt::Display for Value {
             Self::Component(c, v) => write!(f, "{c}={v}"),
             Self::ComponentAtLeast(c, v) => write!(f, "{c}>={v}"),
             Self::ComponentAtMost(c, v) => write!(f, "{c}<={v}"),
+            Self::Name(n) => f.write_str(n),
         }
     }
 }
@@ -162,6 +178,17 @@ impl fmt::Display for Value {
 pub struct PolicyViolation {
     /// The check that failed.
     pub check: Check,
+    /// What the policy required.
+    pub expected: Value,
+    /// What the evidence showed.
+    pub found: Value,
+}
+
+/// Why a TDX policy check failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TdxPolicyViolation {
+    /// The check that failed.
+    pub check: TdxCheck,
     /// What the policy required.
     pub expected: Value,
     /// What the evidence showed.
@@ -570,6 +597,111 @@ pub enum Error {
         /// The runtime data's value (empty when absent).
         found: Bytes,
     },
+    // ---- Intel TDX (DCAP quote v4/v5, PCK certificates, Intel PCS collateral) -------------------------
+    /// A TDX quote structure is malformed (Intel TDX DCAP Quoting Library API, "Quote Format").
+    TdxQuote {
+        /// The structure (header, TD report body, signature data, certification data, …).
+        structure: &'static str,
+        /// Byte offset in the quote.
+        offset: usize,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// A quote field holds a value the engine does not accept (version, TEE type, key type, QE vendor,
+    /// body type, certification data type).
+    TdxUnsupported {
+        /// The field.
+        field: &'static str,
+        /// The value found.
+        found: u64,
+    },
+    /// The QE report signature does not verify under the PCK certificate's key.
+    QeReportSignatureInvalid,
+    /// QE REPORTDATA is not SHA-256(attestation key ‖ QE authentication data) followed by 32 zero bytes.
+    QeReportDataMismatch {
+        /// The expected 64 bytes.
+        expected: Bytes,
+        /// QE REPORTDATA.
+        found: Bytes,
+    },
+    /// The quote signature over header ‖ TD report body does not verify under the attestation key.
+    TdQuoteSignatureInvalid,
+    /// The PCK certificate's SGX extension (OID 1.2.840.113741.1.13.1) is malformed or incomplete.
+    SgxExtension {
+        /// The field (e.g. "FMSPC", "TCB").
+        field: &'static str,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// TDX collateral (TCB Info, QE Identity, bundle JSON) is malformed.
+    Collateral {
+        /// The collateral part.
+        what: &'static str,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// A collateral signature does not verify under the TCB Signing key, or a CRL under its issuer.
+    CollateralSignatureInvalid {
+        /// The collateral part.
+        what: &'static str,
+    },
+    /// A collateral part's nextUpdate lies before the trusted time.
+    CollateralExpired {
+        /// The collateral part.
+        what: &'static str,
+        /// The trusted time.
+        time: UnixTime,
+        /// nextUpdate.
+        next_update: UnixTime,
+    },
+    /// A collateral part's issueDate lies after the trusted time.
+    CollateralNotYetValid {
+        /// The collateral part.
+        what: &'static str,
+        /// The trusted time.
+        time: UnixTime,
+        /// issueDate.
+        issue_date: UnixTime,
+    },
+    /// No installed collateral matches the quote's platform (FMSPC and PCE-ID of the PCK certificate).
+    CollateralMissing {
+        /// FMSPC of the PCK certificate.
+        fmspc: Bytes,
+    },
+    /// The platform and the collateral disagree (FMSPC, PCE-ID, TEE type of the TCB Info).
+    CollateralMismatch {
+        /// The field.
+        field: &'static str,
+        /// The evidence's value.
+        evidence: Bytes,
+        /// The collateral's value.
+        collateral: Bytes,
+    },
+    /// No TCB level of the collateral is met (Intel: "TCB level not supported").
+    TcbLevelNotFound {
+        /// "platform", "TDX module" or "QE".
+        what: &'static str,
+    },
+    /// The QE report or the TDX module does not match its identity in the collateral.
+    IdentityMismatch {
+        /// "QE identity" or "TDX module identity".
+        what: &'static str,
+        /// The field that differs.
+        field: &'static str,
+    },
+    /// The root of a certificate chain is not the pinned Intel SGX Root CA.
+    UntrustedIntelRoot,
+    /// Replaying the CC event log does not reproduce an RTMR of the quote.
+    RtmrReplayMismatch {
+        /// The RTMR index (0..=3).
+        rtmr: u8,
+        /// The quote's RTMR.
+        expected: Bytes,
+        /// The value from replaying the log.
+        replayed: Bytes,
+    },
+    /// A TDX policy check failed.
+    TdxPolicy(TdxPolicyViolation),
 
     // ---- Policy ----------------------------------------------------------------------------------------
     /// A policy check failed.
@@ -596,6 +728,14 @@ impl Error {
     pub fn check(&self) -> Option<Check> {
         match self {
             Self::Policy(v) => Some(v.check),
+            _ => None,
+        }
+    }
+
+    /// The TDX policy check this error corresponds to, if it is a TDX policy rejection.
+    pub fn check_tdx(&self) -> Option<TdxCheck> {
+        match self {
+            Self::TdxPolicy(v) => Some(v.check),
             _ => None,
         }
     }
@@ -733,6 +873,37 @@ impl fmt::Display for Error {
                 } else {
                     write!(f, "HCL runtime data user-data {found} differs from the expected {expected}")
                 }
+            }
+            Self::TdxQuote { structure, offset, reason } => {
+                write!(f, "malformed TDX quote {structure} at offset {offset}: {reason}")
+            }
+            Self::TdxUnsupported { field, found } => write!(f, "unsupported TDX quote {field}: {found:#x}"),
+            Self::QeReportSignatureInvalid => f.write_str("QE report signature does not verify under the PCK key"),
+            Self::QeReportDataMismatch { expected, found } => {
+                write!(f, "QE report data {found} does not bind the attestation key (expected {expected})")
+            }
+            Self::TdQuoteSignatureInvalid => f.write_str("TD quote signature does not verify under the attestation key"),
+            Self::SgxExtension { field, reason } => write!(f, "PCK certificate SGX extension {field}: {reason}"),
+            Self::Collateral { what, reason } => write!(f, "TDX collateral {what}: {reason}"),
+            Self::CollateralSignatureInvalid { what } => write!(f, "TDX collateral {what}: signature does not verify"),
+            Self::CollateralExpired { what, time, next_update } => {
+                write!(f, "TDX collateral {what} expired: nextUpdate {next_update}, trusted time {time}")
+            }
+            Self::CollateralNotYetValid { what, time, issue_date } => {
+                write!(f, "TDX collateral {what} not yet valid: issued {issue_date}, trusted time {time}")
+            }
+            Self::CollateralMissing { fmspc } => write!(f, "no TDX collateral installed for FMSPC {fmspc}"),
+            Self::CollateralMismatch { field, evidence, collateral } => {
+                write!(f, "{field}: evidence has {evidence}, collateral has {collateral}")
+            }
+            Self::TcbLevelNotFound { what } => write!(f, "no {what} TCB level of the collateral is met"),
+            Self::IdentityMismatch { what, field } => write!(f, "{what}: {field} does not match"),
+            Self::UntrustedIntelRoot => f.write_str("certificate chain does not end in the pinned Intel SGX Root CA"),
+            Self::RtmrReplayMismatch { rtmr, expected, replayed } => {
+                write!(f, "CC event log replay of RTMR{rtmr} gives {replayed}, the quote has {expected}")
+            }
+            Self::TdxPolicy(v) => {
+                write!(f, "TDX policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found)
             }
             Self::Policy(v) => write!(f, "policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found),
             Self::LaunchUnpinned => f.write_str(

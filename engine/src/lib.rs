@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`snp`] | AMD SEV-SNP attestation reports, VCEK/VLEK → ASK/ASVK → ARK chains ([`x509`], [`amd`]), CRLs, a verified-leaf cache, [`policy`] |
 //! | [`tpm`] | TPM 2.0 quotes (TPMS_ATTEST, TPMT_SIGNATURE, TPMT_PUBLIC), TCG PC Client event logs |
+//! | [`tdx`] | Intel TDX quotes (DCAP v4/v5), PCK chains to the pinned Intel root ([`intel`]), PCS collateral, TCB evaluation |
 //! | [`azure`] | Azure's vTPM HCL report and runtime data (the SNP report binds the vTPM attestation key) |
 //! | [`formats`] | evidence as other tools write it: TPM quote parts, trustee's TPM and Azure vTPM JSON, az-cvm-vtpm bincode |
 //! | [`gce`] | GCE Shielded VM / Confidential VM attestations (go-tpm-tools): AK certificate → Google's CA, quotes, event log |
@@ -39,8 +40,10 @@ pub mod ear;
 pub mod error;
 pub mod formats;
 pub mod gce;
+pub mod intel;
 pub mod policy;
 pub mod snp;
+pub mod tdx;
 pub mod time;
 pub mod tpm;
 pub mod variant;
@@ -51,4 +54,5 @@ pub use crypto::CryptoProvider;
 pub use error::{CertRole, Error};
 pub use policy::{Check, LaunchPinning, Outcome, SnpPolicy, Verdict};
 pub use snp::{Report, SnpRequest, SnpVerifier, TcbVersion, VerifiedReport};
+pub use tdx::{TdxPolicy, TdxRequest, TdxVerifier, VerifiedTdQuote};
 pub use time::UnixTime;

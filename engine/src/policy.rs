@@ -27,27 +27,32 @@ use crate::snp::TcbVersion;
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
+/// Declares a check enum with `ALL`, `COUNT` and stable snake_case names (used for SNP here and for TDX in
+/// `crate::tdx::policy`).
 macro_rules! checks {
-    ($($(#[$doc:meta])* $name:ident => $label:literal,)*) => {
-        /// Every check the SNP verifier performs, in the order it runs them.
+    ($(#[$edoc:meta])* $enum:ident { $($(#[$doc:meta])* $name:ident => $label:literal,)* }) => {
+        $(#[$edoc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[non_exhaustive]
-        pub enum Check { $($(#[$doc])* $name,)* }
+        pub enum $enum { $($(#[$doc])* $name,)* }
 
-        impl Check {
+        impl $enum {
             /// All checks, in order.
-            pub const ALL: &'static [Check] = &[$(Check::$name,)*];
+            pub const ALL: &'static [$enum] = &[$($enum::$name,)*];
             /// Number of checks.
             pub const COUNT: usize = Self::ALL.len();
             /// A stable, snake_case name.
             pub fn name(self) -> &'static str {
-                match self { $(Check::$name => $label,)* }
+                match self { $($enum::$name => $label,)* }
             }
         }
     };
 }
+pub(crate) use checks;
 
 checks! {
+/// Every check the SNP verifier performs, in the order it runs them.
+Check {
     /// The report parses: version, signature algorithm, reserved fields.
     ReportStructure => "report_structure",
     /// The product is determined consistently (caller, CPUID, productName).
@@ -112,6 +117,7 @@ checks! {
     MinCurrentTcb => "min_current_tcb",
     /// Firmware not provisional (current TCB and version equal the committed ones).
     ProvisionalFirmware => "provisional_firmware",
+}
 }
 
 impl fmt::Display for Check {
@@ -397,19 +403,25 @@ impl Default for SnpPolicy {
     }
 }
 
+/// Reads a policy file in TOML (unknown keys are errors through each policy's `deny_unknown_fields`).
+pub(crate) fn from_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
+    toml::from_str(text).map_err(|e| Error::PolicyFile { format: "toml", reason: e.to_string().trim().into() })
+}
+
+/// Reads a policy file in JSON.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
+    serde_json::from_str(text).map_err(|e| Error::PolicyFile { format: "json", reason: e.to_string().into() })
+}
+
 impl SnpPolicy {
     /// Parses a TOML policy.
     pub fn from_toml(text: &str) -> Result<Self, Error> {
-        let p: Self = toml::from_str(text)
-            .map_err(|e| Error::PolicyFile { format: "toml", reason: e.to_string().trim().into() })?;
-        p.validate("toml")
+        from_toml::<Self>(text)?.validate("toml")
     }
 
     /// Parses a JSON policy.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let p: Self = serde_json::from_str(text)
-            .map_err(|e| Error::PolicyFile { format: "json", reason: e.to_string().into() })?;
-        p.validate("json")
+        from_json::<Self>(text)?.validate("json")
     }
 
     /// Parses TOML or JSON, chosen by the first non-blank character (`{` means JSON).

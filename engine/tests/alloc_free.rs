@@ -92,6 +92,28 @@ fn quote_verify_allocates_nothing_with(provider: &'static CryptoProvider) {
     }
 }
 
+/// A warm TDX verification (collateral installed, PCK chain cached) of a real quote allocates nothing: QE
+/// report signature, QE report data binding, quote signature, TCB evaluation and policy run on borrowed
+/// bytes and the verified collateral.
+fn tdx_warm_verify_allocates_nothing_with(provider: &'static CryptoProvider) {
+    use attest_engine::tdx::{Collateral, TdxPolicy, TdxRequest, TdxVerifier};
+    let Some(dir) = common::testdata() else { return };
+    let quote = common::read(&dir, "trustee-tdx/tdx_quote_4.dat");
+    let collateral = Collateral::from_bundle_json(&common::read(&dir, "go-tdx-guest/collateral_SPR_E4.json")).unwrap();
+    let verifier = TdxVerifier::with_provider(provider);
+    verifier.set_collateral(&collateral).unwrap();
+    let policy = TdxPolicy::from_toml("allow_debug = true").unwrap();
+    let req = TdxRequest::new(&quote, UnixTime::parse("2023-07-01T00:00:00Z").unwrap());
+    let (cold, n) = counting(|| verifier.verify(&req, &policy).map(|v| v.cache_hit()));
+    assert_eq!(cold, Ok(false), "{}", provider.name);
+    assert!(n > 0, "{}: the cold TDX path allocated nothing: is the counting allocator installed?", provider.name);
+    for i in 0..100 {
+        let (warm, n) = counting(|| verifier.verify(&req, &policy).map(|v| v.cache_hit()));
+        assert_eq!(warm, Ok(true), "{} #{i}", provider.name);
+        assert_eq!(n, 0, "{}: warm TDX verify #{i} made {n} heap allocation(s)", provider.name);
+    }
+}
+
 fn main() {
     #[cfg(feature = "aws-lc-rs")]
     warm_verify_allocates_nothing_with(&attest_engine::crypto::aws_lc_rs::PROVIDER);
@@ -99,6 +121,10 @@ fn main() {
     quote_verify_allocates_nothing_with(&attest_engine::crypto::aws_lc_rs::PROVIDER);
     #[cfg(feature = "ring")]
     warm_verify_allocates_nothing_with(&attest_engine::crypto::ring::PROVIDER);
+    #[cfg(feature = "aws-lc-rs")]
+    tdx_warm_verify_allocates_nothing_with(&attest_engine::crypto::aws_lc_rs::PROVIDER);
+    #[cfg(feature = "ring")]
+    tdx_warm_verify_allocates_nothing_with(&attest_engine::crypto::ring::PROVIDER);
     // Not with ring: ring's RSA verification allocates its big-integer limbs internally (5 allocations per
     // RSA-2048 verify, measured here); the engine's own code allocates nothing on either provider.
     println!("alloc_free: done");

@@ -164,3 +164,43 @@ fn providers_agree_on_every_outcome() {
         assert_eq!(x, y);
     }
 }
+
+/// TDX: a real quote with its collateral through each provider, and the same refusals of tampered copies
+/// (quote signature, QE report signature, QE binding) — outcomes as strings, compared across providers.
+fn run_tdx(p: &'static CryptoProvider) -> Vec<String> {
+    use attest_engine::tdx::{Collateral, TdxPolicy, TdxRequest, TdxVerifier};
+    let Some(dir) = common::testdata() else { return Vec::new() };
+    let quote = common::read(&dir, "trustee-tdx/tdx_quote_4.dat");
+    let collateral = Collateral::from_bundle_json(&common::read(&dir, "go-tdx-guest/collateral_SPR_E4.json")).unwrap();
+    let verifier = TdxVerifier::with_provider(p);
+    verifier.set_collateral(&collateral).unwrap();
+    let policy = TdxPolicy::from_toml("allow_debug = true").unwrap();
+    let t = UnixTime::parse("2023-07-01T00:00:00Z").unwrap();
+    let mut out = Vec::new();
+    // Genuine, MRTD byte, QE report byte, attestation key byte, QE report signature byte.
+    for at in [None, Some(184), Some(632 + 4 + 128 + 6 + 0x40), Some(632 + 4 + 64), Some(632 + 4 + 128 + 6 + 384)] {
+        let mut q = quote.clone();
+        if let Some(i) = at {
+            q[i] ^= 1;
+        }
+        out.push(match verifier.verify(&TdxRequest::new(&q, t), &policy) {
+            Ok(v) => format!("ok {} {}", v.tcb_status(), v.cache_hit()),
+            Err(e) => format!("{e}"),
+        });
+    }
+    assert!(out[0].starts_with("ok UpToDate"), "{}: {out:?}", p.name);
+    assert!(out[1..].iter().all(|o| !o.starts_with("ok")), "{}: {out:?}", p.name);
+    out
+}
+
+#[cfg(all(feature = "ring", feature = "aws-lc-rs"))]
+#[test]
+fn providers_agree_on_tdx() {
+    assert_eq!(run_tdx(&attest_engine::crypto::aws_lc_rs::PROVIDER), run_tdx(&attest_engine::crypto::ring::PROVIDER));
+}
+
+#[cfg(not(all(feature = "ring", feature = "aws-lc-rs")))]
+#[test]
+fn tdx_with_the_default_provider() {
+    run_tdx(attest_engine::crypto::default_provider());
+}

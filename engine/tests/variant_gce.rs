@@ -175,6 +175,8 @@ impl Doc {
             hcl_report: &[],
             instance_info: INSTANCE_INFO,
             user_data: USER_DATA,
+            td_quote: &[],
+            td_event_log: &[],
         };
         let ok = v.validate(&doc, NONCE, now())?;
         let instance = ok.instance.unwrap();

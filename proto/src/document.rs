@@ -111,6 +111,9 @@ pub fn view<'a>(doc: &'a AttestationDocument, pcrs: &'a PcrValues<'a>) -> Docume
         hcl_report: &doc.hcl_report,
         instance_info: &doc.instance_info,
         user_data: &doc.user_data,
+        // attest.v1 has no TDX fields yet: TDX documents cannot be carried by this protobuf message.
+        td_quote: &[],
+        td_event_log: &[],
     }
 }
 

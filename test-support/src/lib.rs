@@ -19,6 +19,7 @@
 pub mod der;
 #[cfg(feature = "h2raw")]
 pub mod h2raw;
+pub mod intel;
 pub mod tempdir;
 pub mod testdata;
 pub mod tpm;

@@ -38,29 +38,46 @@ pub(crate) struct VerifiedLeaf {
     pub(crate) crl_generation: u64,
 }
 
-struct Slot {
-    leaf: Arc<VerifiedLeaf>,
+/// What a cache entry must say about its own validity.
+pub(crate) trait CacheEntry {
+    /// Before this time the entry must not be used.
+    fn not_before(&self) -> UnixTime;
+    /// After this time the entry is dropped.
+    fn expires(&self) -> UnixTime;
+}
+
+impl CacheEntry for VerifiedLeaf {
+    fn not_before(&self) -> UnixTime {
+        self.not_before
+    }
+    fn expires(&self) -> UnixTime {
+        self.expires
+    }
+}
+
+struct Slot<T> {
+    leaf: Arc<T>,
     last_used: u64,
 }
 
-struct Inner {
-    map: HashMap<[u8; 32], Slot>,
+struct Inner<T> {
+    map: HashMap<[u8; 32], Slot<T>>,
     tick: u64,
 }
 
-/// The leaf cache.
-pub(crate) struct LeafCache {
+/// The leaf cache (also used for TDX PCK certificates, with another entry type).
+pub(crate) struct LeafCache<T = VerifiedLeaf> {
     capacity: usize,
-    inner: Mutex<Inner>,
+    inner: Mutex<Inner<T>>,
 }
 
-impl LeafCache {
+impl<T: CacheEntry> LeafCache<T> {
     pub(crate) fn new(capacity: usize) -> Self {
         Self { capacity, inner: Mutex::new(Inner { map: HashMap::with_capacity(capacity), tick: 0 }) }
     }
 
     /// Returns the entry for `key` if it is valid at `time`; drops it if it has expired.
-    pub(crate) fn get(&self, key: &[u8; 32], time: UnixTime) -> Option<Arc<VerifiedLeaf>> {
+    pub(crate) fn get(&self, key: &[u8; 32], time: UnixTime) -> Option<Arc<T>> {
         if self.capacity == 0 {
             return None;
         }
@@ -68,18 +85,18 @@ impl LeafCache {
         inner.tick += 1;
         let tick = inner.tick;
         let slot = inner.map.get_mut(key)?;
-        if time > slot.leaf.expires {
+        if time > slot.leaf.expires() {
             inner.map.remove(key);
             return None;
         }
-        if time < slot.leaf.not_before {
+        if time < slot.leaf.not_before() {
             return None;
         }
         slot.last_used = tick;
         Some(Arc::clone(&slot.leaf))
     }
 
-    pub(crate) fn insert(&self, key: [u8; 32], leaf: Arc<VerifiedLeaf>) {
+    pub(crate) fn insert(&self, key: [u8; 32], leaf: Arc<T>) {
         if self.capacity == 0 {
             return;
         }

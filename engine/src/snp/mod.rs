@@ -1,6 +1,6 @@
 //! AMD SEV-SNP: the attestation report, TCB versions, and verification against AMD's certificate chain.
 
-mod cache;
+pub(crate) mod cache;
 pub mod crls;
 pub mod report;
 pub mod tcb;

@@ -23,6 +23,8 @@
 
 mod gce;
 
+pub mod tdx;
+
 use crate::azure::{HclReport, RuntimeData};
 use crate::crypto::{CryptoProvider, Digest, HashAlgorithm};
 use crate::error::{Bytes, Error};
@@ -145,6 +147,10 @@ pub struct Document<'a> {
     pub instance_info: &'a [u8],
     /// User data (aTLS: SHA-256 of the certificate's SPKI).
     pub user_data: &'a [u8],
+    /// Intel TDX quote (DCAP v4/v5), as received (empty when absent); TDX variants ([`tdx`]).
+    pub td_quote: &'a [u8],
+    /// TDX CC event log (CCEL log area), replayed against the quote's RTMRs (empty when absent).
+    pub td_event_log: &'a [u8],
 }
 
 /// Why an AK is trusted.
@@ -462,7 +468,7 @@ fn snp_request<'a>(report: &'a [u8], ev: &SnpEvidence<'a>, time: UnixTime) -> Sn
 
 /// Replays the SHA-256 bank of the event log against the quoted PCRs it touches. Returns whether the log
 /// touches at least one quoted PCR (a log that touches none proves nothing, and is reported as not replayed).
-fn check_event_log(provider: &CryptoProvider, log: &[u8], quote: &VerifiedQuote<'_>) -> Result<bool, Error> {
+pub(crate) fn check_event_log(provider: &CryptoProvider, log: &[u8], quote: &VerifiedQuote<'_>) -> Result<bool, Error> {
     let log = crate::tpm::eventlog::EventLog::parse(log)?;
     let touched = log.replay(provider, HashAlgorithm::Sha256, false)?.touched_mask();
     let mut quoted: Vec<(u8, &[u8])> = Vec::new();

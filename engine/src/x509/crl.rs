@@ -119,6 +119,13 @@ impl<'a> Crl<'a> {
         self.entries == 0
     }
 
+    /// The freshness rule every CRL use follows (the AMD and Intel CRLs alike): usable from thisUpdate
+    /// through nextUpdate inclusive; a CRL without nextUpdate is never fresh (RFC 5280 §5.1.2.5 makes it
+    /// mandatory for conforming issuers).
+    pub fn check_freshness(&self, time: UnixTime) -> Result<(), Error> {
+        check_window(self.this_update, self.next_update, time)
+    }
+
     /// Whether a certificate with serial content octets `serial` is listed.
     pub fn is_revoked(&self, serial: &[u8]) -> bool {
         self.revoked_serials().any(|s| s == serial)
@@ -135,6 +142,17 @@ impl<'a> Crl<'a> {
             let mut e = r.sequence("revokedCertificate").ok()?;
             e.integer().ok()
         })
+    }
+}
+
+/// [`Crl::check_freshness`] for a CRL's recorded times.
+pub(crate) fn check_window(this_update: UnixTime, next_update: Option<UnixTime>, time: UnixTime) -> Result<(), Error> {
+    if time < this_update {
+        return Err(Error::CrlNotYetValid { time, this_update });
+    }
+    match next_update {
+        Some(n) if time <= n => Ok(()),
+        next_update => Err(Error::CrlStale { time, next_update }),
     }
 }
 

@@ -216,6 +216,8 @@ impl Evidence {
             hcl_report: &self.hcl_report,
             instance_info: &self.instance_info,
             user_data: &self.user_data,
+            td_quote: &[],
+            td_event_log: &[],
         }
     }
 

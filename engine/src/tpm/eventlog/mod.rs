@@ -69,6 +69,7 @@
 mod parse;
 mod replay;
 
+pub(crate) use parse::walk_cc_log;
 pub use replay::PcrBankValues;
 
 use crate::crypto::HashAlgorithm;

@@ -272,6 +272,51 @@ pub(super) fn parse(bytes: &[u8]) -> Result<EventLog<'_>, Error> {
     Ok(EventLog { bytes, spec_id, event_count: count, startup_locality: validator.startup_locality })
 }
 
+/// Walks a Confidential Computing event log (UEFI 2.10 §38.4 `EFI_CC_EVENT`; the ACPI `CCEL` table's log
+/// area, as TDX firmware writes it): a crypto-agile TCG log whose events carry a CC measurement-register
+/// index (0 = MRTD, 1–4 = RTMR0–3) where a TCG log has a PCR index. The first event must be the Spec ID
+/// Event03 (`EV_NO_ACTION`, zero digest; its index is not constrained, TDX firmware writes 1). Calls `f` for
+/// every later event, and stops at the end of the input or where the rest of the log area is unwritten (all
+/// 0xFF, as UEFI erases it, or all zero). Returns the length of the log and the number of events.
+pub(crate) fn walk_cc_log<'a>(
+    bytes: &'a [u8],
+    max_index: u32,
+    mut f: impl FnMut(&Event<'a>) -> Result<(), Error>,
+) -> Result<(usize, usize), Error> {
+    if bytes.len() > MAX_LOG_SIZE {
+        return Err(Error::LimitExceeded { what: "CC event log size", limit: MAX_LOG_SIZE, found: bytes.len() });
+    }
+    let (first, mut pos) = decode_event(bytes, 0, 0, DigestLayout::Sha1)?;
+    if !first.data.starts_with(SPEC_ID_EVENT03_SIGNATURE) || first.ty != EventType::EV_NO_ACTION {
+        return Err(malformed(0, "a CC event log starts with an EV_NO_ACTION Spec ID Event03"));
+    }
+    if first.digests.raw.iter().any(|b| *b != 0) {
+        return Err(malformed(0, "Spec ID Event03 digest is not zero"));
+    }
+    let spec_id = parse_spec_id(first.data)?;
+    let layout = DigestLayout::Agile(spec_id.digest_sizes);
+    let mut count = 1;
+    loop {
+        let rest = &bytes[pos..];
+        if rest.iter().all(|b| *b == 0xFF) || rest.iter().all(|b| *b == 0) {
+            return Ok((pos, count));
+        }
+        if count == MAX_EVENTS {
+            return Err(Error::LimitExceeded { what: "CC event log event count", limit: MAX_EVENTS, found: count + 1 });
+        }
+        let (event, end) = decode_event(bytes, pos, count, layout)?;
+        if event.pcr_index > max_index {
+            return Err(malformed(pos, "CC measurement register index out of range"));
+        }
+        if event.ty == EventType::EV_NO_ACTION && event.data.starts_with(SPEC_ID_EVENT03_SIGNATURE) {
+            return Err(malformed(pos, "Spec ID Event03 is not the first event"));
+        }
+        f(&event)?;
+        pos = end;
+        count += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
