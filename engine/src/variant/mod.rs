@@ -8,7 +8,7 @@
 //! | `aws-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VLEK-signed report | SNP report + VLEK |
 //! | `gcp-sev-snp` | REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK) in a VCEK-signed report | SNP report + VCEK |
 //!
-//! Freshness (DESIGN.md §2): `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
+//! Freshness (`docs/ARCHITECTURE.md`, "Evidence"): `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
 //! `SHA-256(instance_info ‖ extra)`. The quoted SHA-256 PCRs are then compared with the expected
 //! measurements ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
 
