@@ -32,7 +32,7 @@
 pub mod amd;
 pub mod azure;
 pub mod crypto;
-pub(crate) mod der;
+pub mod der;
 pub mod error;
 pub mod policy;
 pub mod snp;
