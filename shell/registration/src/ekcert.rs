@@ -80,7 +80,9 @@ impl EkCaBundle {
     /// Verifies the EK certificate `der` (with optional extra intermediates, DER) and returns its RSA-2048
     /// public key.
     pub fn verify(&self, der: &[u8], intermediates: &[&[u8]]) -> Result<PKey<Public>, Error> {
-        if der_length(der) != Some(der.len()) {
+        // Exactly one DER SEQUENCE, nothing after it (the engine's DER reader: definite, minimal lengths).
+        let mut outer = attest_engine::der::Reader::new(der, "EK certificate");
+        if outer.read(attest_engine::der::tag::SEQUENCE).and_then(|_| outer.finish()).is_err() {
             return Err(Error::EkCertificate { reason: "not exactly one DER certificate".into() });
         }
         let cert = X509::from_der(der).map_err(|e| Error::EkCertificate { reason: format!("malformed: {e}") })?;
@@ -107,43 +109,9 @@ impl EkCaBundle {
     }
 }
 
-/// The length of the DER TLV at the start of `b` (definite lengths only), if it is a SEQUENCE.
-pub fn der_length(b: &[u8]) -> Option<usize> {
-    if b.first() != Some(&0x30) {
-        return None;
-    }
-    let first = *b.get(1)?;
-    let (len, hdr) = if first < 0x80 {
-        (usize::from(first), 2)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 {
-            return None;
-        }
-        let mut len = 0usize;
-        for i in 0..n {
-            len = (len << 8) | usize::from(*b.get(2 + i)?);
-        }
-        (len, 2 + n)
-    };
-    let total = hdr.checked_add(len)?;
-    (total <= b.len()).then_some(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn der_lengths() {
-        assert_eq!(der_length(&[0x30, 0x00]), Some(2));
-        assert_eq!(der_length(&[0x30, 0x01, 0xAA, 0xFF]), Some(3));
-        assert_eq!(der_length(&[0x30, 0x82, 0x00, 0x01, 0xAA]), Some(5));
-        assert_eq!(der_length(&[0x30, 0x82, 0x00, 0x02, 0xAA]), None);
-        assert_eq!(der_length(&[0x31, 0x00]), None);
-        assert_eq!(der_length(&[0x30, 0x80]), None);
-        assert_eq!(der_length(&[]), None);
-    }
 
     #[test]
     fn empty_bundle_is_refused() {

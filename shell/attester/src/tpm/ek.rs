@@ -88,9 +88,33 @@ impl Tpm {
     pub fn ek_certificate(&mut self) -> Result<Vec<u8>, Error> {
         let mut nv = retrieve_ek_pubcert(&mut self.ctx, AsymmetricAlgorithmSelection::Rsa(RsaKeyBits::Rsa2048))
             .map_err(tpm_error("reading the EK certificate NV index"))?;
-        let len = attest_registration::ekcert::der_length(&nv)
+        let len = cert_len(&nv)
             .ok_or(Error::EkCertificate { reason: "NV index 0x01c00002 does not start with a DER SEQUENCE".into() })?;
         nv.truncate(len);
         Ok(nv)
+    }
+}
+
+/// The length of the DER SEQUENCE at the start of `nv` (an NV index is often padded after the certificate),
+/// read with the engine's DER reader (definite, minimal lengths).
+fn cert_len(nv: &[u8]) -> Option<usize> {
+    let mut r = attest_engine::der::Reader::new(nv, "EK certificate");
+    r.read_tlv(attest_engine::der::tag::SEQUENCE).ok().map(|(_, whole)| whole.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cert_len;
+
+    #[test]
+    fn cert_lengths() {
+        assert_eq!(cert_len(&[0x30, 0x00]), Some(2));
+        assert_eq!(cert_len(&[0x30, 0x01, 0xAA, 0xFF]), Some(3), "padding after the certificate");
+        let long = [&[0x30, 0x81, 0x80][..], &[0u8; 0x80], &[0xFF; 3]].concat();
+        assert_eq!(cert_len(&long), Some(3 + 0x80));
+        assert_eq!(cert_len(&[0x30, 0x82, 0x00, 0x02, 0xAA]), None, "non-minimal and truncated");
+        assert_eq!(cert_len(&[0x31, 0x00]), None, "not a SEQUENCE");
+        assert_eq!(cert_len(&[0x30, 0x80]), None, "indefinite length");
+        assert_eq!(cert_len(&[]), None);
     }
 }
