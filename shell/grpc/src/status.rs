@@ -220,47 +220,19 @@ impl fmt::Display for Status {
 
 impl std::error::Error for Status {}
 
+/// What `grpc-message` escapes: bytes outside 0x20–0x7E, and `%` (gRPC over HTTP/2, "Responses").
+/// `percent-encoding` escapes every non-ASCII byte by itself.
+const GRPC_MESSAGE_ESCAPES: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b'%');
+
 /// Percent-encodes a `grpc-message`: bytes outside 0x20–0x7E and `%` become `%XX`.
 pub fn percent_encode(message: &str) -> String {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut out = String::with_capacity(message.len());
-    for &b in message.as_bytes() {
-        if (0x20..=0x7E).contains(&b) && b != b'%' {
-            out.push(char::from(b));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xF)]));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(message, GRPC_MESSAGE_ESCAPES).to_string()
 }
 
 /// Decodes a percent-encoded `grpc-message`. Malformed escapes are kept literally; invalid UTF-8 after
 /// decoding is replaced (U+FFFD), as the spec asks of receivers.
 pub fn percent_decode(value: &[u8]) -> String {
-    fn hex(b: u8) -> Option<u8> {
-        match b {
-            b'0'..=b'9' => Some(b - b'0'),
-            b'a'..=b'f' => Some(b - b'a' + 10),
-            b'A'..=b'F' => Some(b - b'A' + 10),
-            _ => None,
-        }
-    }
-    let mut out = Vec::with_capacity(value.len());
-    let mut i = 0;
-    while i < value.len() {
-        if value[i] == b'%'
-            && let (Some(h), Some(l)) = (value.get(i + 1).and_then(|&b| hex(b)), value.get(i + 2).and_then(|&b| hex(b)))
-        {
-            out.push((h << 4) | l);
-            i += 3;
-            continue;
-        }
-        out.push(value[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    percent_encoding::percent_decode(value).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]

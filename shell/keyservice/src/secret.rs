@@ -152,32 +152,18 @@ fn decode_base64(text: &[u8], field: &'static str) -> Result<Zeroizing<Vec<u8>>,
     Ok(out)
 }
 
-/// Percent-decodes a URI query value into a zeroized buffer.
+/// Percent-decodes a URI query value into a zeroized buffer (decoding by `percent-encoding`). A `%` not
+/// followed by two hex digits is an error here: a key that does not decode exactly is refused.
 fn percent_decode(value: &str) -> Result<Zeroizing<Vec<u8>>, MasterSecretError> {
-    fn hex(b: u8) -> Option<u8> {
-        match b {
-            b'0'..=b'9' => Some(b - b'0'),
-            b'a'..=b'f' => Some(b - b'a' + 10),
-            b'A'..=b'F' => Some(b - b'A' + 10),
-            _ => None,
-        }
+    let well_formed =
+        value.split('%').skip(1).all(|s| s.as_bytes().get(..2).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)));
+    if !well_formed {
+        return Err(MasterSecretError::Uri { reason: "invalid percent-encoding" });
     }
-    let bytes = value.as_bytes();
-    let mut out = Zeroizing::new(Vec::with_capacity(bytes.len()));
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let decoded = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| Some(hex(h[0])? << 4 | hex(h[1])?))
-                .ok_or(MasterSecretError::Uri { reason: "invalid percent-encoding" })?;
-            out.push(decoded);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
+    // The decoded value is never longer than the input: reserving that much keeps every byte of the secret
+    // in this one zeroized allocation.
+    let mut out = Zeroizing::new(Vec::with_capacity(value.len()));
+    out.extend(percent_encoding::percent_decode_str(value));
     Ok(out)
 }
 
