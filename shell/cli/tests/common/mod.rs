@@ -1,15 +1,13 @@
-//! Helpers shared by the integration tests: locating `../shared/testdata` and running the `attest` binary.
+//! Helpers shared by the integration tests: the testdata directory (`attest_test_support::testdata`) and
+//! running the `attest` binary.
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The testdata directory: `$ATTEST_TESTDATA`, else `../shared/testdata` next to the repository. Returns
-/// `None` (after printing a visible notice) when absent; under `CI=true` absence is a failure.
-#[track_caller]
-pub fn testdata() -> Option<PathBuf> {
-    attest_test_support::testdata::dir()
-}
+/// The testdata directory (`None` with a notice when absent; a failure under `CI=true`).
+#[allow(unused_imports)] // not every test binary that includes this module reads testdata
+pub use attest_test_support::testdata::dir as testdata;
 
 /// An example policy shipped in `examples/policy/`.
 pub fn example_policy(name: &str) -> PathBuf {

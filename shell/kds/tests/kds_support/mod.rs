@@ -26,17 +26,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// The testdata directory, or `None` with a visible notice (a failure under `CI=true`).
-#[track_caller]
-pub fn testdata() -> Option<PathBuf> {
-    attest_test_support::testdata::dir()
-}
-
-/// Reads a testdata file.
-#[track_caller]
-pub fn read(dir: &Path, rel: &str) -> Vec<u8> {
-    std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
-}
+/// The testdata directory (`None` with a notice when absent; a failure under `CI=true`) and its files.
+#[allow(unused_imports)] // not every test binary that includes this module reads testdata
+pub use attest_test_support::testdata::{dir as testdata, read};
 
 /// The first certificate of a PEM or DER file.
 #[track_caller]
