@@ -7,23 +7,7 @@ use std::path::PathBuf;
 /// proxy may return a whole HTML page).
 pub const MAX_STATUS_MESSAGE: usize = 512;
 
-/// Where a request timed out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Waiting for the response head (connect, TLS, request, status line and headers).
-    Headers,
-    /// Reading the response body.
-    Body,
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Phase::Headers => "the response headers",
-            Phase::Body => "the response body",
-        })
-    }
-}
+pub use attest_util::http::Phase;
 
 /// A `Status` object of the Kubernetes API (`apimachinery/pkg/apis/meta/v1` `Status`): what the API server
 /// answers with every failed request.
@@ -165,7 +149,7 @@ impl fmt::Display for K8sError {
             K8sError::ServerError(s) => write!(f, "Kubernetes API: server error ({s})"),
             K8sError::Rejected(s) => write!(f, "Kubernetes API: request rejected ({s})"),
             K8sError::MalformedResponse { reason } => write!(f, "Kubernetes API: malformed response: {reason}"),
-            K8sError::Timeout { phase } => write!(f, "Kubernetes API: timed out waiting for {phase}"),
+            K8sError::Timeout { phase } => write!(f, "Kubernetes API: timed out waiting for the {phase}"),
             K8sError::Transport { reason } => write!(f, "Kubernetes API: connection failed: {reason}"),
             K8sError::ResponseTooLarge { limit } => {
                 write!(f, "Kubernetes API: response larger than {limit} bytes")

@@ -2,7 +2,7 @@
 //!
 //! The Kubernetes side of the join service: a minimal API client, bootstrap tokens, and the cluster CA.
 //!
-//! **May depend on:** hyper's HTTP/1.1 client and OpenSSL; no crate of the workspace. **Must not depend on:**
+//! **May depend on:** hyper's HTTP/1.1 client, OpenSSL and `attest-util`. **Must not depend on:**
 //! attestation, gRPC or a service: the join service calls it after a node attested.
 //!
 //! | module | what |

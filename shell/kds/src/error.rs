@@ -10,23 +10,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Which part of an HTTP exchange timed out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Waiting for the response head (connection, TLS handshake and headers).
-    Headers,
-    /// Reading the response body.
-    Body,
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Headers => "response headers",
-            Self::Body => "response body",
-        })
-    }
-}
+pub use attest_util::http::Phase;
 
 /// Every way obtaining a certificate or CRL can fail.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! on-disk store, and AMD's Key Distribution Service (KDS), in that order (`docs/ARCHITECTURE.md`, "Caching").
 //!
 //! **May depend on:** `attest-engine` (chain requests, certificate parsing), hyper's HTTP/1.1 client and
-//! OpenSSL (TLS to the KDS). **Must not depend on:** gRPC, aTLS or any service; it hands the engine bytes and
+//! OpenSSL (TLS to the KDS), `attest-util`. **Must not depend on:** gRPC, aTLS or any service; it hands the engine bytes and
 //! never verifies evidence itself. Intel's PCS collateral will join it here.
 //!
 //! KDS allows about one VCEK request per 10 s per client address, answers 429 beyond that, and has outages;

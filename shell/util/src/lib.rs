@@ -1,7 +1,7 @@
 //! # attest-util
 //!
-//! Small host helpers the services share: atomic file replacement ([`fs`]) and the service binaries' log
-//! output ([`init_service_logging`]).
+//! Small host helpers the services share: atomic file replacement ([`fs`]), the service binaries' log
+//! output ([`init_service_logging`]), and what the HTTP/1.1 clients share in their errors ([`http::Phase`]).
 //!
 //! **May depend on:** the standard library and `tracing-subscriber`. **Must not depend on:** any other
 //! crate of the workspace, or grow attestation, network or service logic — it sits below every crate that
@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod fs;
+pub mod http;
 
 /// Logging of the service binaries (`key-service`, `join-service`, `attest-bootstrapper`): `tracing` events
 /// up to `level`, with their structured fields, to stderr (stdout carries machine-readable lines), coloured
