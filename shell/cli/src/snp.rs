@@ -25,12 +25,9 @@ pub enum SnpCommand {
     Show(ShowArgs),
 }
 
-/// Arguments of `attest snp verify`.
+/// The certificate inputs and trusted time of `attest snp verify` and `attest snp chain`.
 #[derive(Debug, clap::Args)]
-pub struct VerifyArgs {
-    /// The report: raw binary (0x4A0 bytes), raw + 20-byte IGVM request-data header, an Azure HCL report
-    /// ("HCLA"), or hex / base64 text of any of these.
-    pub report: PathBuf,
+pub struct CertArgs {
     /// The VCEK or VLEK, PEM or DER. A PEM with several certificates: the first is the leaf, the rest the
     /// chain (ASK/ASVK, then optionally ARK).
     #[arg(long, value_name = "CERT")]
@@ -41,19 +38,30 @@ pub struct VerifyArgs {
     /// An ARK-signed CRL (DER or PEM) to check revocation against.
     #[arg(long, value_name = "CRL")]
     pub crl: Option<PathBuf>,
-    /// The product, when known; it must agree with the report's CPUID and the certificate.
+    /// The product, when known; it must agree with the certificate (and with a report's CPUID).
     #[arg(long, value_enum)]
     pub product: Option<ProductArg>,
+    /// Trusted time: RFC 3339 (2025-06-01T00:00:00Z), a date (2025-06-01) or Unix seconds.
+    /// Default: the system clock now.
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+}
+
+/// Arguments of `attest snp verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The report: raw binary (0x4A0 bytes), raw + 20-byte IGVM request-data header, an Azure HCL report
+    /// ("HCLA"), or hex / base64 text of any of these.
+    pub report: PathBuf,
+    /// The certificates and the trusted time.
+    #[command(flatten)]
+    pub certs: CertArgs,
     /// The expected REPORT_DATA: exactly 64 bytes as 128 hex digits (e.g. a hash of your nonce).
     #[arg(long, value_name = "HEX")]
     pub report_data: Option<String>,
     /// Policy file, TOML or JSON. Default: the engine's strict default policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Trusted time: RFC 3339 (2025-06-01T00:00:00Z), a date (2025-06-01) or Unix seconds.
-    /// Default: the system clock now.
-    #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -65,21 +73,9 @@ pub struct VerifyArgs {
 /// Arguments of `attest snp chain`.
 #[derive(Debug, clap::Args)]
 pub struct ChainArgs {
-    /// The VCEK or VLEK, PEM or DER (a PEM may carry the chain after the leaf).
-    #[arg(long, value_name = "CERT")]
-    pub vcek: PathBuf,
-    /// The ASK/ASVK (and optionally the ARK), PEM or DER. Default: AMD's pinned certificates.
-    #[arg(long, value_name = "CHAIN")]
-    pub chain: Option<PathBuf>,
-    /// An ARK-signed CRL (DER or PEM) to check revocation against.
-    #[arg(long, value_name = "CRL")]
-    pub crl: Option<PathBuf>,
-    /// The product, when known.
-    #[arg(long, value_enum)]
-    pub product: Option<ProductArg>,
-    /// Trusted time (see `attest snp verify --help`). Default: the system clock now.
-    #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
+    /// The certificates and the trusted time.
+    #[command(flatten)]
+    pub certs: CertArgs,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -177,19 +173,19 @@ fn read_chain(vcek: &Path, chain: Option<&Path>) -> Result<LeafAndChain, UsageEr
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     // Everything that can be a usage error is resolved before the engine runs.
     let report = input::read_report(&a.report)?;
-    let (leaf, intermediate, root) = read_chain(&a.vcek, a.chain.as_deref())?;
+    let (leaf, intermediate, root) = read_chain(&a.certs.vcek, a.certs.chain.as_deref())?;
     let policy = load_policy(a.policy.as_deref())?;
     let report_data = a.report_data.as_deref().map(input::parse_report_data).transpose()?;
-    let time = input::trusted_time(a.at.as_deref())?;
+    let time = input::trusted_time(a.certs.at.as_deref())?;
     let verifier = SnpVerifier::new();
-    let crl_product = install_crl(&verifier, a.crl.as_deref())?;
+    let crl_product = install_crl(&verifier, a.certs.crl.as_deref())?;
 
     let req = SnpRequest {
         report: report.report(),
         leaf: &leaf,
         intermediate: intermediate.as_deref(),
         root: root.as_deref(),
-        product: a.product.map(Product::from),
+        product: a.certs.product.map(Product::from),
         report_data: report_data.as_ref().map(<[u8; 64]>::as_slice),
         time,
     };
@@ -206,7 +202,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         eprintln!("input: {} ({})", a.report.display(), report.describe());
         eprintln!(
             "certificates: leaf from {}, intermediate {}, root {}",
-            a.vcek.display(),
+            a.certs.vcek.display(),
             if intermediate.is_some() { "supplied" } else { "pinned" },
             if root.is_some() { "supplied" } else { "pinned" }
         );
@@ -217,7 +213,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         if let Some(p) = crl_product {
             eprintln!("CRL: installed for {p}");
         }
-        eprintln!("trusted time: {time}{}", if a.at.is_none() { " (system clock)" } else { "" });
+        eprintln!("trusted time: {time}{}", if a.certs.at.is_none() { " (system clock)" } else { "" });
     }
 
     // For an HCL report, REPORT_DATA[0..32] must be SHA-256 of the runtime data that follows the report.
@@ -290,15 +286,15 @@ fn outcome_name(o: Outcome) -> &'static str {
 }
 
 fn chain(a: &ChainArgs) -> Result<Status, UsageError> {
-    let (leaf, intermediate, root) = read_chain(&a.vcek, a.chain.as_deref())?;
-    let time = input::trusted_time(a.at.as_deref())?;
+    let (leaf, intermediate, root) = read_chain(&a.certs.vcek, a.certs.chain.as_deref())?;
+    let time = input::trusted_time(a.certs.at.as_deref())?;
     let verifier = SnpVerifier::new();
-    install_crl(&verifier, a.crl.as_deref())?;
+    install_crl(&verifier, a.certs.crl.as_deref())?;
     let req = ChainRequest {
         leaf: &leaf,
         intermediate: intermediate.as_deref(),
         root: root.as_deref(),
-        product: a.product.map(Product::from),
+        product: a.certs.product.map(Product::from),
         time,
     };
     let start = Instant::now();
