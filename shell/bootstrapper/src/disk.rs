@@ -95,21 +95,18 @@ pub trait DiskSetup: Send + Sync + std::fmt::Debug {
     fn setup(&self, key: &[u8]) -> Result<String, DiskError>;
 }
 
-/// A fresh random (version 4) UUID, lower-case hyphenated.
+/// A fresh random (version 4) UUID, lower-case hyphenated (the `uuid` crate sets the version and variant
+/// bits; the 16 random bytes come from OpenSSL).
 pub fn random_uuid() -> String {
     let mut b = [0u8; 16];
     openssl::rand::rand_bytes(&mut b).expect("RAND_bytes");
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    uuid::Builder::from_random_bytes(b).into_uuid().hyphenated().to_string()
 }
 
-/// Whether `s` is a hyphenated UUID (8-4-4-4-12 hex digits).
+/// Whether `s` is a hyphenated UUID (8-4-4-4-12 hex digits, either case): the only 36-character form
+/// `uuid` parses (simple, braced and URN forms have other lengths).
 pub fn is_uuid(s: &str) -> bool {
-    let groups: Vec<&str> = s.split('-').collect();
-    groups.len() == 5
-        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|c| c.is_ascii_hexdigit()))
+    s.len() == 36 && uuid::Uuid::try_parse(s).is_ok()
 }
 
 // ---- Key file ------------------------------------------------------------------------------------------

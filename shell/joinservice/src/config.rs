@@ -148,13 +148,10 @@ pub fn load_measurement_salt(path: &Path) -> Result<Zeroizing<Vec<u8>>, ConfigEr
 /// Whether `s` is a UUID in the canonical 8-4-4-4-12 hex form (RFC 9562 §4), either case — the form
 /// `cryptsetup luksUUID` prints. Disk UUIDs are data key ids, so anything else is refused: a free-form id
 /// would let a node ask for another named key (`ca_emergency_ssh`) as its "disk key".
+/// Parsed by the `uuid` crate; 36 characters is only the hyphenated form (simple, braced and URN forms have
+/// other lengths).
 pub fn is_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
+    s.len() == 36 && uuid::Uuid::try_parse(s).is_ok()
 }
 
 fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ConfigError> {
@@ -199,6 +196,9 @@ mod tests {
             "ca_emergency_ssh",
             "0f6a3c1e8d2b4f7a9c3e1b2d3e4f5a6b",
             "0f6a3c1e-8d2b-4f7a-9c3e-1b2d3e4f5a6g",
+            "0f6a3c1e8-d2b-4f7a-9c3e-1b2d3e4f5a6b",
+            "{0f6a3c1e-8d2b-4f7a-9c3e-1b2d3e4f5a6b}",
+            "urn:uuid:0f6a3c1e-8d2b-4f7a-9c3e-1b2d3e4f5a6b",
         ] {
             assert!(!is_uuid(bad), "{bad}");
         }
