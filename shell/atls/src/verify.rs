@@ -148,6 +148,10 @@ impl Verifier {
 }
 
 /// Dotted text of DER OID content octets (X.690 §8.19); `None` when malformed.
+///
+/// Written here rather than taken from RustCrypto's `const-oid`: version 0.10.3 accepts non-minimal
+/// subidentifiers (`2B 80 01` reads as `1.3.1`), which X.690 §8.19.2 forbids, so a padded encoding of a
+/// variant's OID would name that variant; the test below refuses it (tried and measured when deduplicating).
 pub fn oid_to_dotted(content: &[u8]) -> Option<String> {
     let mut arcs: Vec<u64> = Vec::new();
     let mut value: u64 = 0;
