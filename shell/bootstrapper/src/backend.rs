@@ -3,7 +3,7 @@
 //! configuration it would use, creates the cluster PKI `kubeadm init` would create, and runs nothing.
 //!
 //! This module knows only the trait and what its implementations exchange; it names no implementation. The
-//! binary (`src/main.rs`) picks one for `--backend kubeadm|dry-run|auto` (`auto`: `kubeadm` when a `kubeadm`
+//! command ([`crate::cmd`], the binary's wiring) picks one for `--backend kubeadm|dry-run|auto` (`auto`: `kubeadm` when a `kubeadm`
 //! executable is on PATH, the dry run otherwise), so the trait and its implementations form no cycle.
 //!
 //! Backends are synchronous (they run processes and write files); the node calls them on a blocking thread

@@ -5,8 +5,8 @@
 //!
 //! **May depend on:** `attest-grpc`, `attest-atls`, `attest-attester` (TPM, issuer, PCR 15), `attest-keyservice`
 //! (the derivations), `attest-util`. **Must not depend on:** the join service or the CLI. The
-//! `attest-bootstrapper` binary (`src/main.rs`) chooses the cluster backend and the disk; the library never
-//! names its own implementations of [`ClusterBackend`].
+//! `attest-bootstrapper` command ([`cmd`]; `src/main.rs` only calls it) chooses the cluster backend and the
+//! disk; the rest of the library never names the implementations of [`ClusterBackend`].
 //!
 //! ```text
 //!                       start-up: PCR 15 + node state  (state::check_startup)
@@ -56,6 +56,7 @@
 
 pub use attest_util::fs as atomic;
 pub mod backend;
+pub mod cmd;
 pub mod disk;
 pub mod dryrun;
 pub mod files;

@@ -6,8 +6,8 @@
 //! **May depend on:** `attest-grpc`, `attest-atls`, `attest-registration` (the AK registry, never the TPM),
 //! `attest-keyservice` (key ids and lengths), `attest-k8s`, `attest-engine`, `attest-measurements`,
 //! `attest-util`. **Must not depend on:** `attest-attester` (the join service verifies; it never attests) or the
-//! bootstrapper (its tests use the bootstrapper's CSR maker as a dev-dependency). The `join-service` binary
-//! (`src/main.rs`) wires it up.
+//! bootstrapper (its tests use the bootstrapper's CSR maker as a dev-dependency). The `join-service` command
+//! ([`cmd`]) wires it up; the binary's `main` only calls it.
 //!
 //! # Where the trust comes from
 //!
@@ -73,6 +73,7 @@
 // `attest_grpc`); refusals are the slow path, and boxing would cost an allocation per refusal for nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod cmd;
 pub mod config;
 pub mod error;
 pub mod keys;

@@ -4,7 +4,7 @@
 //!
 //! **May depend on:** `attest-grpc`, `attest-proto`, `attest-util`, aws-lc-rs (HKDF). **Must not depend on:**
 //! aTLS, the attester side or another service; the join service and the bootstrapper use its derivations.
-//! The `key-service` binary (`src/main.rs`) is a thin `main` over this crate.
+//! The `key-service` command is [`cmd`]; the binary is a thin `main` over it.
 //!
 //! Every data key is HKDF-SHA256(IKM = master key, salt = master salt, info = `"key-"` + data key id,
 //! L = requested length) — deterministic, so the service keeps no state: the same master secret always gives the
@@ -27,6 +27,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cmd;
 pub mod derive;
 pub mod secret;
 
