@@ -2,9 +2,10 @@
 //!
 //! The `attest` command line: argument definitions (clap derive), exit statuses and dispatch.
 //!
-//! **May depend on:** every crate below it (engine, measurements, `attest-grpc`, `attest-atls`, `attest-kds`,
-//! `attest-registration`, `attest-attester`, `attest-keyservice`, `attest-util`). **Must not depend on:** the
-//! service crates (`attest-joinservice`, `attest-bootstrapper`): it talks to them over the wire. The `attest`
+//! **May depend on:** the verifier-side crates below it (engine, measurements, `attest-grpc`, `attest-atls`,
+//! `attest-kds`, `attest-registration`, `attest-keyservice`, `attest-util`). **Must not depend on:** the
+//! attester side (`attest-attester`: the CLI verifies nodes, it never attests, so it links no TPM library) or
+//! the service crates (`attest-joinservice`, `attest-bootstrapper`): it talks to them over the wire. The `attest`
 //! binary (`src/main.rs`) is a thin `main` over [`run`].
 //!
 //! Exit statuses are part of the interface: [`Status::Accepted`] (0), [`Status::Rejected`] (1) and

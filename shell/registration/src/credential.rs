@@ -18,7 +18,7 @@
 //! KDFa is the SP 800-108 counter-mode KDF with HMAC (Part 1 §11.4.10.2): for i = 1, 2, …
 //! `HMAC(key, [i]₃₂ ‖ label ‖ 0x00 ‖ contextU ‖ contextV ‖ [bits]₃₂)`, truncated to `bits`.
 //!
-//! The attester side, [`Tpm::activate_credential`], runs TPM2_ActivateCredential with the AK (USER role,
+//! The attester side, `Tpm::activate_credential` in `attest-attester`, runs TPM2_ActivateCredential with the AK (USER role,
 //! password session) and the EK (ADMIN role: a policy session satisfying PolicySecret(TPM_RH_ENDORSEMENT)).
 
 use super::Error;
