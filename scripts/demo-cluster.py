@@ -255,7 +255,7 @@ def main():
     bins = {n: bindir / n for n in ("attest", "attest-bootstrapper", "join-service", "key-service")}
     for n, p in bins.items():
         if not p.is_file():
-            print(f"error: {p} not found; build with `cargo build --release -p attest-shell`", file=sys.stderr)
+            print(f"error: {p} not found; build with `cargo build --release --bin attest --bin key-service --bin join-service --bin attest-bootstrapper`", file=sys.stderr)
             return 2
     for tool in ("swtpm", "swtpm_setup", "tpm2_pcrextend"):
         if shutil.which(tool) is None:

@@ -2,7 +2,7 @@
 """Runs `attest snp verify --json` (and `attest snp chain --json`) over every SEV-SNP vector in the shared
 testdata and prints a fixed-width table of the verdicts next to the outcomes the READMEs state.
 
-    cargo build -p attest-shell && python3 scripts/demo-snp.py target/debug/attest
+    cargo build -p attest-cli && python3 scripts/demo-snp.py target/debug/attest
 
 Testdata: $ATTEST_TESTDATA, else ../shared/testdata next to the repository. Exits 1 when any verdict (or
 the reason of an expected rejection) differs from the expected one, 2 on setup errors.
@@ -236,7 +236,7 @@ def main():
         sys.exit("usage: demo-snp.py PATH/TO/attest")
     binary = sys.argv[1]
     if not os.access(binary, os.X_OK):
-        sys.exit(f"demo-snp: {binary} is not an executable (cargo build -p attest-shell)")
+        sys.exit(f"demo-snp: {binary} is not an executable (cargo build -p attest-cli)")
     td = find_testdata()
     print(f"testdata: {td}")
     print(f"binary:   {binary}\n")

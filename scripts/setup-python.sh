@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the Python virtualenv `.venv` at the repository root with the third-party gRPC peers that the
-# interop tests drive (DESIGN.md §4): `grpcio` (client and server) and `grpcio-tools` (protoc + Python stub
+# interop tests drive (docs/ARCHITECTURE.md, "Tests with real components"): `grpcio` (client and server) and `grpcio-tools` (protoc + Python stub
 # generation at test time). Idempotent: pip runs only when a package is missing from the venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."

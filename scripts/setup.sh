@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what attest needs on a fresh Debian 12 machine (see ../shared/DESIGN.md §5). Idempotent: packages
+# Installs what attest needs on a fresh Debian 12 machine (docs/ARCHITECTURE.md, "Set-up facts"). Idempotent: packages
 # already present are not reinstalled, and apt is only consulted when something is missing.
 set -euo pipefail
 

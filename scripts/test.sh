@@ -28,13 +28,13 @@ cargo test -p attest-engine --features ring
 step "cargo test (engine, ring provider only)"
 cargo test -p attest-engine --no-default-features --features ring
 step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"
-cargo build -q -p attest-shell --bins
+cargo build -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
 python3 scripts/demo-cluster.py target/debug
 step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
 ffi/gen-header.sh --check
 step "ffi: make install + pkg-config, C program linked shared and static"
 ffi/check-install.sh
-step "ffi: Go package (cgo against the staticlib, GOPATH mode, no module downloads)"
+step "ffi: Go module (cgo via pkg-config against the installed library, module mode, no module downloads)"
 ffi/go/test.sh
 if [ -d benches/benches ]; then
   step "benchmark smoke run (each benchmark once)"

@@ -13,15 +13,16 @@
 //! Everything runs over 127.0.0.1 in client-side verification mode (the server attests with the swtpm-backed
 //! `qemu-vtpm` issuer, the client verifies), TLS 1.3, one connection at a time.
 
-use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry};
-use attest_hwtests::Swtpm;
-use attest_hwtests::support::validator;
-use attest_shell::atls::{
+use attest_atls::{
     AtlsAcceptor, AtlsConnector, AttestationIssuer, AttestationValidator, BoxError, EngineValidator, ValidationError,
     Verifier,
 };
-use attest_shell::issuer::QemuVtpmIssuer;
-use attest_shell::tpm::{AkConfig, Tpm, ak_digest};
+use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::tpm::{AkConfig, Tpm};
+use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry};
+use attest_hwtests::Swtpm;
+use attest_hwtests::support::validator;
+use attest_registration::ak_digest;
 use prost::Message;
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -250,7 +251,7 @@ fn main() {
     report_part(
         "part: P-256 key + certificate",
         time_each(if quick { 3 } else { 500 }, || {
-            attest_shell::atls::cert::plain().unwrap();
+            attest_atls::cert::plain().unwrap();
         }),
     );
 

@@ -13,14 +13,9 @@ use attest_ffi::{
     attest_result, attest_verdict, attest_verdict_free, attest_verifier, attest_verifier_free, attest_verifier_new,
     attest_verifier_verify_snp,
 };
+use attest_test_support::testdata::dir as testdata;
 use criterion::Criterion;
 use std::hint::black_box;
-use std::path::PathBuf;
-
-/// `$ATTEST_TESTDATA`, else `../shared/testdata`; `None` with a NOTICE when absent (a panic under CI=true).
-fn testdata() -> Option<PathBuf> {
-    attest_test_support::testdata::dir()
-}
 
 /// One warm verify through the C ABI; the verdict is freed as a C caller would.
 fn ffi_verify(v: *const attest_verifier, report: &[u8], vcek: &[u8], rd: &[u8; 64], time: u64) {

@@ -15,12 +15,13 @@ use attest_engine::snp::{REPORT_SIZE, Report, SIGNED_LEN};
 use attest_engine::x509::pem::parse_pem;
 use attest_engine::x509::{Certificate, PublicKey};
 use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_test_support::testdata::{dir as testdata, read};
 use criterion::Criterion;
 use sev::certs::snp::{Certificate as SevCertificate, Chain as SevChain, Verifiable as _, ca as sev_ca};
 use sev::firmware::guest::AttestationReport;
 use sev::parser::ByteParser as _;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// The real evidence every benchmark runs on.
@@ -41,30 +42,6 @@ struct Vector {
     time: UnixTime,
 }
 
-/// `$ATTEST_TESTDATA`, else `../shared/testdata` next to the repository; `None` with a NOTICE when
-/// absent, a panic under `CI=true`.
-fn testdata() -> Option<PathBuf> {
-    attest_test_support::testdata::dir()
-}
-
-fn read(dir: &Path, rel: &str) -> Vec<u8> {
-    std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
-}
-
-/// Splits PEM text into its `CERTIFICATE` blocks, each as standalone PEM text.
-fn pem_blocks(text: &[u8]) -> Vec<Vec<u8>> {
-    const END: &str = "-----END CERTIFICATE-----";
-    let text = std::str::from_utf8(text).expect("PEM is UTF-8");
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(begin) = rest.find("-----BEGIN CERTIFICATE-----") {
-        let end = rest[begin..].find(END).expect("unterminated PEM block") + begin + END.len();
-        out.push(format!("{}\n", &rest[begin..end]).into_bytes());
-        rest = &rest[end..];
-    }
-    out
-}
-
 /// SEV-SNP signature component (72 bytes little-endian, 48 significant) to 48 bytes big-endian.
 fn le72_to_be48(le: &[u8]) -> [u8; 48] {
     let mut out = [0u8; 48];
@@ -82,10 +59,12 @@ impl Vector {
         let report_data = attest_engine::azure::hcl_report_data(&aws_lc_rs_provider::PROVIDER, &runtime);
         // ask_ark_milan.pem holds the ASK, then the ARK.
         let chain = read(dir, "amd-kds-roots/ask_ark_milan.pem");
-        let blocks = pem_blocks(&chain);
+        let blocks = parse_pem(&chain).expect("ask_ark_milan.pem");
         assert_eq!(blocks.len(), 2, "ask_ark_milan.pem: expected ASK and ARK");
-        assert_eq!(parse_pem(&blocks[1]).expect("ARK PEM")[0].der, attest_engine::Product::Milan.trust_anchors().ark);
-        let (ask_pem, ark_pem) = (blocks[0].clone(), blocks[1].clone());
+        assert_eq!(blocks[1].der, attest_engine::Product::Milan.trust_anchors().ark);
+        // The `sev` peer reads PEM: each certificate alone, as OpenSSL writes it (setup, not measured).
+        let pem = |der: &[u8]| openssl::x509::X509::from_der(der).and_then(|c| c.to_pem()).expect("PEM");
+        let (ask_pem, ark_pem) = (pem(&blocks[0].der), pem(&blocks[1].der));
         let vcek_point = match Certificate::from_der(&vcek).expect("VCEK").public_key() {
             PublicKey::EcP384 { point } => point.to_vec(),
             other => panic!("VCEK key is not P-384: {other:?}"),

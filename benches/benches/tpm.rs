@@ -26,6 +26,7 @@ use attest_engine::x509::pem::certificates_from_pem_or_der;
 use attest_engine::x509::{Certificate, PublicKey};
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_test_support::testdata::AzureQuote;
+use attest_test_support::testdata::{dir as testdata, read};
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk};
 use aws_lc_rs::signature::{
     ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, RSA_PKCS1_2048_8192_SHA256, RsaPublicKeyComponents,
@@ -33,19 +34,9 @@ use aws_lc_rs::signature::{
 };
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const RSASSA_SHA256: SigScheme = SigScheme::RsaSsa(HashAlgorithm::Sha256);
-
-/// `$ATTEST_TESTDATA`, else `../shared/testdata` next to the repository; `None` with a NOTICE when
-/// absent, a panic under `CI=true`.
-fn testdata() -> Option<PathBuf> {
-    attest_test_support::testdata::dir()
-}
-
-fn read(dir: &Path, rel: &str) -> Vec<u8> {
-    std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
-}
 
 fn sha256_bank<V: AsRef<[u8]>>(values: &[V]) -> PcrValues<'_> {
     let mut p = PcrValues::new();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side h2load run: attest's hand-rolled gRPC server (shell/src/bin/grpc-bench-server.rs) vs a tonic
+# Side-by-side h2load run: attest's hand-rolled gRPC server (benches/src/bin/grpc-bench-server.rs) vs a tonic
 # server with the same proto and response (benches/grpc/tonic-server), both serving join.API/IssueJoinTicket
 # over h2c on 127.0.0.1. Scenarios: 1 client × 1 stream, 10 clients × 10 streams, 1 client × 100 streams;
 # DURATION seconds each (default 5) after a 1 s warm-up, RUNS runs (default 3) alternating servers.
@@ -17,7 +17,7 @@ cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done; 
 trap cleanup EXIT
 
 command -v h2load >/dev/null || { echo "run.sh: h2load missing (apt-get install nghttp2-client)" >&2; exit 1; }
-cargo build --release -q -p attest-shell --bin grpc-bench-server
+cargo build --release -q -p attest-benches --bin grpc-bench-server
 CARGO_TARGET_DIR="$PWD/target/tonic-bench" cargo build --release -q --manifest-path benches/grpc/tonic-server/Cargo.toml
 
 target/release/grpc-bench-server "$OURS_PORT" >/dev/null & pids+=($!)

@@ -62,7 +62,7 @@ log() { echo "run.sh: $*" >&2; }
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
 clk_tck=$(getconf CLK_TCK)
 
-cargo build --release -q -p attest-shell --bin join-service --bin key-service
+cargo build --release -q -p attest-joinservice -p attest-keyservice --bin join-service --bin key-service
 cargo build --release -q -p attest-benches --bin join-load
 bin=target/release
 fx=$work/fixture

@@ -1,5 +1,5 @@
 //! Hostile clients against the join service as it is deployed: aTLS with server-side verification in front of
-//! `join.API` (issue 8). `shell/tests/grpc_hostile.rs` covers the gRPC server's HTTP/2 handling frame by frame
+//! `join.API` (issue 8). `shell/grpc/tests/grpc_hostile.rs` covers the gRPC server's HTTP/2 handling frame by frame
 //! over cleartext; this file covers what only the real service has: the TLS handshake before HTTP/2 (garbage,
 //! truncated and stalled ClientHellos, a client that disconnects at any point of its handshake, clients that
 //! do not attest), HTTP/2 abuse by a client that did attest, and the join handler's own side effects under
@@ -21,12 +21,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use attest_atls::{AtlsConnector, AttestationIssuer};
 use attest_benches::joinload::inprocess::Services;
 use attest_benches::joinload::{self, LoadConfig, NodeRequest, SoftAkIssuer};
+use attest_grpc::{Channel, ChannelConfig, Code, Metadata, ServerConfig};
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use attest_proto::paths;
-use attest_shell::atls::{AtlsConnector, AttestationIssuer};
-use attest_shell::grpc::{Channel, ChannelConfig, Code, Metadata, ServerConfig};
 use attest_test_support::TempDir;
 use attest_test_support::h2raw::*;
 use attest_test_support::tpm::AkKind;
@@ -100,7 +100,7 @@ impl Fixture {
     }
 
     /// An attested aTLS connection (the handshake done, nothing else sent).
-    async fn attested(&self) -> attest_shell::atls::AtlsStream<TcpStream> {
+    async fn attested(&self) -> attest_atls::AtlsStream<TcpStream> {
         let tcp = TcpStream::connect(self.addr()).await.unwrap();
         self.connector.connect(tcp).await.unwrap()
     }
@@ -550,7 +550,7 @@ async fn invalid_join_requests_get_precise_statuses_and_no_token() {
             .unwrap_err();
         assert_eq!(status.code, Code::Internal, "{status}");
         // Well-formed protobuf, invalid content: no disk UUID; a CSR that is not DER. (Node names, reserved
-        // key ids as disk UUIDs, SSH keys: shell/tests/join_service.rs; CSR signatures: shell/src/k8s/ca_test.rs.)
+        // key ids as disk UUIDs, SSH keys: shell/joinservice/tests/join_service.rs; CSR signatures: shell/k8s/src/ca_test.rs.)
         let mut no_uuid = fx.request();
         no_uuid.disk_uuid.clear();
         assert_eq!(call(no_uuid).await, Code::InvalidArgument);

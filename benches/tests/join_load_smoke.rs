@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use attest_benches::joinload::inprocess::Services;
 use attest_benches::joinload::{self, LoadConfig, SoftAkIssuer, fixture};
-use attest_shell::grpc::ServerConfig;
-use attest_shell::joinservice::Metrics;
+use attest_grpc::ServerConfig;
+use attest_joinservice::Metrics;
 use attest_test_support::TempDir;
 use attest_test_support::tpm::SoftAk;
 

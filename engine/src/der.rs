@@ -1,5 +1,8 @@
 //! A borrowed DER reader (ITU-T X.690 §8, §10), just large enough for X.509 certificates and CRLs.
 //!
+//! Public so that the crates above the engine that read a few DER structures themselves (the measurements
+//! signing key, EK certificates in the AK registration) use this reader instead of writing their own.
+//!
 //! Hand-written on purpose: the AMD certificate extensions need raw access to TLVs (hwID is stored both as
 //! raw octets and as a DER OCTET STRING, SPLs as 1- or 2-byte INTEGERs), and the hot path must not allocate.
 //! Every value returned borrows from the input. Only definite, minimal lengths are accepted (DER), and
@@ -9,44 +12,58 @@ use crate::error::Error;
 
 /// Largest single DER value accepted (certificates and CRLs we read are far smaller; AMD's Milan CRL is
 /// about 3 KiB, a KDS certificate chain about 4.6 KiB). Source of the limit: headroom × 16 over AMD CRLs.
-pub(crate) const MAX_LEN: usize = 64 * 1024;
+pub const MAX_LEN: usize = 64 * 1024;
 
 /// Largest nesting depth walked by [`skip_any`].
 const MAX_DEPTH: usize = 32;
 
 /// Universal and context tags used in X.509 (X.690 §8.1.2).
-pub(crate) mod tag {
-    pub(crate) const BOOLEAN: u8 = 0x01;
-    pub(crate) const INTEGER: u8 = 0x02;
-    pub(crate) const BIT_STRING: u8 = 0x03;
-    pub(crate) const OCTET_STRING: u8 = 0x04;
-    pub(crate) const NULL: u8 = 0x05;
-    pub(crate) const OID: u8 = 0x06;
-    pub(crate) const IA5_STRING: u8 = 0x16;
-    pub(crate) const UTC_TIME: u8 = 0x17;
-    pub(crate) const GENERALIZED_TIME: u8 = 0x18;
-    pub(crate) const SEQUENCE: u8 = 0x30;
-    pub(crate) const SET: u8 = 0x31;
+pub mod tag {
+    /// BOOLEAN.
+    pub const BOOLEAN: u8 = 0x01;
+    /// INTEGER.
+    pub const INTEGER: u8 = 0x02;
+    /// BIT STRING.
+    pub const BIT_STRING: u8 = 0x03;
+    /// OCTET STRING.
+    pub const OCTET_STRING: u8 = 0x04;
+    /// NULL.
+    pub const NULL: u8 = 0x05;
+    /// OBJECT IDENTIFIER.
+    pub const OID: u8 = 0x06;
+    /// IA5String.
+    pub const IA5_STRING: u8 = 0x16;
+    /// UTCTime.
+    pub const UTC_TIME: u8 = 0x17;
+    /// GeneralizedTime.
+    pub const GENERALIZED_TIME: u8 = 0x18;
+    /// SEQUENCE (constructed).
+    pub const SEQUENCE: u8 = 0x30;
+    /// SET (constructed).
+    pub const SET: u8 = 0x31;
     /// `[n]` constructed, context-specific.
-    pub(crate) const fn context(n: u8) -> u8 {
+    pub const fn context(n: u8) -> u8 {
         0xA0 | n
     }
 }
 
-/// A cursor over DER bytes. `what` names the structure for error messages.
+/// A cursor over DER bytes. `what` names the structure for error messages ([`Error::Der`],
+/// [`Error::TrailingData`]).
 #[derive(Clone, Debug)]
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     input: &'a [u8],
     pos: usize,
     what: &'static str,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(input: &'a [u8], what: &'static str) -> Self {
+    /// A reader over `input`, which `what` names in errors.
+    pub fn new(input: &'a [u8], what: &'static str) -> Self {
         Self { input, pos: 0, what }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether everything has been read.
+    pub fn is_empty(&self) -> bool {
         self.pos >= self.input.len()
     }
 
@@ -55,12 +72,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Peeks at the next tag without consuming it.
-    pub(crate) fn peek_tag(&self) -> Option<u8> {
+    pub fn peek_tag(&self) -> Option<u8> {
         self.input.get(self.pos).copied()
     }
 
     /// Reads one TLV; returns `(tag, value, whole_tlv)`.
-    pub(crate) fn read_any(&mut self) -> Result<(u8, &'a [u8], &'a [u8]), Error> {
+    pub fn read_any(&mut self) -> Result<(u8, &'a [u8], &'a [u8]), Error> {
         let start = self.pos;
         let tag = *self.input.get(self.pos).ok_or_else(|| self.err("missing tag"))?;
         if tag & 0x1F == 0x1F {
@@ -104,12 +121,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a TLV that must have tag `expected`; returns its value.
-    pub(crate) fn read(&mut self, expected: u8) -> Result<&'a [u8], Error> {
+    pub fn read(&mut self, expected: u8) -> Result<&'a [u8], Error> {
         Ok(self.read_tlv(expected)?.0)
     }
 
     /// Reads a TLV with tag `expected`; returns `(value, whole_tlv)`.
-    pub(crate) fn read_tlv(&mut self, expected: u8) -> Result<(&'a [u8], &'a [u8]), Error> {
+    pub fn read_tlv(&mut self, expected: u8) -> Result<(&'a [u8], &'a [u8]), Error> {
         match self.peek_tag() {
             Some(t) if t == expected => {}
             Some(_) => return Err(self.err("unexpected tag")),
@@ -120,17 +137,17 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads an optional TLV with tag `expected`.
-    pub(crate) fn read_optional(&mut self, expected: u8) -> Result<Option<&'a [u8]>, Error> {
+    pub fn read_optional(&mut self, expected: u8) -> Result<Option<&'a [u8]>, Error> {
         if self.peek_tag() == Some(expected) { self.read(expected).map(Some) } else { Ok(None) }
     }
 
     /// Reads a SEQUENCE and returns a reader over its contents.
-    pub(crate) fn sequence(&mut self, what: &'static str) -> Result<Reader<'a>, Error> {
+    pub fn sequence(&mut self, what: &'static str) -> Result<Reader<'a>, Error> {
         Ok(Reader::new(self.read(tag::SEQUENCE)?, what))
     }
 
     /// Requires that everything has been consumed.
-    pub(crate) fn finish(&self) -> Result<(), Error> {
+    pub fn finish(&self) -> Result<(), Error> {
         if self.is_empty() {
             Ok(())
         } else {
@@ -139,20 +156,20 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads an INTEGER and returns its content octets (two's complement, minimal).
-    pub(crate) fn integer(&mut self) -> Result<&'a [u8], Error> {
+    pub fn integer(&mut self) -> Result<&'a [u8], Error> {
         let v = self.read(tag::INTEGER)?;
         check_integer(v).map_err(|r| self.err(r))?;
         Ok(v)
     }
 
     /// Reads a non-negative INTEGER that fits in a `u64`.
-    pub(crate) fn small_uint(&mut self) -> Result<u64, Error> {
+    pub fn small_uint(&mut self) -> Result<u64, Error> {
         let v = self.integer()?;
         uint_from_integer(v).ok_or_else(|| self.err("integer negative or too large"))
     }
 
     /// Reads a BOOLEAN (DER: 0x00 or 0xFF).
-    pub(crate) fn boolean(&mut self) -> Result<bool, Error> {
+    pub fn boolean(&mut self) -> Result<bool, Error> {
         match self.read(tag::BOOLEAN)? {
             [0x00] => Ok(false),
             [0xFF] => Ok(true),
@@ -161,7 +178,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a BIT STRING with no unused bits and returns its bytes.
-    pub(crate) fn bit_string_bytes(&mut self) -> Result<&'a [u8], Error> {
+    pub fn bit_string_bytes(&mut self) -> Result<&'a [u8], Error> {
         match self.read(tag::BIT_STRING)? {
             [0, rest @ ..] => Ok(rest),
             _ => Err(self.err("BIT STRING with unused bits")),

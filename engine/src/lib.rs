@@ -35,7 +35,7 @@
 pub mod amd;
 pub mod azure;
 pub mod crypto;
-pub(crate) mod der;
+pub mod der;
 pub mod ear;
 pub mod error;
 pub mod formats;

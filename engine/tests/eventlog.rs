@@ -14,9 +14,10 @@ use attest_engine::tpm::eventlog::{
     AlgorithmId, Event, EventLog, EventType, LogFormat, MAX_ALGORITHMS, MAX_DIGESTS_PER_EVENT, MAX_EVENT_DATA_SIZE,
     MAX_EVENTS, MAX_LOG_SIZE, SPEC_ID_EVENT03_SIGNATURE,
 };
+use common::testdata;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const LOGS: &str = "go-tpm-tools/eventlogs";
 
@@ -56,10 +57,6 @@ fn log_files(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-fn testdata() -> Option<PathBuf> {
-    common::testdata()
 }
 
 /// `H(value ‖ digest)`.

@@ -5,17 +5,30 @@
 // SetCRL, PinAK), share it, and Close it when done. Verification returns a Verdict (a Go value, copied
 // out of the library) for accepted evidence, or an error that wraps the library's stable result code:
 //
+//	v, err := attest.NewVerifier()
+//	if err != nil {
+//		return err
+//	}
+//	defer v.Close()
 //	verdict, err := v.VerifySNP(report, vcek, attest.WithReportData(nonceHash))
 //	var ae *attest.Error
-//	if errors.As(err, &ae) && ae.Code == attest.CodeCertExpired { ... }
+//	if errors.As(err, &ae) && ae.Code == attest.CodeCertExpired {
+//		// the VCEK expired: fetch a fresh one
+//	}
+//	fmt.Println(verdict.Product, verdict.Signer, len(verdict.Checks))
 //
-// Build: the package links the static library target/release/libattest_ffi.a (cargo build --release -p
-// attest-ffi); it uses only the standard library and builds in GOPATH mode (GO111MODULE=off).
+// Build: the package is the Go module "attest" (go.mod; standard library only, so it builds offline) and
+// links the installed C library through pkg-config ("#cgo pkg-config: attest"): install it with
+// `make -C ffi install PREFIX=...` and point PKG_CONFIG_PATH at PREFIX/lib/pkgconfig (and the dynamic
+// loader at PREFIX/lib, e.g. LD_LIBRARY_PATH, unless PREFIX is a system prefix). A module that uses it
+// requires "attest" and replaces it with this directory:
+//
+//	require attest v0.0.0
+//	replace attest => /path/to/attest/ffi/go
 package attest
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../include
-#cgo LDFLAGS: ${SRCDIR}/../../target/release/libattest_ffi.a -ldl -lpthread -lm
+#cgo pkg-config: attest
 #include <stdlib.h>
 #include "attest.h"
 */

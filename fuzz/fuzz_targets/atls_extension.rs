@@ -1,4 +1,4 @@
-//! The aTLS peer-certificate path (`shell/src/atls/verify.rs`): a DER certificate → the engine's
+//! The aTLS peer-certificate path (`shell/atls/src/verify.rs`): a DER certificate → the engine's
 //! `x509::Certificate::from_der` → the extension walk under the aTLS arc 1.3.9900 → `oid_to_dotted` → the
 //! document size limit → protobuf `AttestationDocument` → the engine `Document` → the variant's validator;
 //! must never panic.
@@ -19,8 +19,8 @@ use attest_engine::x509::Certificate;
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
 use attest_proto::document::{pcr_values, view};
-use attest_shell::atls::verify::{MAX_DOCUMENT_SIZE, oid_to_dotted};
-use attest_shell::atls::{AttestationValidator, EngineValidator, NonceChannel, Verifier};
+use attest_atls::{verify::{MAX_DOCUMENT_SIZE, oid_to_dotted}};
+use attest_atls::{AttestationValidator, EngineValidator, NonceChannel, Verifier};
 use libfuzzer_sys::fuzz_target;
 use prost::Message as _;
 use std::hint::black_box;

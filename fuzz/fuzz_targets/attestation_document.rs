@@ -37,7 +37,7 @@ impl AkRegistry for TrustAll {
 static VALIDATORS: LazyLock<Vec<Validator>> = LazyLock::new(|| {
     let snp = Arc::new(SnpVerifier::new());
     // PCR 0 expected (warn-only, mismatching) and PCR 8 enforced: both policy paths run. PCR 8 is what the
-    // synthetic seeds quote there, SHA-256("pcr" ‖ 8) (shell/examples/fuzz_documents.rs), so they validate.
+    // synthetic seeds quote there, SHA-256("pcr" ‖ 8) (shell/attester/examples/fuzz_documents.rs), so they validate.
     let mut pcr8 = [0u8; 32];
     pcr8.copy_from_slice(default_provider().digests.digest(HashAlgorithm::Sha256, &[b"pcr", &[8]]).as_bytes());
     let pcrs = PcrPolicy {

@@ -1,4 +1,4 @@
-//! The gRPC length-prefixed message decoder (`attest_shell::grpc::codec::MessageDecoder`, what the server and
+//! The gRPC length-prefixed message decoder (`attest_grpc::codec::MessageDecoder`, what the server and
 //! the client run on every DATA frame), plus the two header parsers a peer controls (`grpc-timeout`,
 //! `grpc-message`); must never panic.
 //!
@@ -8,14 +8,14 @@
 //! accounted for (prefixes + messages + what is still buffered) must add up to the input.
 #![no_main]
 
-use attest_shell::grpc::codec::{FrameError, MessageDecoder, PREFIX_LEN};
-use attest_shell::grpc::metadata::parse_timeout;
-use attest_shell::grpc::status::percent_decode;
+use attest_grpc::{codec::{FrameError, MessageDecoder, PREFIX_LEN}};
+use attest_grpc::metadata::parse_timeout;
+use attest_grpc::status::percent_decode;
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use std::hint::black_box;
 
-const MAX_SIZES: [usize; 4] = [0, 16, 1024, attest_shell::grpc::codec::DEFAULT_MAX_MESSAGE_SIZE];
+const MAX_SIZES: [usize; 4] = [0, 16, 1024, attest_grpc::codec::DEFAULT_MAX_MESSAGE_SIZE];
 
 /// Feeds `stream` in `chunk`-byte pieces; returns the messages and the first error (decoding stops there, as
 /// the server does).

@@ -1,21 +1,22 @@
 //! aTLS end to end over 127.0.0.1 with the swtpm-backed `qemu-vtpm` issuer and the engine's validator
-//! (DESIGN.md §3): the three modes succeed; every way a peer can present a bad attestation aborts the
+//! (docs/ARCHITECTURE.md, "aTLS"): the three modes succeed; every way a peer can present a bad attestation aborts the
 //! handshake with the matching error on the verifying side and a TLS alert on the other — in both
 //! directions; and a Go client using only crypto/tls completes a client-side aTLS handshake.
 //!
 //! Misbehaving attesters are played two ways: issuer wrappers that lie (wrong nonce, swapped key, unknown
 //! OID), and raw OpenSSL peers that present a fixed certificate (replayed, no extension, bad signature).
 
-use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, StaticAkRegistry};
-use attest_hwtests::Swtpm;
-use attest_hwtests::support::validator;
-use attest_shell::atls::cert::{self, Credential};
-use attest_shell::atls::{
+use attest_atls::cert::{self, Credential};
+use attest_atls::{
     AtlsAcceptor, AtlsConnector, AttestationIssuer, AttestationValidator, BoxError, EngineValidator, Error,
     NonceChannel, PeerAttestation, Verifier,
 };
-use attest_shell::issuer::QemuVtpmIssuer;
-use attest_shell::tpm::{AkConfig, Tpm, ak_digest};
+use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::tpm::{AkConfig, Tpm};
+use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, StaticAkRegistry};
+use attest_hwtests::Swtpm;
+use attest_hwtests::support::validator;
+use attest_registration::ak_digest;
 use openssl::ssl::{Ssl, SslAcceptor, SslConnector, SslMethod, SslVerifyMode};
 use std::pin::Pin;
 use std::sync::Arc;

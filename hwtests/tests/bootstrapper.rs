@@ -1,4 +1,4 @@
-//! The bootstrapper on swtpm-backed nodes, over real aTLS on 127.0.0.1 (DESIGN.md §3 "Bootstrapper", issue 5
+//! The bootstrapper on swtpm-backed nodes, over real aTLS on 127.0.0.1 (docs/ARCHITECTURE.md, "Bootstrapper", issue 5
 //! "faults and races"): init from a client that verifies the node (AK pinned with `StaticAkRegistry`) →
 //! streamed logs, kubeconfig, the cluster id of the HKDF derivation, PCR 15 extended with it (read back from
 //! the TPM); a wrong init secret refused without touching PCR 15; a restart on the same TPM → already
@@ -10,25 +10,26 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry};
-use attest_hwtests::Swtpm;
-use attest_hwtests::support::validator;
-use attest_proto::init::{InitRequest, InitResponse, init_response::Kind};
-use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
-use attest_proto::paths;
-use attest_shell::atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
-use attest_shell::bootstrapper::dryrun::DryRunBackend;
-use attest_shell::bootstrapper::kubeadm::KubeadmBackend;
-use attest_shell::bootstrapper::lock::expected_pcr_value;
-use attest_shell::bootstrapper::pki::{ClusterPki, ca_cert_hash};
-use attest_shell::bootstrapper::{
+use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
+use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
+use attest_bootstrapper::dryrun::DryRunBackend;
+use attest_bootstrapper::kubeadm::KubeadmBackend;
+use attest_bootstrapper::lock::expected_pcr_value;
+use attest_bootstrapper::pki::{ClusterPki, ca_cert_hash};
+use attest_bootstrapper::{
     AtlsTicketSource, BOOTSTRAP_PCR, ClusterBackend, InitSecretHash, JoinClient, JoinConfig, KeyFileDisk, LockHolder,
     Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Role, Startup, StartupError, serve_init,
 };
-use attest_shell::grpc::{ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status};
-use attest_shell::issuer::QemuVtpmIssuer;
-use attest_shell::keyservice::{MasterSecret, cluster_id, measurement_secret};
-use attest_shell::tpm::{AkConfig, PcrMask, Tpm, ak_digest};
+use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry};
+use attest_grpc::{ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status};
+use attest_hwtests::Swtpm;
+use attest_hwtests::support::validator;
+use attest_keyservice::{MasterSecret, cluster_id, measurement_secret};
+use attest_proto::init::{InitRequest, InitResponse, init_response::Kind};
+use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
+use attest_proto::paths;
+use attest_registration::ak_digest;
 
 const INIT_SECRET: &[u8] = b"hwtests-init-secret-0123456789ab";
 const KMS: &str = "kms://cluster-kms?key=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=&salt=AQ==";
@@ -134,7 +135,7 @@ async fn init_call(
     secret: &[u8],
 ) -> Result<(Vec<InitResponse>, PeerAttestation), Status> {
     let connector = AtlsConnector::new(None, Some(verifier)).unwrap();
-    let (channel, peer) = attest_shell::atls::grpc::connect(addr, &connector, ChannelConfig::default())
+    let (channel, peer) = attest_atls::grpc::connect(addr, &connector, ChannelConfig::default())
         .await
         .map_err(|e| Status::unavailable(e.to_string()))?;
     let stream = channel
@@ -170,10 +171,10 @@ async fn init_over_atls_extends_pcr15_and_a_restart_is_already_bootstrapped() {
     let master = MasterSecret::from_kms_uri(KMS).unwrap();
     let ms = measurement_secret(&master);
     let id = cluster_id(&ms, &SALT);
-    let hkdf = attest_shell::keyservice::hkdf_sha256(&ms, &SALT, b"key-clusterID", 32).unwrap();
+    let hkdf = attest_keyservice::hkdf_sha256(&ms, &SALT, b"key-clusterID", 32).unwrap();
     assert_eq!(success.cluster_id, *hkdf);
     assert_eq!(success.cluster_id, id);
-    assert_eq!(success.owner_id, *attest_shell::keyservice::hkdf_sha256(&ms, &SALT, b"key-ownerID", 32).unwrap());
+    assert_eq!(success.owner_id, *attest_keyservice::hkdf_sha256(&ms, &SALT, b"key-ownerID", 32).unwrap());
     let kubeconfig = String::from_utf8(success.kubeconfig.clone()).unwrap();
     assert!(kubeconfig.contains("server: \"https://127.0.0.1:6443\"") && kubeconfig.contains("client-key-data"));
     // The cluster CA the join service will read.
@@ -310,7 +311,7 @@ async fn fake_join_service(
     let server = Server::new(router, ServerConfig::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let acceptor = Arc::new(AtlsAcceptor::new(None, Some(verifier)).unwrap());
-    let addr = attest_shell::atls::grpc::serve(&server, listener, acceptor).unwrap();
+    let addr = attest_atls::grpc::serve(&server, listener, acceptor).unwrap();
     (server, addr, calls)
 }
 

@@ -5,18 +5,19 @@
 //! The commands run in-process (`cli::init::run`, `cli::verify::run` with a captured stdout) on the test
 //! thread; the node runs on a runtime of its own.
 
+use attest_atls::AtlsAcceptor;
+use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::registration::ActivationService;
+use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
+use attest_cli::{Cli, Command, Status, UsageError};
+use attest_grpc::{Request, Response, Router, Server, ServerConfig, Streaming};
 use attest_hwtests::Swtpm;
+use attest_keyservice::{MasterSecret, cluster_id, measurement_secret};
 use attest_proto::init::{
     InitFailureResponse, InitRequest, InitResponse, InitSuccessResponse, LogResponseType, init_response,
 };
 use attest_proto::paths;
-use attest_shell::atls::AtlsAcceptor;
-use attest_shell::cli::{Cli, Command, Status, UsageError};
-use attest_shell::grpc::{Request, Response, Router, Server, ServerConfig, Streaming};
-use attest_shell::issuer::QemuVtpmIssuer;
-use attest_shell::keyservice::{MasterSecret, cluster_id, measurement_secret};
-use attest_shell::registration::ActivationService;
-use attest_shell::tpm::{AkConfig, FileAkRegistry, PcrMask, Tpm, ak_digest};
+use attest_registration::{FileAkRegistry, ak_digest};
 use clap::Parser;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -85,7 +86,7 @@ impl Node {
         let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer.clone()), None).unwrap());
         let addr = rt.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            attest_shell::atls::grpc::serve(&server, listener, acceptor).unwrap()
+            attest_atls::grpc::serve(&server, listener, acceptor).unwrap()
         });
         Self { sw, issuer, addr, requests, _server: server, _rt: rt }
     }
@@ -129,8 +130,8 @@ fn parse(args: &[&str]) -> Command {
 fn run(args: &[&str]) -> (Result<Status, UsageError>, String) {
     let mut out = Vec::new();
     let status = match parse(args) {
-        Command::Init(a) => attest_shell::cli::init::run(&a, &mut out),
-        Command::Verify(a) => attest_shell::cli::verify::run(&a, &mut out),
+        Command::Init(a) => attest_cli::init::run(&a, &mut out),
+        Command::Verify(a) => attest_cli::verify::run(&a, &mut out),
         other => panic!("not init/verify: {other:?}"),
     };
     (status, String::from_utf8(out).unwrap())

@@ -2,12 +2,13 @@
 //! Each test runs only when its device exists; otherwise it prints `SKIP: <device> not present` and passes.
 //! Nothing here writes to the TPM's NV: the AK is re-created from its template for each use and flushed.
 
+use attest_attester::issuer::{QemuVtpmIssuer, document, pcr_values};
+use attest_attester::tpm::{AkConfig, AkStorage, Tpm};
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry};
 use attest_hwtests::device_present;
 use attest_hwtests::support::{now, random32, validator};
-use attest_shell::issuer::{QemuVtpmIssuer, document, pcr_values};
-use attest_shell::tpm::{AkConfig, AkStorage, EkCaBundle, Tpm, ak_digest};
+use attest_registration::{EkCaBundle, ak_digest};
 use std::sync::Arc;
 
 const TPMRM0: &str = "/dev/tpmrm0";
@@ -44,7 +45,7 @@ fn tpmrm0_credential_activation_round_trips() {
     let ek = tpm.ek_public().expect("the RSA-2048 EK from the default template");
     let ak = tpm.attestation_key(transient_ak()).unwrap();
     let secret = random32();
-    let challenge = attest_shell::tpm::make_credential(&ek.to_pkey().unwrap(), ak.name(), &secret).unwrap();
+    let challenge = attest_registration::make_credential(&ek.to_pkey().unwrap(), ak.name(), &secret).unwrap();
     assert_eq!(*tpm.activate_credential(&ak, &challenge).unwrap(), secret);
 
     // The EK certificate, when the manufacturer provisioned one, certifies the same key. Its chain needs the

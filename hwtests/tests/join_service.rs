@@ -4,7 +4,7 @@
 
 // The join service fixture these tests share with the handler tests in the shell crate (its module docs say
 // why it is a `#[path]` module).
-#[path = "../../shell/tests/join_support/mod.rs"]
+#[path = "../../shell/joinservice/tests/join_support/mod.rs"]
 mod join_support;
 
 use std::net::SocketAddr;
@@ -12,18 +12,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, Verifier};
+use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_engine::variant::{AkBasis, Variant};
+use attest_grpc::{ChannelConfig, Code, Metadata, Router, Server, ServerConfig, Status};
 use attest_hwtests::Swtpm;
+use attest_joinservice::{ValidatorConfig, Validators};
+use attest_keyservice::{MasterSecret, measurement_secret, state_disk_key};
 use attest_proto::join::{
     IssueJoinTicketRequest, IssueJoinTicketResponse, IssueRejoinTicketRequest, IssueRejoinTicketResponse,
 };
 use attest_proto::paths;
-use attest_shell::atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, Verifier};
-use attest_shell::grpc::{ChannelConfig, Code, Metadata, Router, Server, ServerConfig, Status};
-use attest_shell::issuer::QemuVtpmIssuer;
-use attest_shell::joinservice::{ValidatorConfig, Validators};
-use attest_shell::keyservice::{MasterSecret, measurement_secret, state_disk_key};
-use attest_shell::tpm::{AkConfig, FileAkRegistry, PcrMask, Tpm, ak_digest};
+use attest_registration::{FileAkRegistry, ak_digest};
 use join_support::{API_SERVER_ENDPOINT, Captured, Fixture, MEASUREMENT_SALT, csr, fixture};
 use openssl::nid::Nid;
 use openssl::x509::X509;
@@ -70,9 +71,9 @@ impl Node {
         format!("{{{}}}", entries.join(", "))
     }
 
-    async fn channel(&self, addr: SocketAddr) -> Result<attest_shell::grpc::Channel, String> {
+    async fn channel(&self, addr: SocketAddr) -> Result<attest_grpc::Channel, String> {
         let connector = AtlsConnector::new(Some(self.issuer.clone() as Arc<dyn AttestationIssuer>), None).unwrap();
-        attest_shell::atls::grpc::connect(addr, &connector, ChannelConfig::default())
+        attest_atls::grpc::connect(addr, &connector, ChannelConfig::default())
             .await
             .map(|(c, _)| c)
             .map_err(|e| e.to_string())
@@ -131,7 +132,7 @@ impl Cluster {
         let server = Server::new(router, ServerConfig::default());
         let acceptor =
             AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
-        let addr = attest_shell::atls::grpc::serve(
+        let addr = attest_atls::grpc::serve(
             &server,
             tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
             Arc::new(acceptor),

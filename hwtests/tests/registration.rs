@@ -1,4 +1,4 @@
-//! AK registration over real gRPC on 127.0.0.1 (`attest_shell::registration`), with swtpm TPMs whose EK
+//! AK registration over real gRPC on 127.0.0.1 (`attest_registration`), with swtpm TPMs whose EK
 //! certificates chain to this binary's swtpm-localca CA:
 //!
 //! - push (`AkRegistration`, served by a verifier) and pull (`CredentialActivation`, served by the node) both
@@ -8,7 +8,11 @@
 //!   AK with the wrong attributes, a full pending table, and a different TPM trying to answer someone else's
 //!   challenge — each with its gRPC status, and nothing recorded.
 
+use attest_attester::issuer::{QemuVtpmIssuer, document, pcr_values};
+use attest_attester::registration::{ActivationService, register};
+use attest_attester::tpm::{AkConfig, Error as TpmError, Tpm};
 use attest_engine::variant::{AkBasis, PcrPolicy};
+use attest_grpc::{Channel, ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status};
 use attest_hwtests::Swtpm;
 use attest_hwtests::support::{foreign_ca_pem, now, random32, validator};
 use attest_proto::attest::v1::{
@@ -16,14 +20,8 @@ use attest_proto::attest::v1::{
     CompleteRegistrationRequest, CompleteRegistrationResponse, GetIdentityRequest, GetIdentityResponse,
 };
 use attest_proto::paths;
-use attest_shell::grpc::{
-    Channel, ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status,
-};
-use attest_shell::issuer::{QemuVtpmIssuer, document, pcr_values};
-use attest_shell::registration::{
-    ActivationService, RegistrationError, RegistrationService, register, register_remote,
-};
-use attest_shell::tpm::{AkConfig, CredentialChallenge, EkCaBundle, Error as TpmError, FileAkRegistry, Tpm, ak_digest};
+use attest_registration::{CredentialChallenge, EkCaBundle, FileAkRegistry, ak_digest};
+use attest_registration::{RegistrationError, RegistrationService, register_remote};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;

@@ -8,13 +8,13 @@
 //! VCEK/VLEK file (DER or PEM) for hosts whose certificate table is empty; `ATTEST_AZURE_VCEK` = the VCEK
 //! from Azure's THIM endpoint (required for the Azure test).
 
+use attest_attester::issuer::snp::SEV_GUEST;
+use attest_attester::issuer::{AzureSnpIssuer, HwIssuerError, QemuVtpmIssuer, SnpIssuer, document, pcr_values};
+use attest_attester::tpm::{AkConfig, AkStorage, Tpm};
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_hwtests::support::{now, random32};
 use attest_hwtests::{Swtpm, device_present};
-use attest_shell::issuer::snp::SEV_GUEST;
-use attest_shell::issuer::{AzureSnpIssuer, HwIssuerError, QemuVtpmIssuer, SnpIssuer, document, pcr_values};
-use attest_shell::tpm::{AkConfig, AkStorage, Tpm};
 use std::sync::Arc;
 
 const TPMRM0: &str = "/dev/tpmrm0";

@@ -5,6 +5,8 @@
 //! Each test starts its own swtpm from the binary's manufactured template (see `attest_hwtests`), so the
 //! tests run in parallel and no test sees another's PCR extensions.
 
+use attest_attester::issuer::{QemuVtpmIssuer, document, pcr_values};
+use attest_attester::tpm::{AkAlgorithm, AkConfig, AkStorage, DEFAULT_AK_HANDLE, Error, PcrMask, Tpm};
 use attest_engine::Error as EngineError;
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::tpm::Attest;
@@ -12,11 +14,7 @@ use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrOutcome, Pc
 use attest_hwtests::Swtpm;
 use attest_hwtests::support::{ak_pem, foreign_ca_pem, now, random32, validator};
 use attest_proto::attest::v1::AttestationDocument;
-use attest_shell::issuer::{QemuVtpmIssuer, document, pcr_values};
-use attest_shell::tpm::{
-    AkAlgorithm, AkConfig, AkRegistrar, AkStorage, DEFAULT_AK_HANDLE, EkCaBundle, Error, FileAkRegistry, PcrMask, Tpm,
-    ak_digest, make_credential,
-};
+use attest_registration::{AkRegistrar, EkCaBundle, FileAkRegistry, ak_digest, make_credential};
 use prost::Message;
 use std::sync::Arc;
 

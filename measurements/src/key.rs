@@ -8,11 +8,12 @@
 //! }
 //! ```
 //!
-//! The engine's SPKI parser is crate-private, so this module walks the few DER bytes itself (definite,
-//! minimal lengths; every structure consumed exactly).
+//! The DER is walked with the engine's borrowed reader ([`attest_engine::der`]: definite, minimal lengths;
+//! every structure consumed exactly).
 
 use crate::MAX_PUBLIC_KEY_SIZE;
 use crate::error::Error;
+use attest_engine::der::{Reader, tag};
 use attest_engine::x509::pem;
 use core::fmt;
 
@@ -22,10 +23,6 @@ const ID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
 const SECP256R1: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
 /// Uncompressed SEC1 P-256 point length: 04 ‖ X ‖ Y.
 const P256_POINT_LEN: usize = 65;
-
-pub(crate) const TAG_SEQUENCE: u8 = 0x30;
-const TAG_OID: u8 = 0x06;
-const TAG_BIT_STRING: u8 = 0x03;
 
 /// An ECDSA P-256 public key for verifying measurements signatures.
 #[derive(Clone, PartialEq, Eq)]
@@ -55,15 +52,20 @@ impl VerifyingKey {
     /// Reads a DER SubjectPublicKeyInfo.
     pub fn from_spki_der(der: &[u8]) -> Result<Self, Error> {
         let bad = |reason| Error::InvalidPublicKey { reason };
-        let spki = read_all(der, TAG_SEQUENCE).ok_or(bad("not a DER SubjectPublicKeyInfo"))?;
-        let (alg, rest) = read_tlv(spki, TAG_SEQUENCE).ok_or(bad("missing AlgorithmIdentifier"))?;
-        let key_bits = read_all(rest, TAG_BIT_STRING).ok_or(bad("missing subjectPublicKey BIT STRING"))?;
-        let (alg_oid, params) = read_tlv(alg, TAG_OID).ok_or(bad("malformed AlgorithmIdentifier"))?;
+        let der_bad = |reason| move |_: attest_engine::Error| bad(reason);
+        let spki = read_all(der, tag::SEQUENCE).map_err(der_bad("not a DER SubjectPublicKeyInfo"))?;
+        let mut spki = Reader::new(spki, "SubjectPublicKeyInfo");
+        let alg = spki.read(tag::SEQUENCE).map_err(der_bad("missing AlgorithmIdentifier"))?;
+        let key_bits = spki.read(tag::BIT_STRING).map_err(der_bad("missing subjectPublicKey BIT STRING"))?;
+        spki.finish().map_err(der_bad("missing subjectPublicKey BIT STRING"))?;
+        let mut alg = Reader::new(alg, "AlgorithmIdentifier");
+        let alg_oid = alg.read(tag::OID).map_err(der_bad("malformed AlgorithmIdentifier"))?;
         if alg_oid != ID_EC_PUBLIC_KEY {
             return Err(Error::KeyNotP256);
         }
         // RFC 5480 §2.1.1: parameters are a namedCurve OID (implicit/specified curves are not allowed).
-        let curve = read_all(params, TAG_OID).ok_or(Error::KeyNotP256)?;
+        let curve = alg.read(tag::OID).map_err(|_| Error::KeyNotP256)?;
+        alg.finish().map_err(|_| Error::KeyNotP256)?;
         if curve != SECP256R1 {
             return Err(Error::KeyNotP256);
         }
@@ -90,35 +92,12 @@ impl fmt::Debug for VerifyingKey {
     }
 }
 
-/// Reads one TLV with `tag`, returning its contents and the bytes after it. Lengths must be definite and
-/// minimally encoded (X.690 §10.1), at most two length bytes (keys are tiny).
-pub(crate) fn read_tlv(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
-    let (&t, rest) = input.split_first()?;
-    if t != tag {
-        return None;
-    }
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = match first {
-        0..=0x7f => (usize::from(first), rest),
-        0x81 => match rest.split_first()? {
-            (&n, rest) if n >= 0x80 => (usize::from(n), rest),
-            _ => return None,
-        },
-        0x82 => match rest {
-            [hi, lo, rest @ ..] if *hi != 0 => (usize::from(*hi) << 8 | usize::from(*lo), rest),
-            _ => return None,
-        },
-        _ => return None,
-    };
-    (rest.len() >= len).then(|| rest.split_at(len))
-}
-
-/// Reads one TLV with `tag` that must span all of `input`.
-pub(crate) fn read_all(input: &[u8], tag: u8) -> Option<&[u8]> {
-    match read_tlv(input, tag)? {
-        (contents, []) => Some(contents),
-        _ => None,
-    }
+/// Reads one TLV with `tag` that must span all of `input`, returning its contents.
+pub(crate) fn read_all(input: &[u8], tag: u8) -> Result<&[u8], attest_engine::Error> {
+    let mut r = Reader::new(input, "DER value");
+    let contents = r.read(tag)?;
+    r.finish()?;
+    Ok(contents)
 }
 
 #[cfg(test)]
@@ -127,14 +106,14 @@ mod tests {
 
     #[test]
     fn der_lengths() {
-        assert_eq!(read_tlv(&[0x30, 0x01, 0xaa, 0xbb], 0x30), Some((&[0xaa][..], &[0xbb][..])));
-        assert_eq!(read_tlv(&[0x30, 0x81, 0x7f], 0x30), None, "non-minimal long form");
-        assert_eq!(read_tlv(&[0x30, 0x82, 0x00, 0x80], 0x30), None, "non-minimal two-byte length");
-        assert_eq!(read_tlv(&[0x30, 0x80], 0x30), None, "indefinite length");
-        assert_eq!(read_tlv(&[0x30, 0x02, 0xaa], 0x30), None, "truncated");
-        assert_eq!(read_tlv(&[0x31, 0x00], 0x30), None, "wrong tag");
-        assert_eq!(read_all(&[0x30, 0x00, 0x00], 0x30), None, "trailing bytes");
+        assert_eq!(read_all(&[0x30, 0x01, 0xaa], 0x30).ok(), Some(&[0xaa][..]));
+        assert!(read_all(&[0x30, 0x81, 0x7f], 0x30).is_err(), "non-minimal long form");
+        assert!(read_all(&[0x30, 0x82, 0x00, 0x80], 0x30).is_err(), "non-minimal two-byte length");
+        assert!(read_all(&[0x30, 0x80], 0x30).is_err(), "indefinite length");
+        assert!(read_all(&[0x30, 0x02, 0xaa], 0x30).is_err(), "truncated");
+        assert!(read_all(&[0x31, 0x00], 0x30).is_err(), "wrong tag");
+        assert!(read_all(&[0x30, 0x00, 0x00], 0x30).is_err(), "trailing bytes");
         let long = [&[0x30, 0x81, 0x80][..], &[0u8; 0x80]].concat();
-        assert_eq!(read_all(&long, 0x30).map(<[u8]>::len), Some(0x80));
+        assert_eq!(read_all(&long, 0x30).map(<[u8]>::len).ok(), Some(0x80));
     }
 }

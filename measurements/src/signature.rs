@@ -8,10 +8,11 @@
 //! ```
 
 use crate::error::Error;
-use crate::key::{TAG_SEQUENCE, VerifyingKey, read_all};
+use crate::key::{VerifyingKey, read_all};
 use crate::parse::{self, Document};
 use crate::{MAX_FILE_SIZE, MAX_SIGNATURE_SIZE};
 use attest_engine::crypto::{CryptoProvider, default_provider};
+use attest_engine::der::tag;
 use base64::Engine as _;
 
 /// A measurements document whose signature was verified before it was parsed. The only way to obtain
@@ -79,12 +80,12 @@ fn verify(provider: &CryptoProvider, key: &VerifyingKey, file: &[u8], signature:
 /// The DER signature: `signature` itself when it is one complete DER SEQUENCE, else base64 text
 /// (standard alphabet, padded; ASCII whitespace such as line breaks ignored) that decodes to one.
 fn decode_signature(signature: &[u8]) -> Result<Vec<u8>, Error> {
-    if read_all(signature, TAG_SEQUENCE).is_some() {
+    if read_all(signature, tag::SEQUENCE).is_ok() {
         return Ok(signature.to_vec());
     }
     let text: Vec<u8> = signature.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
     let der = base64::engine::general_purpose::STANDARD.decode(&text).map_err(|_| Error::SignatureEncoding)?;
-    if read_all(&der, TAG_SEQUENCE).is_none() {
+    if read_all(&der, tag::SEQUENCE).is_err() {
         return Err(Error::SignatureEncoding);
     }
     Ok(der)

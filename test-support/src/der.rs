@@ -7,34 +7,14 @@
 //! INTEGER with exactly the given content bytes (for non-minimal encodings) and [`tlv`]
 //! writes any tag.
 
-/// Universal tag bytes (class universal, with the constructed bit where the type requires it).
+/// Tag bytes: the engine's (the reader these encodings are fed to), plus the string types only a writer of
+/// test names needs.
 pub mod tag {
-    /// BOOLEAN.
-    pub const BOOLEAN: u8 = 0x01;
-    /// INTEGER.
-    pub const INTEGER: u8 = 0x02;
-    /// BIT STRING.
-    pub const BIT_STRING: u8 = 0x03;
-    /// OCTET STRING.
-    pub const OCTET_STRING: u8 = 0x04;
-    /// NULL.
-    pub const NULL: u8 = 0x05;
-    /// OBJECT IDENTIFIER.
-    pub const OID: u8 = 0x06;
+    pub use attest_engine::der::tag::*;
     /// UTF8String.
     pub const UTF8_STRING: u8 = 0x0C;
     /// PrintableString.
     pub const PRINTABLE_STRING: u8 = 0x13;
-    /// IA5String.
-    pub const IA5_STRING: u8 = 0x16;
-    /// UTCTime.
-    pub const UTC_TIME: u8 = 0x17;
-    /// GeneralizedTime.
-    pub const GENERALIZED_TIME: u8 = 0x18;
-    /// SEQUENCE / SEQUENCE OF (constructed).
-    pub const SEQUENCE: u8 = 0x30;
-    /// SET / SET OF (constructed).
-    pub const SET: u8 = 0x31;
 }
 
 /// Appends a DER length (short form below 128, long form with the minimal number of bytes above).

@@ -5,7 +5,7 @@
 //! ([`RawConn::over`], [`RawConn::handshake_over`]). Frames from the server are read by a task of their own, so
 //! a test can flood the server without both sides blocking on full socket buffers.
 //!
-//! Used by the gRPC server's hostile-input tests (shell/tests/grpc_hostile.rs) and by the ones against the
+//! Used by the gRPC server's hostile-input tests (shell/grpc/tests/grpc_hostile.rs) and by the ones against the
 //! join service over aTLS (benches/tests/join_hostile.rs).
 #![allow(missing_docs, clippy::cast_possible_truncation, clippy::missing_panics_doc)]
 

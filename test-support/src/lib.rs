@@ -16,6 +16,8 @@
 //! assert!(pki.chain_pem().starts_with("-----BEGIN CERTIFICATE-----"));
 //! ```
 
+#[cfg(feature = "deploy")]
+pub mod deploy;
 pub mod der;
 #[cfg(feature = "h2raw")]
 pub mod h2raw;

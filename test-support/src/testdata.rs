@@ -6,7 +6,7 @@
 //!
 //! Readers for its binary formats that more than one crate needs live here too ([`AzureQuote`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 mod azure_quote;
 
@@ -39,4 +39,13 @@ pub fn dir() -> Option<PathBuf> {
     );
     eprintln!("NOTICE: skipping real-evidence test: testdata not found at {} (set ATTEST_TESTDATA)", dir.display());
     None
+}
+
+/// Reads the testdata file `rel` below `dir` (from [`dir`]).
+///
+/// # Panics
+/// When the file cannot be read: a test that found the directory expects its files.
+#[track_caller]
+pub fn read(dir: &Path, rel: &str) -> Vec<u8> {
+    std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("reading testdata {rel}: {e}"))
 }

@@ -23,46 +23,15 @@ use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPai
 
 use crate::report::REPORT_LEN;
 
-// ---- TPM constants (TPM 2.0 Library Part 2) ------------------------------------------------------------
+// ---- TPM constants (TPM 2.0 Library Part 2): the engine's, so the two cannot drift ------------------------
 
-/// TPM_ALG_RSA.
-pub const TPM_ALG_RSA: u16 = 0x0001;
-/// TPM_ALG_SHA256.
-pub const TPM_ALG_SHA256: u16 = 0x000B;
-/// TPM_ALG_NULL.
-pub const TPM_ALG_NULL: u16 = 0x0010;
-/// TPM_ALG_RSASSA.
-pub const TPM_ALG_RSASSA: u16 = 0x0014;
-/// TPM_ALG_RSAPSS.
-pub const TPM_ALG_RSAPSS: u16 = 0x0016;
-/// TPM_ALG_ECDSA.
-pub const TPM_ALG_ECDSA: u16 = 0x0018;
-/// TPM_ALG_ECC.
-pub const TPM_ALG_ECC: u16 = 0x0023;
-/// TPM_ECC_NIST_P256.
-pub const TPM_ECC_NIST_P256: u16 = 0x0003;
-/// TPM_GENERATED_VALUE, the magic of every TPMS_ATTEST.
-pub const TPM_GENERATED_VALUE: u32 = 0xFF54_4347;
-/// TPM_ST_ATTEST_QUOTE.
-pub const TPM_ST_ATTEST_QUOTE: u16 = 0x8018;
-
+pub use attest_engine::tpm::alg::{
+    TPM_ALG_ECC, TPM_ALG_ECDSA, TPM_ALG_NULL, TPM_ALG_RSA, TPM_ALG_RSAPSS, TPM_ALG_RSASSA, TPM_ALG_SHA256,
+    TPM_ECC_NIST_P256,
+};
+pub use attest_engine::tpm::attest::{TPM_GENERATED_VALUE, TPM_ST_ATTEST_QUOTE};
 /// TPMA_OBJECT bits (Part 2 §8.3).
-pub mod attributes {
-    /// fixedTPM.
-    pub const FIXED_TPM: u32 = 1 << 1;
-    /// fixedParent.
-    pub const FIXED_PARENT: u32 = 1 << 4;
-    /// sensitiveDataOrigin.
-    pub const SENSITIVE_DATA_ORIGIN: u32 = 1 << 5;
-    /// userWithAuth.
-    pub const USER_WITH_AUTH: u32 = 1 << 6;
-    /// restricted.
-    pub const RESTRICTED: u32 = 1 << 16;
-    /// decrypt.
-    pub const DECRYPT: u32 = 1 << 17;
-    /// sign / encrypt.
-    pub const SIGN: u32 = 1 << 18;
-}
+pub use attest_engine::tpm::public::attributes;
 
 /// objectAttributes of a typical attestation key: fixedTPM | fixedParent | sensitiveDataOrigin |
 /// userWithAuth | restricted | sign (`0x00050072`).

@@ -9,7 +9,7 @@
 //! | [`SALT_FILE`] | 32-byte measurement salt | `--measurement-salt` |
 //! | [`MASTER_SECRET_FILE`] | a `kms://cluster-kms?key=…&salt=…` URI | `key-service --master-secret` |
 //! | [`KUBERNETES_FILE`] | Kubernetes version and one component | `--kubernetes-config` |
-//! | [`PKI_DIR`] | a kubeadm PKI (`attest_shell::k8s::generate_pki`) | `--pki-dir` |
+//! | [`PKI_DIR`] | a kubeadm PKI (`attest_k8s::generate_pki`) | `--pki-dir` |
 //!
 //! The registry file is written through `FileAkRegistry::register`, as the registration service or an
 //! operator pinning AKs would; the join service needs no option beyond its usual `--ak-registry`.
@@ -18,8 +18,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use attest_engine::variant::AkBasis;
-use attest_shell::keyservice::MasterSecret;
-use attest_shell::tpm::FileAkRegistry;
+use attest_keyservice::MasterSecret;
+use attest_registration::FileAkRegistry;
 use attest_test_support::tpm::{AkKind, PcrBank, SoftAk, sha256};
 use zeroize::Zeroizing;
 
@@ -122,7 +122,7 @@ pub fn write_fixture(dir: &Path, aks: usize, kind: AkKind) -> Result<(), BoxErro
     let secret = MasterSecret::new(Zeroizing::new(MASTER_KEY.to_vec()), Zeroizing::new(MASTER_SALT.to_vec()))?;
     write(dir, MASTER_SECRET_FILE, secret.to_kms_uri().as_bytes())?;
     write(dir, KUBERNETES_FILE, KUBERNETES_JSON.as_bytes())?;
-    attest_shell::k8s::generate_pki(&dir.join(PKI_DIR))?;
+    attest_k8s::generate_pki(&dir.join(PKI_DIR))?;
     Ok(())
 }
 

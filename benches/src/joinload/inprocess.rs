@@ -9,16 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use attest_atls::{AtlsAcceptor, Verifier};
 use attest_engine::variant::Variant;
-use attest_shell::atls::{AtlsAcceptor, Verifier};
-use attest_shell::grpc::{Router, Server, ServerConfig};
-use attest_shell::joinservice::{
+use attest_grpc::{Router, Server, ServerConfig};
+use attest_joinservice::{
     JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, ValidatorConfig, Validators,
     load_measurement_salt,
 };
-use attest_shell::k8s::{ClusterCa, DryRunTokenIssuer};
-use attest_shell::keyservice::{KeyService, MasterSecret};
-use attest_shell::tpm::FileAkRegistry;
+use attest_k8s::{ClusterCa, DryRunTokenIssuer};
+use attest_keyservice::{KeyService, MasterSecret};
+use attest_registration::FileAkRegistry;
 
 use super::fixture::{
     AK_REGISTRY_FILE, BoxError, KUBERNETES_FILE, MASTER_SECRET_FILE, MEASUREMENTS_FILE, PKI_DIR, SALT_FILE,
@@ -73,11 +73,8 @@ impl Services {
         router.add_service(Arc::new(service));
         let join = Server::new(router, config);
         let acceptor = AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators()))))?;
-        let addr = attest_shell::atls::grpc::serve(
-            &join,
-            tokio::net::TcpListener::bind("127.0.0.1:0").await?,
-            Arc::new(acceptor),
-        )?;
+        let addr =
+            attest_atls::grpc::serve(&join, tokio::net::TcpListener::bind("127.0.0.1:0").await?, Arc::new(acceptor))?;
         Ok(Services { key_service, join, addr, metrics, tokens_dir })
     }
 

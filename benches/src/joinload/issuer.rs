@@ -1,6 +1,6 @@
 //! A `qemu-vtpm` issuer whose attestation key lives in software ([`SoftAkIssuer`]).
 //!
-//! It produces the same document as the TPM-backed `attest_shell::issuer::QemuVtpmIssuer`: a TPMS_ATTEST
+//! It produces the same document as the TPM-backed `attest_attester::issuer::QemuVtpmIssuer`: a TPMS_ATTEST
 //! quote over the SHA-256 PCRs 0..=23, extraData = `Validator::quote_nonce(instance_info = "", user_data,
 //! nonce)`, signed by the AK (TPMT_SIGNATURE), with the AK's TPM2B_PUBLIC and the PCR values. Only the
 //! signing differs: a software key instead of `TPM2_Quote` (≈ 8–9 ms on swtpm, see `benches/README.md`), so
@@ -12,10 +12,10 @@
 
 use std::time::Instant;
 
+use attest_atls::{AttestationIssuer, BoxError, nonce::Nonce};
 use attest_engine::crypto::default_provider;
 use attest_engine::variant::{Validator, Variant};
 use attest_proto::attest::v1::{AttestationDocument, PcrValue, TpmEvidence};
-use attest_shell::atls::{AttestationIssuer, BoxError, nonce::Nonce};
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk, TPM_ALG_SHA256};
 use prost::Message as _;
 

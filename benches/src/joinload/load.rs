@@ -26,11 +26,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use attest_atls::grpc::{ConnectError, connect};
+use attest_atls::{AtlsConnector, AttestationIssuer};
+use attest_grpc::{ChannelConfig, Metadata};
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use attest_proto::paths;
-use attest_shell::atls::grpc::{ConnectError, connect};
-use attest_shell::atls::{AtlsConnector, AttestationIssuer};
-use attest_shell::grpc::{ChannelConfig, Metadata};
 use openssl::pkey::{PKey, Public};
 use openssl::x509::X509;
 

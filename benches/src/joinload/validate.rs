@@ -16,10 +16,10 @@ use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use attest_atls::{NonceChannel, Verifier, cert};
 use attest_engine::variant::Variant;
-use attest_shell::atls::{NonceChannel, Verifier, cert};
-use attest_shell::joinservice::{Metrics, ValidatorConfig, Validators};
-use attest_shell::tpm::FileAkRegistry;
+use attest_joinservice::{Metrics, ValidatorConfig, Validators};
+use attest_registration::FileAkRegistry;
 use openssl::x509::X509;
 
 use super::fixture::{AK_REGISTRY_FILE, BoxError, MEASUREMENTS_FILE, load_issuers};

@@ -5,6 +5,70 @@
 //! machine against ≈0.9 ms for ring and OpenSSL 3.0) and `ring::PROVIDER` (feature `ring`). Both are tested against the
 //! same real evidence.
 
+/// The provider code that is the same word for word for both backends: aws-lc-rs mirrors ring's `digest` and
+/// `signature` API, so the SHA-2 digests, the RSA verifier and unparsed-key ECDSA verification are written once
+/// and expanded in each provider module, where `digest` and `signature` name that backend's modules. What
+/// differs (ECDSA key preparation: aws-lc-rs parses the key once, ring keeps the point) stays in the modules.
+#[cfg(any(feature = "aws-lc-rs", feature = "ring"))]
+macro_rules! backend_glue {
+    ($name:literal) => {
+        #[derive(Debug)]
+        struct Sha2;
+
+        impl Digests for Sha2 {
+            fn sha256(&self, data: &[u8]) -> [u8; 32] {
+                let mut out = [0; 32];
+                out.copy_from_slice(digest::digest(&digest::SHA256, data).as_ref());
+                out
+            }
+            fn sha384(&self, data: &[u8]) -> [u8; 48] {
+                let mut out = [0; 48];
+                out.copy_from_slice(digest::digest(&digest::SHA384, data).as_ref());
+                out
+            }
+            fn digest(&self, alg: HashAlgorithm, parts: &[&[u8]]) -> Digest {
+                let mut ctx = digest::Context::new(match alg {
+                    HashAlgorithm::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
+                    HashAlgorithm::Sha256 => &digest::SHA256,
+                    HashAlgorithm::Sha384 => &digest::SHA384,
+                    HashAlgorithm::Sha512 => &digest::SHA512,
+                });
+                for p in parts {
+                    ctx.update(p);
+                }
+                Digest::new(ctx.finish().as_ref())
+            }
+        }
+
+        /// Verifies `sig` over `message` with the uncompressed `point` under `alg` (no key kept).
+        fn verify_ecdsa(
+            alg: &'static signature::EcdsaVerificationAlgorithm,
+            point: &[u8],
+            message: &[u8],
+            sig: &[u8],
+        ) -> Result<(), CryptoError> {
+            signature::UnparsedPublicKey::new(alg, point).verify(message, sig).map_err(|_| CryptoError)
+        }
+
+        struct Rsa(&'static signature::RsaParameters);
+
+        impl core::fmt::Debug for Rsa {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(concat!($name, " RSA"))
+            }
+        }
+
+        impl RsaAlgorithm for Rsa {
+            fn verify(&self, key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
+                signature::UnparsedPublicKey::new(self.0, key).verify(message, sig).map_err(|_| CryptoError)
+            }
+            fn verify_components(&self, n: &[u8], e: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
+                signature::RsaPublicKeyComponents { n, e }.verify(self.0, message, sig).map_err(|_| CryptoError)
+            }
+        }
+    };
+}
+
 #[cfg(feature = "aws-lc-rs")]
 pub mod aws_lc_rs;
 #[cfg(feature = "ring")]

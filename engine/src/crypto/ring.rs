@@ -25,33 +25,7 @@ pub static PROVIDER: CryptoProvider = CryptoProvider {
     rsa_pkcs1_sha384: &Rsa(&signature::RSA_PKCS1_2048_8192_SHA384),
 };
 
-#[derive(Debug)]
-struct Sha2;
-
-impl Digests for Sha2 {
-    fn sha256(&self, data: &[u8]) -> [u8; 32] {
-        let mut out = [0; 32];
-        out.copy_from_slice(digest::digest(&digest::SHA256, data).as_ref());
-        out
-    }
-    fn sha384(&self, data: &[u8]) -> [u8; 48] {
-        let mut out = [0; 48];
-        out.copy_from_slice(digest::digest(&digest::SHA384, data).as_ref());
-        out
-    }
-    fn digest(&self, alg: HashAlgorithm, parts: &[&[u8]]) -> Digest {
-        let mut ctx = digest::Context::new(match alg {
-            HashAlgorithm::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
-            HashAlgorithm::Sha256 => &digest::SHA256,
-            HashAlgorithm::Sha384 => &digest::SHA384,
-            HashAlgorithm::Sha512 => &digest::SHA512,
-        });
-        for p in parts {
-            ctx.update(p);
-        }
-        Digest::new(ctx.finish().as_ref())
-    }
-}
+backend_glue!("ring");
 
 struct Ecdsa {
     fixed: &'static signature::EcdsaVerificationAlgorithm,
@@ -80,9 +54,7 @@ impl core::fmt::Debug for Prepared {
 
 impl PreparedEcdsaKey for Prepared {
     fn verify_fixed(&self, message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.alg, &self.point[..self.len])
-            .verify(message, sig)
-            .map_err(|_| CryptoError)
+        verify_ecdsa(self.alg, &self.point[..self.len], message, sig)
     }
 }
 
@@ -96,26 +68,9 @@ impl EcdsaAlgorithm for Ecdsa {
         Ok(Box::new(Prepared { alg: self.fixed, point: buf, len: point.len() }))
     }
     fn verify_asn1(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.asn1, point).verify(message, sig).map_err(|_| CryptoError)
+        verify_ecdsa(self.asn1, point, message, sig)
     }
     fn verify_fixed(&self, point: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.fixed, point).verify(message, sig).map_err(|_| CryptoError)
-    }
-}
-
-struct Rsa(&'static signature::RsaParameters);
-
-impl core::fmt::Debug for Rsa {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("ring RSA")
-    }
-}
-
-impl RsaAlgorithm for Rsa {
-    fn verify(&self, key: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::UnparsedPublicKey::new(self.0, key).verify(message, sig).map_err(|_| CryptoError)
-    }
-    fn verify_components(&self, n: &[u8], e: &[u8], message: &[u8], sig: &[u8]) -> Result<(), CryptoError> {
-        signature::RsaPublicKeyComponents { n, e }.verify(self.0, message, sig).map_err(|_| CryptoError)
+        verify_ecdsa(self.fixed, point, message, sig)
     }
 }

@@ -1,20 +1,10 @@
-//! Helpers shared by the integration tests: locating `../shared/testdata` and reading vectors.
+//! Helpers shared by the integration tests: the testdata directory (`attest_test_support::testdata`) and
+//! decoding its vectors.
 #![allow(dead_code, unreachable_pub)]
 
-use std::path::PathBuf;
-
-/// The testdata directory: `$ATTEST_TESTDATA`, else `../shared/testdata` next to the repository. Returns
-/// `None` (after printing a visible notice) when absent; under `CI=true` absence is a failure.
-#[track_caller]
-pub fn testdata() -> Option<PathBuf> {
-    attest_test_support::testdata::dir()
-}
-
-/// Reads a testdata file.
-#[track_caller]
-pub fn read(dir: &std::path::Path, rel: &str) -> Vec<u8> {
-    std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
-}
+/// The testdata directory (`None` with a notice when absent; a failure under `CI=true`) and its files.
+#[allow(unused_imports)] // not every test binary that includes this module reads testdata
+pub use attest_test_support::testdata::{dir as testdata, read};
 
 /// Decodes every CERTIFICATE block of a PEM file (or the DER file itself).
 #[track_caller]

@@ -1,4 +1,4 @@
-// atls_client: a client-side aTLS handshake (DESIGN.md §3) with nothing but Go's standard library.
+// atls_client: a client-side aTLS handshake (docs/ARCHITECTURE.md, "aTLS") with nothing but Go's standard library.
 //
 // It sends base64(nonce) as the TLS ServerName, accepts the server's self-signed certificate only if its
 // signature verifies under its own key, it carries the attestation extension with the given OID, and the

@@ -1,6 +1,6 @@
 //! # attest-openssl-ext
 //!
-//! The two OpenSSL 1.1.1/3.x calls that aTLS (DESIGN.md §3) needs on the **client** side and that
+//! The two OpenSSL 1.1.1/3.x calls that aTLS (`docs/ARCHITECTURE.md`, "aTLS") needs on the **client** side and that
 //! rust-openssl 0.10 (and openssl-sys 0.9) do not bind, declared here with safe wrappers:
 //!
 //! | OpenSSL call | wrapper | why aTLS needs it |
@@ -13,7 +13,7 @@
 //!
 //! # Unsafe policy
 //!
-//! This is the only crate outside `ffi/` with unsafe code (STYLE.md, "Unsafe policy"). The workspace forbids
+//! This is the only crate outside `ffi/` with unsafe code (`docs/ARCHITECTURE.md`, "Crates"). The workspace forbids
 //! `unsafe_code`; this crate denies it in its `Cargo.toml` and allows it here, at the root, under
 //! `clippy::undocumented_unsafe_blocks` and `unsafe_op_in_unsafe_fn`: every unsafe block carries a
 //! `// SAFETY:` comment stating the proof obligation it discharges. There are three: one per call, and the

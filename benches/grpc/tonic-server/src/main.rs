@@ -9,7 +9,7 @@ use std::sync::Arc;
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use tonic::codegen::{Body, BoxFuture, Context, Poll, Service, StdError, http};
 
-/// Identical to `shell/src/bin/grpc-bench-server.rs`.
+/// Identical to `benches/src/bin/grpc-bench-server.rs`.
 fn ticket() -> IssueJoinTicketResponse {
     let kubelet_cert: Vec<u8> = (0..1024u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
     IssueJoinTicketResponse {

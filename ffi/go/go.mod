@@ -1,0 +1,3 @@
+module attest
+
+go 1.19

@@ -1,0 +1,56 @@
+//! Issuers (attester side): produce an [`AttestationDocument`] for a verifier's nonce; and the bridge from
+//! the protobuf document to the engine's borrowed [`Document`].
+//!
+//! | issuer | variant | evidence source |
+//! |---|---|---|
+//! | [`QemuVtpmIssuer`] | `qemu-vtpm` | a TPM (tss-esapi): AK, quote, PCRs, event log |
+//! | [`SnpIssuer`] | `aws-sev-snp`, `gcp-sev-snp` | `/dev/sev-guest` (the `sev` crate) + the TPM quote of a [`QemuVtpmIssuer`] |
+//! | [`AzureSnpIssuer`] | `azure-sev-snp` | the paravisor's vTPM (`az-cvm-vtpm`): HCL report + quote by the HCL AK |
+//!
+//! The hardware issuers fail with [`HwIssuerError::DeviceNotPresent`] where their device does not exist.
+//!
+//! The engine's `TpmEvidence.pcrs` is a `&'a PcrValues<'a>`, so the PCR table must live next to the
+//! document while it is validated:
+//!
+//! ```no_run
+//! # use attest_attester::issuer::{document, pcr_values};
+//! # fn f(doc: &attest_proto::attest::v1::AttestationDocument, v: &attest_engine::variant::Validator) -> Result<(), attest_attester::tpm::Error> {
+//! let pcrs = pcr_values(doc)?;
+//! let view = document(doc, &pcrs);
+//! let validated = v.validate(&view, b"nonce", attest_engine::UnixTime::from_secs(1_700_000_000))?;
+//! # Ok(()) }
+//! ```
+
+pub mod azure;
+pub mod qemu;
+pub mod snp;
+
+pub use azure::AzureSnpIssuer;
+pub use qemu::QemuVtpmIssuer;
+pub use snp::{HwIssuerError, SnpIssuer};
+
+use crate::tpm::Error;
+use attest_engine::tpm::PcrValues;
+use attest_engine::variant::Document;
+use attest_proto::attest::v1::AttestationDocument;
+use attest_proto::document::DocumentError;
+
+/// The PCR values of a document's TPM evidence, borrowed from it ([`attest_proto::document::pcr_values`]).
+/// A document without TPM evidence has none.
+///
+/// Fails for an unknown bank, an index above 23, a value of the wrong length, or the same PCR twice (a
+/// document that presents two values for one PCR is malformed, whichever one the quote covers).
+pub fn pcr_values(doc: &AttestationDocument) -> Result<PcrValues<'_>, Error> {
+    attest_proto::document::pcr_values(doc).map_err(|e| match e {
+        DocumentError::Engine(e) => Error::from(e),
+        DocumentError::BankIdOutOfRange { .. } => Error::InvalidArgument { what: "PCR bank id above 0xFFFF" },
+        DocumentError::DuplicatePcr { .. } => Error::InvalidArgument { what: "the same PCR is presented twice" },
+        _ => Error::InvalidArgument { what: "malformed PCR table" },
+    })
+}
+
+/// The engine's view of `doc`, with `pcrs` from [`pcr_values`] ([`attest_proto::document::view`]). The
+/// quote signature is taken as a marshalled TPMT_SIGNATURE; empty byte fields mean "absent".
+pub fn document<'a>(doc: &'a AttestationDocument, pcrs: &'a PcrValues<'a>) -> Document<'a> {
+    attest_proto::document::view(doc, pcrs)
+}

@@ -1,0 +1,111 @@
+//! The dry-run cluster initializer/joiner: the default where no `kubeadm` exists (the local demo, CI).
+//!
+//! It runs nothing, but leaves in the state directory what the real path would have produced, so the rest
+//! of the system (the join service reading the cluster CA, the CLI writing the kubeconfig) works for real:
+//!
+//! | | writes |
+//! |---|---|
+//! | init | `kubeadm-init.yaml` (the configuration `kubeadm init` would get), the cluster PKI in kubeadm's layout ([`super::pki`]), `admin.conf` (client certificate signed by the cluster CA) |
+//! | join | `kubeadm-join.yaml` (0600: it holds the token), `kubelet/pki/kubelet.crt` + `.key`, `ca-cert-hash`, control-plane files under `pki/` |
+//!
+//! Each step is reported as a log line, so an init streams a readable account of what happened.
+
+use std::path::{Path, PathBuf};
+
+use super::atomic::{PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
+use super::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
+use super::files::write_join_files;
+use super::kubeadm::{INIT_CONFIG_NAME, JOIN_CONFIG_NAME, init_config, join_config};
+use super::pki::{ClusterPki, ca_cert_hash};
+
+/// The admin kubeconfig's name in the state directory.
+pub const ADMIN_KUBECONFIG_NAME: &str = "admin.conf";
+/// The file holding the discovery CA hash a joined node received.
+pub const CA_HASH_FILE_NAME: &str = "ca-cert-hash";
+/// The kubelet PKI directory, relative to the state directory.
+pub const KUBELET_PKI_SUBDIR: &str = "kubelet/pki";
+
+/// Writes configuration and PKI; runs nothing.
+#[derive(Debug)]
+pub struct DryRunBackend {
+    state_dir: PathBuf,
+}
+
+impl DryRunBackend {
+    /// A dry run writing into `state_dir`.
+    pub fn new(state_dir: &Path) -> DryRunBackend {
+        DryRunBackend { state_dir: state_dir.to_owned() }
+    }
+}
+
+impl ClusterBackend for DryRunBackend {
+    fn name(&self) -> &'static str {
+        "dry-run"
+    }
+
+    fn init(&self, params: &InitParams, log: &mut dyn FnMut(&str)) -> Result<InitOutput, BackendError> {
+        let config = self.state_dir.join(INIT_CONFIG_NAME);
+        write_atomic(&config, init_config(params).as_bytes(), PUBLIC_FILE_MODE)?;
+        log(&format!("[dry-run] wrote the kubeadm init configuration to {}", config.display()));
+        let pki = ClusterPki::create_or_load(&self.state_dir)?;
+        log(&format!(
+            "[dry-run] cluster PKI in {} (CA {})",
+            self.state_dir.join("pki").display(),
+            ca_cert_hash(&pki.ca.cert)?
+        ));
+        let kubeconfig = pki.admin_kubeconfig(&params.cluster_name, &params.api_server_endpoint)?;
+        let admin = self.state_dir.join(ADMIN_KUBECONFIG_NAME);
+        write_atomic(&admin, &kubeconfig, SECRET_FILE_MODE)?;
+        log(&format!("[dry-run] admin kubeconfig written to {}", admin.display()));
+        log(&format!(
+            "[dry-run] kubeadm init not run: cluster {:?}, Kubernetes {}, node {}",
+            params.cluster_name, params.kubernetes_version, params.node_name
+        ));
+        Ok(InitOutput { kubeconfig })
+    }
+
+    fn join(&self, params: &JoinParams, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+        let written = write_join_files(
+            &self.state_dir.join("pki"),
+            &self.state_dir.join(KUBELET_PKI_SUBDIR),
+            &params.kubelet_cert_pem,
+            &params.kubelet_key_pem,
+            &params.control_plane_files,
+        )?;
+        log(&format!("[dry-run] wrote {} certificate and key files", written.len()));
+        write_atomic(
+            &self.state_dir.join(CA_HASH_FILE_NAME),
+            format!("{}\n", params.ca_cert_hash).as_bytes(),
+            PUBLIC_FILE_MODE,
+        )?;
+        let config = self.state_dir.join(JOIN_CONFIG_NAME);
+        write_atomic(&config, join_config(params).as_bytes(), SECRET_FILE_MODE)?;
+        log(&format!("[dry-run] wrote the kubeadm join configuration to {}", config.display()));
+        log(&format!(
+            "[dry-run] kubeadm join not run: API server {}, {}",
+            params.api_server_endpoint,
+            if params.control_plane { "control plane" } else { "worker" }
+        ));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubeadm::tests::init_params;
+
+    #[test]
+    fn init_writes_config_pki_and_kubeconfig() {
+        let tmp = attest_test_support::TempDir::new("dryrun");
+        let dir = tmp.path().join("dryrun");
+        let backend = DryRunBackend::new(&dir);
+        let mut lines = Vec::new();
+        let out = backend.init(&init_params(), &mut |l| lines.push(l.to_owned())).unwrap();
+        assert!(std::str::from_utf8(&out.kubeconfig).unwrap().contains("client-certificate-data"));
+        for f in [INIT_CONFIG_NAME, "pki/ca.crt", "pki/ca.key", "pki/etcd/ca.key", ADMIN_KUBECONFIG_NAME] {
+            assert!(dir.join(f).is_file(), "{f}");
+        }
+        assert!(lines.iter().any(|l| l.contains("kubeadm init not run")));
+    }
+}

@@ -1,0 +1,133 @@
+//! # attest-bootstrapper
+//!
+//! The bootstrapper (`docs/ARCHITECTURE.md`, "Bootstrapper"): runs on every new node and turns it into either the first
+//! control-plane node of a new cluster (init) or a member of an existing one (join).
+//!
+//! **May depend on:** `attest-grpc`, `attest-atls`, `attest-attester` (TPM, issuer, PCR 15), `attest-keyservice`
+//! (the derivations), `attest-util`. **Must not depend on:** the join service or the CLI. The
+//! `attest-bootstrapper` command ([`cmd`]; `src/main.rs` only calls it) chooses the cluster backend and the
+//! disk; the rest of the library never names the implementations of [`ClusterBackend`].
+//!
+//! ```text
+//!                       start-up: PCR 15 + node state  (state::check_startup)
+//!            ┌──────────────────────┼───────────────────────────────┐
+//!     already bootstrapped        fresh                 locked without state / inconsistent
+//!     → report, exit 0              │                    → refuse init and join, report, exit ≠ 0
+//!                                   ▼
+//!       ┌──────────── init server (aTLS, node attests, :9000) ─┐  ┌── join client (aTLS to the join service) ──┐
+//!       │ init.API/Init: secret, request checks, key derivation│  │ ticket ← IssueJoinTicket, back-off retries │
+//!       └──────────────────────────┬───────────────────────────┘  └──────────────────┬─────────────────────────┘
+//!                                  └──────────► NodeLock::try_lock ◄─────────────────┘   one-way, PCR 15
+//!                                                       │ winner
+//!                                     Node::commit: disk key → state → kubeadm (or dry run)
+//!                                                       │
+//!                                  Outcome (init: streamed to the client; join: logged) → the process exits
+//! ```
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`lock`] | the one-way node lock, persisted by extending PCR 15 with the cluster id |
+//! | [`state`] | node state (role, salt, cluster id, disk UUID, phase), atomic JSON, the start-up table |
+//! | [`disk`] | [`DiskSetup`]: LUKS via cryptsetup (key on stdin), or a 0600 key file |
+//! | [`backend`], [`kubeadm`], [`dryrun`], [`pki`] | [`ClusterBackend`]: real kubeadm, or a dry run that creates kubeadm's PKI |
+//! | [`process`] | running a command with its output streamed line by line |
+//! | [`files`] | writing ticket files under checked names |
+//! | [`request`] | init secret hash and InitRequest checks |
+//! | [`init`] | the `init.API` service |
+//! | [`ticket`] | kubelet key/CSR and join ticket checks |
+//! | [`join`] | the join client with back-off |
+//! | [`registration`] | the pre-join AK registration step |
+//! | [`node`] | the shared node and the steps after the lock |
+//! | [`atomic`] | atomic file writes |
+//!
+//! # After bootstrapping
+//!
+//! As in Constellation, the init server and the join client exist only until the node is bootstrapped: the
+//! path that took the lock finishes (the init response stream is drained, up to a grace period), both stop,
+//! and the `attest-bootstrapper` process exits 0 (a systemd `Type=oneshot` unit with `RemainAfterExit=yes`).
+//! A restarted bootstrapper on a bootstrapped node reports so and exits 0 without serving anything. The
+//! rejoin path after a reboot (`IssueRejoinTicket` for a worker's disk key) is not implemented: see
+//! [`state`].
+//!
+//! No secret (master secret, measurement secret, disk key, init secret, bootstrap token) is ever logged or put
+//! into an error or status message; they live in zeroizing buffers.
+
+#![forbid(unsafe_code)]
+
+pub use attest_util::fs as atomic;
+pub mod backend;
+pub mod cmd;
+pub mod disk;
+pub mod dryrun;
+pub mod files;
+pub mod init;
+pub mod join;
+pub mod kubeadm;
+pub mod lock;
+pub mod node;
+pub mod pki;
+pub mod process;
+pub mod registration;
+pub mod request;
+pub mod state;
+pub mod ticket;
+
+#[cfg(test)]
+mod tests;
+
+pub use backend::{ClusterBackend, InitParams, JoinParams};
+pub use disk::{DiskSetup, KeyFileDisk, LuksDisk};
+pub use init::{DEFAULT_INIT_PORT, InitService};
+pub use join::{AtlsTicketSource, JoinClient, JoinConfig, JoinError, PreJoin, TicketSource};
+pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
+pub use node::{Node, NodeConfig, Outcome};
+pub use request::InitSecretHash;
+pub use state::{NodeState, Phase, Role, Startup, StartupError};
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use attest_atls::{AtlsAcceptor, AttestationIssuer};
+use attest_grpc::{Router, Server, ServerConfig};
+
+/// Serves `init.API` for `node` over aTLS on `listener`, the node attesting with `issuer`, plus
+/// `attest.v1.CredentialActivation` when `activation` is given (so `attest init` can register the node's AK
+/// by pulling a credential activation over the same attested connection). Returns the server (for
+/// [`Server::shutdown`]) and the local address.
+pub fn serve_init(
+    node: Arc<Node>,
+    secret_hash: InitSecretHash,
+    issuer: Arc<dyn AttestationIssuer>,
+    activation: Option<Arc<attest_attester::registration::ActivationService>>,
+    listener: tokio::net::TcpListener,
+) -> Result<(Server, SocketAddr), ServeError> {
+    let mut router = Router::new();
+    router.add_service(Arc::new(InitService::new(node, secret_hash)));
+    if let Some(a) = activation {
+        router.add_service(a);
+    }
+    let server = Server::new(router, ServerConfig::default());
+    let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer), None).map_err(ServeError::Atls)?);
+    let addr = attest_atls::grpc::serve(&server, listener, acceptor).map_err(ServeError::Io)?;
+    Ok((server, addr))
+}
+
+/// Why the init server could not start.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The aTLS acceptor could not be built.
+    Atls(attest_atls::Error),
+    /// The listener failed.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Atls(e) => write!(f, "aTLS acceptor: {e}"),
+            ServeError::Io(e) => write!(f, "listener: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {}

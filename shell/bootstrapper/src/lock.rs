@@ -1,0 +1,387 @@
+//! The node lock: the one-way switch that decides whether this node initializes a cluster or joins one.
+//!
+//! ```text
+//!                 try_lock(Init | Join, cluster id)        (first caller only; PCR 15 extended)
+//!   ┌──────────┐ ───────────────────────────────────────▶ ┌────────┐
+//!   │ Unlocked │                                          │ Locked │ ──▶ every later try_lock: AlreadyLocked
+//!   └──────────┘ ◀─ ─ ─ ─ ─ ─ ─ (no transition) ─ ─ ─ ─ ─ └────────┘
+//!        ▲                                                    ▲
+//!        └── open(): PCR 15 = 0 ──────── start-up ──── open(): PCR 15 ≠ 0 (bootstrapped before a restart)
+//! ```
+//!
+//! # In process
+//!
+//! The init server and the join client run in parallel and race for the lock. The state sits behind one
+//! mutex, held across the PCR extend: the first caller sees `Unlocked`, extends, and leaves `Locked`; every
+//! other caller waits for the mutex and then sees `Locked`. There is no window where two callers both pass,
+//! and no unlock operation exists.
+//!
+//! # Across restarts (the TPM)
+//!
+//! Taking the lock extends SHA-256 PCR 15 with the 32-byte cluster id. PCRs reset only with the platform, so
+//! a bootstrapper restarted on the same boot finds PCR 15 ≠ 0 and opens the lock already locked; and because
+//! PCR 15 is quoted in every attestation, a verifier can tell a bootstrapped node from a fresh one and which
+//! cluster it belongs to (after one extend from zero, PCR 15 = SHA-256(0³² ‖ cluster id), see
+//! [`expected_pcr_value`]). A reboot resets PCR 15; re-establishing the node after a reboot (the rejoin path)
+//! is the job of the node's disk set-up, not of this lock.
+//!
+//! If the extend itself fails, the TPM may or may not have executed it. The lock then stays `Locked` anyway
+//! (never back to unlocked: a second extend could leave PCR 15 at a value no verifier expects) and the caller
+//! gets [`LockError::Pcr`]: the node refuses every later attempt and needs operator attention.
+//!
+//! The PCR is reached through the [`PcrBackend`] trait: [`MemoryPcr`] for tests, and the TPM for real — either
+//! a [`Tpm`] of its own or, since a TPM without a resource manager (swtpm) serves one connection at a time, the
+//! one inside the node's [`QemuVtpmIssuer`].
+
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+
+use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::tpm::{PcrMask, Tpm};
+
+/// The PCR the lock extends (SHA-256 bank).
+pub const BOOTSTRAP_PCR: u8 = 15;
+
+/// Who took the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockHolder {
+    /// The init server (this node initializes a new cluster).
+    Init,
+    /// The join client (this node joins an existing cluster).
+    Join,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LockHolder::Init => "init",
+            LockHolder::Join => "join",
+        })
+    }
+}
+
+/// Why the PCR could not be read or extended.
+#[derive(Debug)]
+pub enum PcrError {
+    /// The TPM command failed.
+    Tpm(attest_attester::tpm::Error),
+    /// The TPM did not return the SHA-256 value of PCR 15.
+    Missing,
+}
+
+impl std::fmt::Display for PcrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PcrError::Tpm(e) => write!(f, "PCR {BOOTSTRAP_PCR}: {e}"),
+            PcrError::Missing => write!(f, "the TPM returned no SHA-256 value for PCR {BOOTSTRAP_PCR}"),
+        }
+    }
+}
+
+impl std::error::Error for PcrError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PcrError::Tpm(e) => Some(e),
+            PcrError::Missing => None,
+        }
+    }
+}
+
+/// Why the lock could not be taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// The lock is already taken: by `holder` in this process, or (`None`) before this process started.
+    AlreadyLocked {
+        /// Who took it, if it was this process.
+        holder: Option<LockHolder>,
+    },
+    /// The PCR could not be read or extended. The lock is locked regardless (see the module docs).
+    Pcr(PcrError),
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::AlreadyLocked { holder: Some(h) } => write!(f, "node lock already taken by the {h} path"),
+            LockError::AlreadyLocked { holder: None } => {
+                write!(f, "node lock already taken before this start (PCR {BOOTSTRAP_PCR} is not zero)")
+            }
+            LockError::Pcr(e) => write!(f, "taking the node lock: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LockError::Pcr(e) => Some(e),
+            LockError::AlreadyLocked { .. } => None,
+        }
+    }
+}
+
+/// Read and extend access to SHA-256 PCR 15. Calls may block (a TPM command).
+pub trait PcrBackend: Send + Sync + std::fmt::Debug {
+    /// The current value of PCR 15.
+    fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError>;
+    /// Extends PCR 15 with `digest`.
+    fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError>;
+}
+
+fn read_on(tpm: &mut Tpm) -> Result<[u8; 32], PcrError> {
+    let mask = PcrMask::from_indices(&[BOOTSTRAP_PCR]).map_err(PcrError::Tpm)?;
+    let pcrs = tpm.read_pcrs(mask).map_err(PcrError::Tpm)?;
+    pcrs.get(BOOTSTRAP_PCR).copied().ok_or(PcrError::Missing)
+}
+
+/// The TPM inside the node's issuer (the connection the aTLS quotes use).
+impl PcrBackend for QemuVtpmIssuer {
+    fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
+        self.with_tpm(|tpm, _| read_on(tpm))
+    }
+
+    fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
+        self.with_tpm(|tpm, _| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::Tpm)
+    }
+}
+
+/// A TPM connection of its own.
+impl PcrBackend for Mutex<Tpm> {
+    fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
+        read_on(&mut self.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
+        self.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_pcr(BOOTSTRAP_PCR, digest)
+            .map_err(PcrError::Tpm)
+    }
+}
+
+/// An in-memory SHA-256 PCR with TPM extend semantics (new = SHA-256(old ‖ digest)), for tests.
+#[derive(Debug, Default)]
+pub struct MemoryPcr {
+    value: Mutex<[u8; 32]>,
+    extends: std::sync::atomic::AtomicUsize,
+}
+
+impl MemoryPcr {
+    /// A PCR holding zero (a fresh boot).
+    pub fn new() -> MemoryPcr {
+        MemoryPcr::default()
+    }
+
+    /// How many times the PCR was extended.
+    pub fn extend_count(&self) -> usize {
+        self.extends.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl PcrBackend for MemoryPcr {
+    fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
+        Ok(*self.value.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
+        let mut v = self.value.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *v = extend(&v, digest);
+        self.extends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A TPM PCR extend: SHA-256(old ‖ digest).
+pub fn extend(old: &[u8; 32], digest: &[u8; 32]) -> [u8; 32] {
+    let mut h = openssl::sha::Sha256::new();
+    h.update(old);
+    h.update(digest);
+    h.finish()
+}
+
+/// PCR 15 after exactly one lock on a fresh boot: SHA-256(0³² ‖ cluster id).
+pub fn expected_pcr_value(cluster_id: &[u8; 32]) -> [u8; 32] {
+    extend(&[0; 32], cluster_id)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Unlocked,
+    Locked(Option<LockHolder>),
+}
+
+/// The node lock. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct NodeLock {
+    backend: std::sync::Arc<dyn PcrBackend>,
+    state: Mutex<State>,
+    /// `true` once locked; watchers (the join client's back-off sleep) wake up on the change.
+    locked: watch::Sender<bool>,
+    /// PCR 15 as found by [`NodeLock::open`].
+    initial_pcr: [u8; 32],
+}
+
+impl NodeLock {
+    /// Opens the lock on `backend`: locked already if PCR 15 is not zero.
+    pub fn open(backend: std::sync::Arc<dyn PcrBackend>) -> Result<NodeLock, PcrError> {
+        let initial_pcr = backend.read_bootstrap_pcr()?;
+        let locked = initial_pcr != [0; 32];
+        Ok(NodeLock {
+            backend,
+            state: Mutex::new(if locked { State::Locked(None) } else { State::Unlocked }),
+            locked: watch::Sender::new(locked),
+            initial_pcr,
+        })
+    }
+
+    /// PCR 15 as it was when the lock was opened.
+    pub fn initial_pcr(&self) -> [u8; 32] {
+        self.initial_pcr
+    }
+
+    /// Whether the lock is taken (now or before this process started).
+    pub fn is_locked(&self) -> bool {
+        *self.locked.borrow()
+    }
+
+    /// Who took the lock in this process (`None` if unlocked, or locked before this start).
+    pub fn holder(&self) -> Option<LockHolder> {
+        match *self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            State::Locked(h) => h,
+            State::Unlocked => None,
+        }
+    }
+
+    /// A receiver that sees `true` once the lock is taken.
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.locked.subscribe()
+    }
+
+    /// Takes the lock for `holder` and extends PCR 15 with `cluster_id`. Exactly one caller ever succeeds;
+    /// the others get [`LockError::AlreadyLocked`]. Blocks for the TPM command: call it from a blocking
+    /// thread in async code.
+    pub fn try_lock(&self, holder: LockHolder, cluster_id: &[u8; 32]) -> Result<(), LockError> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let State::Locked(h) = *state {
+            return Err(LockError::AlreadyLocked { holder: h });
+        }
+        *state = State::Locked(Some(holder));
+        self.locked.send_replace(true);
+        // Still under the mutex: nobody observes `Locked` before the extend has been attempted.
+        let extended = self.backend.extend_bootstrap_pcr(cluster_id);
+        drop(state);
+        extended.map_err(LockError::Pcr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn one_way_and_extends_once() {
+        let pcr = Arc::new(MemoryPcr::new());
+        let lock = NodeLock::open(pcr.clone()).unwrap();
+        assert!(!lock.is_locked());
+        lock.try_lock(LockHolder::Init, &[7; 32]).unwrap();
+        assert!(lock.is_locked());
+        assert_eq!(lock.holder(), Some(LockHolder::Init));
+        assert!(matches!(
+            lock.try_lock(LockHolder::Join, &[8; 32]),
+            Err(LockError::AlreadyLocked { holder: Some(LockHolder::Init) })
+        ));
+        assert!(matches!(lock.try_lock(LockHolder::Init, &[7; 32]), Err(LockError::AlreadyLocked { .. })));
+        assert_eq!(pcr.extend_count(), 1);
+        assert_eq!(pcr.read_bootstrap_pcr().unwrap(), expected_pcr_value(&[7; 32]));
+        // A restart on the same "boot": the PCR says bootstrapped.
+        let again = NodeLock::open(pcr.clone()).unwrap();
+        assert!(again.is_locked());
+        assert!(matches!(again.try_lock(LockHolder::Join, &[7; 32]), Err(LockError::AlreadyLocked { holder: None })));
+        assert_eq!(pcr.extend_count(), 1);
+    }
+
+    /// Init and join racing: 1000 attempts in total (500 rounds of one init thread against one join thread,
+    /// each round on a fresh lock, both released by a barrier), plus 1000 threads on one lock. Exactly one
+    /// winner per lock, the PCR extended exactly once, every loser told `AlreadyLocked`.
+    #[test]
+    fn init_and_join_race_exactly_one_wins() {
+        const ROUNDS: usize = 500;
+        let mut wins = [0usize; 2];
+        for _ in 0..ROUNDS {
+            let pcr = Arc::new(MemoryPcr::new());
+            let lock = Arc::new(NodeLock::open(pcr.clone()).unwrap());
+            let barrier = Arc::new(std::sync::Barrier::new(2));
+            let results: Vec<_> = [LockHolder::Init, LockHolder::Join]
+                .into_iter()
+                .map(|holder| {
+                    let (lock, barrier) = (lock.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        (holder, lock.try_lock(holder, &[holder as u8 + 1; 32]))
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .collect();
+            let winners: Vec<_> = results.iter().filter(|(_, r)| r.is_ok()).map(|(h, _)| *h).collect();
+            assert_eq!(winners.len(), 1, "{results:?}");
+            let loser = results.iter().find(|(_, r)| r.is_err()).unwrap();
+            assert!(
+                matches!(loser.1, Err(LockError::AlreadyLocked { holder: Some(h) }) if h == winners[0]),
+                "{results:?}"
+            );
+            assert_eq!(pcr.extend_count(), 1);
+            assert_eq!(lock.holder(), Some(winners[0]));
+            wins[winners[0] as usize] += 1;
+        }
+        assert_eq!(wins[0] + wins[1], ROUNDS);
+
+        // 1000 contenders on one lock.
+        let pcr = Arc::new(MemoryPcr::new());
+        let lock = Arc::new(NodeLock::open(pcr.clone()).unwrap());
+        let won = Arc::new(AtomicUsize::new(0));
+        let already = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..1000)
+            .map(|i| {
+                let (lock, won, already) = (lock.clone(), won.clone(), already.clone());
+                std::thread::spawn(move || {
+                    let holder = if i % 2 == 0 { LockHolder::Init } else { LockHolder::Join };
+                    match lock.try_lock(holder, &[1; 32]) {
+                        Ok(()) => won.fetch_add(1, Ordering::SeqCst),
+                        Err(LockError::AlreadyLocked { .. }) => already.fetch_add(1, Ordering::SeqCst),
+                        Err(e) => panic!("{e}"),
+                    };
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(won.load(Ordering::SeqCst), 1);
+        assert_eq!(already.load(Ordering::SeqCst), 999);
+        assert_eq!(pcr.extend_count(), 1);
+    }
+
+    #[derive(Debug)]
+    struct FailingPcr;
+    impl PcrBackend for FailingPcr {
+        fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
+            Ok([0; 32])
+        }
+        fn extend_bootstrap_pcr(&self, _: &[u8; 32]) -> Result<(), PcrError> {
+            Err(PcrError::Missing)
+        }
+    }
+
+    #[test]
+    fn a_failed_extend_still_locks() {
+        let lock = NodeLock::open(Arc::new(FailingPcr)).unwrap();
+        assert!(matches!(lock.try_lock(LockHolder::Init, &[1; 32]), Err(LockError::Pcr(_))));
+        assert!(lock.is_locked());
+        assert!(matches!(lock.try_lock(LockHolder::Join, &[1; 32]), Err(LockError::AlreadyLocked { .. })));
+    }
+}

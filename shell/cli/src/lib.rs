@@ -1,0 +1,124 @@
+//! # attest-cli
+//!
+//! The `attest` command line: argument definitions (clap derive), exit statuses and dispatch.
+//!
+//! **May depend on:** the verifier-side crates below it (engine, measurements, `attest-grpc`, `attest-atls`,
+//! `attest-kds`, `attest-registration`, `attest-keyservice`, `attest-util`). **Must not depend on:** the
+//! attester side (`attest-attester`: the CLI verifies nodes, it never attests, so it links no TPM library) or
+//! the service crates (`attest-joinservice`, `attest-bootstrapper`): it talks to them over the wire. The `attest`
+//! binary (`src/main.rs`) is a thin `main` over [`run`].
+//!
+//! Exit statuses are part of the interface: [`Status::Accepted`] (0), [`Status::Rejected`] (1) and
+//! [`Status::Usage`] (2). Clap's own usage errors already exit with 2; every malformed argument or
+//! unreadable/malformed input file detected here does too, with a message on stderr.
+
+#![forbid(unsafe_code)]
+
+pub mod init;
+pub mod input;
+pub mod kds;
+pub mod measurements;
+pub mod node;
+pub mod secret;
+pub mod snp;
+pub mod verify;
+
+use clap::{Parser, Subcommand};
+use std::fmt;
+use std::process::ExitCode;
+
+/// The `attest` command line.
+#[derive(Debug, Parser)]
+#[command(name = "attest", version, about = "Remote-attestation verification tool")]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// AMD SEV-SNP: verify reports, verify VCEK/VLEK chains, show report fields.
+    #[command(subcommand)]
+    Snp(snp::SnpCommand),
+    /// Expected-measurement files: show, diff, verify signatures and compare PCR values.
+    #[command(subcommand)]
+    Measurements(measurements::MeasurementsCommand),
+    /// AMD KDS certificate store: fetch and prefill VCEKs, chains and CRLs for offline verification.
+    #[command(subcommand)]
+    Kds(kds::KdsCommand),
+    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (qemu-vtpm).
+    Init(init::InitArgs),
+    /// Remote attestation of a running node over aTLS (qemu-vtpm).
+    Verify(verify::VerifyArgs),
+    /// Cluster secrets: create the master secret.
+    #[command(subcommand)]
+    Secret(secret::SecretCommand),
+}
+
+/// How a command ended; converts into the process exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// The evidence was accepted (exit 0).
+    Accepted,
+    /// The evidence was rejected (exit 1).
+    Rejected,
+    /// The command line or an input file was unusable (exit 2).
+    Usage,
+}
+
+impl Status {
+    /// The numeric exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Accepted => 0,
+            Self::Rejected => 1,
+            Self::Usage => 2,
+        }
+    }
+}
+
+impl From<Status> for ExitCode {
+    fn from(s: Status) -> Self {
+        ExitCode::from(s.code())
+    }
+}
+
+/// A usage error: a malformed argument, or an input file that cannot be read or decoded. Exits with 2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl UsageError {
+    /// A usage error with `msg`.
+    pub fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Runs a parsed command line and returns the process exit status.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Snp(cmd) => snp::run(cmd),
+        Command::Measurements(cmd) => measurements::run(cmd),
+        Command::Kds(cmd) => kds::run(cmd),
+        Command::Init(args) => init::run(&args, &mut std::io::stdout()),
+        Command::Verify(args) => verify::run(&args, &mut std::io::stdout()),
+        Command::Secret(cmd) => secret::run(&cmd, &mut std::io::stdout()),
+    };
+    match result {
+        Ok(status) => status.into(),
+        Err(e) => {
+            eprintln!("attest: error: {e}");
+            Status::Usage.into()
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests: the testdata directory (`attest_test_support::testdata`) and
+//! running the `attest` binary.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The testdata directory (`None` with a notice when absent; a failure under `CI=true`).
+#[allow(unused_imports)] // not every test binary that includes this module reads testdata
+pub use attest_test_support::testdata::dir as testdata;
+
+/// An example policy shipped in `examples/policy/`.
+pub fn example_policy(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/policy").join(name)
+}
+
+/// A scratch file path unique to this test process.
+pub fn scratch(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-snp-{}-{name}", std::process::id()))
+}
+
+/// What one run of `attest` produced.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    /// Parses stdout as one JSON object.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// Runs `attest` with `args`; paths in `args` starting with `@` are resolved inside `dir`.
+pub fn attest(dir: &Path, args: &[&str]) -> Run {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.strip_prefix('@').map_or_else(|| (*a).to_owned(), |rel| dir.join(rel).display().to_string()))
+        .collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_attest")).args(&args).output().expect("running attest");
+    Run {
+        code: out.status.code().expect("attest exited by a signal"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}

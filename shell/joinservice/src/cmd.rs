@@ -1,0 +1,308 @@
+//! `join-service`: serves `join.API` (`docs/ARCHITECTURE.md`, "Join service") over aTLS to attested joining nodes, a Prometheus
+//! `/metrics` endpoint, and (optionally) the AK registration service.
+//!
+//! ```text
+//! join-service --measurements FILE --measurement-salt FILE --ak-registry FILE --pki-dir DIR \
+//!     --kubernetes-config FILE --api-server-endpoint HOST:PORT [--key-service 127.0.0.1:9010] \
+//!     [--listen 127.0.0.1:9090] [--metrics-listen 127.0.0.1:9091] [--variant qemu-vtpm …] \
+//!     [--token-issuer dry-run --dry-run-dir DIR | --token-issuer kubernetes [--kube-api-url URL \
+//!      --kube-ca-file FILE --kube-token-file FILE]] [--registration-listen ADDR --ek-ca FILE …]
+//! ```
+//!
+//! Once listening, each listener's address is printed to stdout as `listening on ADDR` (join.API first, then
+//! `/metrics`, then registration; useful with port 0); logs go to stderr. The measurements file is polled
+//! and validators are swapped when it changes. SIGTERM or Ctrl-C stops accepting connections and lets
+//! in-flight calls finish for the grace period.
+//!
+//! Exit codes: 0 after a graceful shutdown, 1 when the service cannot run (bind failure, signal setup), 2 for a
+//! usage error, 3 when the configuration cannot be loaded (measurements, salt, PKI, registry, Kubernetes
+//! settings or client).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::{
+    JoinService, KeyServiceClient, KubernetesSettings, Metrics, MetricsServer, TicketSettings, ValidatorConfig,
+    Validators, load_measurement_salt,
+};
+use attest_atls::{AtlsAcceptor, Verifier};
+use attest_engine::variant::Variant;
+use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_grpc::{Router, Server, ServerConfig};
+use attest_k8s::{ClusterCa, DryRunTokenIssuer, KubeClient, KubeConfig, KubeTokenIssuer, TokenIssuer};
+use attest_registration::RegistrationService;
+use attest_registration::{EkCaBundle, FileAkRegistry};
+use clap::{Parser, ValueEnum};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Exit code: the service could not run.
+const EXIT_RUNTIME: u8 = 1;
+/// Exit code: the configuration could not be loaded.
+const EXIT_CONFIG: u8 = 3;
+
+/// How bootstrap tokens are created.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TokenIssuerKind {
+    /// Write the Secret manifests into --dry-run-dir (no Kubernetes needed).
+    DryRun,
+    /// Create Secrets through the Kubernetes API.
+    Kubernetes,
+}
+
+/// The join service: validates joining nodes over aTLS and issues their join tickets.
+#[derive(Parser, Debug)]
+#[command(name = "join-service", version)]
+struct Args {
+    /// Address to serve join.API on (aTLS; the joining node attests).
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    listen: SocketAddr,
+    /// Address of the Prometheus /metrics endpoint (plain HTTP).
+    #[arg(long, default_value = "127.0.0.1:9091")]
+    metrics_listen: SocketAddr,
+    /// Address of the key service (kms.API over h2c).
+    #[arg(long, default_value = "127.0.0.1:9010")]
+    key_service: SocketAddr,
+    /// Seconds allowed for one key service call.
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    key_service_timeout: u64,
+    /// Measurement salt file (raw bytes, at least 16).
+    #[arg(long, value_name = "FILE")]
+    measurement_salt: PathBuf,
+    /// Measurements file (Constellation JSON/YAML, map or release list); watched for changes.
+    #[arg(long, value_name = "FILE")]
+    measurements: PathBuf,
+    /// Seconds between two checks of the measurements file.
+    #[arg(long, default_value_t = 2, value_name = "SECONDS")]
+    measurements_poll_interval: u64,
+    /// Accepted attestation variants (repeatable): qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp.
+    #[arg(long = "variant", default_value = "qemu-vtpm", value_parser = parse_variant)]
+    variants: Vec<Variant>,
+    /// SNP policy file (TOML or JSON) for the SNP variants; the engine's secure defaults otherwise.
+    #[arg(long, value_name = "FILE")]
+    snp_policy: Option<PathBuf>,
+    /// AK registry file (qemu-vtpm), shared with the AK registration service.
+    #[arg(long, value_name = "FILE")]
+    ak_registry: PathBuf,
+    /// Trust unknown qemu-vtpm AKs on first use and record them (off: only registered AKs are trusted).
+    #[arg(long)]
+    ak_trust_on_first_use: bool,
+    /// kubeadm PKI directory (ca.crt/ca.key; sa.*, front-proxy-ca.*, etcd/ca.* for control-plane joins).
+    #[arg(long, value_name = "DIR")]
+    pki_dir: PathBuf,
+    /// Days kubelet client certificates are valid.
+    #[arg(long, default_value_t = 365, value_name = "DAYS")]
+    kubelet_cert_validity_days: u64,
+    /// The API server endpoint (host:port) joining nodes connect to.
+    #[arg(long, value_name = "HOST:PORT")]
+    api_server_endpoint: String,
+    /// Kubernetes version and components (JSON: {"kubernetesVersion", "components"}).
+    #[arg(long, value_name = "FILE")]
+    kubernetes_config: PathBuf,
+    /// Bootstrap token lifetime in seconds (60..=86400).
+    #[arg(long, default_value_t = 900, value_name = "SECONDS")]
+    token_ttl: u64,
+    /// How bootstrap tokens are created.
+    #[arg(long, value_enum, default_value = "dry-run")]
+    token_issuer: TokenIssuerKind,
+    /// Directory for the dry-run token issuer's Secret manifests.
+    #[arg(long, value_name = "DIR", default_value = "join-service-tokens")]
+    dry_run_dir: PathBuf,
+    /// Kubernetes API server URL (https://host:port); with --kube-ca-file and --kube-token-file. Without it,
+    /// the in-cluster configuration is used.
+    #[arg(long, value_name = "URL", requires_all = ["kube_ca_file", "kube_token_file"])]
+    kube_api_url: Option<String>,
+    /// Cluster CA file (PEM) for --kube-api-url.
+    #[arg(long, value_name = "FILE", requires = "kube_api_url")]
+    kube_ca_file: Option<PathBuf>,
+    /// Service-account token file for --kube-api-url (re-read per request).
+    #[arg(long, value_name = "FILE", requires = "kube_api_url")]
+    kube_token_file: Option<PathBuf>,
+    /// Address to serve the AK registration service on (h2c); needs --ek-ca.
+    #[arg(long, value_name = "ADDR", requires = "ek_ca")]
+    registration_listen: Option<SocketAddr>,
+    /// EK CA certificate files (PEM) the registration service verifies EK certificates against (repeatable).
+    #[arg(long, value_name = "FILE")]
+    ek_ca: Vec<PathBuf>,
+    /// Log level: error, warn, info, debug or trace.
+    #[arg(long, default_value = "info")]
+    log_level: tracing::Level,
+    /// Seconds in-flight calls are given to finish on shutdown.
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    shutdown_grace: u64,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
+}
+
+/// Everything loaded from the configuration, before any socket is opened.
+struct Loaded {
+    validators: Arc<Validators>,
+    service: Arc<JoinService>,
+    metrics: Arc<Metrics>,
+    registry: Arc<FileAkRegistry>,
+    ek_ca: Option<EkCaBundle>,
+}
+
+fn load(args: &Args) -> Result<Loaded, String> {
+    let metrics = Arc::new(Metrics::new());
+    let registry = FileAkRegistry::open(&args.ak_registry)
+        .map_err(|e| format!("AK registry: {e}"))?
+        .with_trust_on_first_use(args.ak_trust_on_first_use);
+    let registry = Arc::new(registry);
+    let snp_policy = match &args.snp_policy {
+        None => SnpPolicy::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            SnpPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+    };
+    let mut variants = args.variants.clone();
+    variants.dedup();
+    let config = ValidatorConfig {
+        variants,
+        ak_registry: Arc::clone(&registry),
+        record_first_use: args.ak_trust_on_first_use,
+        snp: Arc::new(SnpVerifier::new()),
+        snp_policy,
+    };
+    let validators =
+        Arc::new(Validators::load(config, &args.measurements, Arc::clone(&metrics)).map_err(|e| e.to_string())?);
+    let salt = load_measurement_salt(&args.measurement_salt).map_err(|e| e.to_string())?;
+    let kubernetes = KubernetesSettings::load(&args.kubernetes_config).map_err(|e| e.to_string())?;
+    let ca = ClusterCa::load(&args.pki_dir)
+        .and_then(|ca| ca.with_kubelet_cert_validity(Duration::from_secs(args.kubelet_cert_validity_days * 86_400)))
+        .map_err(|e| format!("cluster CA: {e}"))?;
+    let tokens: Arc<dyn TokenIssuer> = match args.token_issuer {
+        TokenIssuerKind::DryRun => Arc::new(DryRunTokenIssuer::new(&args.dry_run_dir).map_err(|e| e.to_string())?),
+        TokenIssuerKind::Kubernetes => {
+            let config = match (&args.kube_api_url, &args.kube_ca_file, &args.kube_token_file) {
+                (Some(url), Some(ca), Some(token)) => KubeConfig::explicit(url, ca, token),
+                _ => KubeConfig::in_cluster(),
+            }
+            .map_err(|e| e.to_string())?;
+            Arc::new(KubeTokenIssuer::new(KubeClient::new(config).map_err(|e| e.to_string())?))
+        }
+    };
+    if args.api_server_endpoint.is_empty() {
+        return Err("--api-server-endpoint is empty".into());
+    }
+    let settings = TicketSettings {
+        measurement_salt: salt,
+        api_server_endpoint: args.api_server_endpoint.clone(),
+        kubernetes,
+        token_ttl: Duration::from_secs(args.token_ttl),
+    };
+    let keys =
+        KeyServiceClient::new(args.key_service, Duration::from_secs(args.key_service_timeout), Arc::clone(&metrics));
+    let service = Arc::new(JoinService::new(keys, tokens, Arc::new(ca), settings, Arc::clone(&metrics)));
+    let ek_ca = if args.registration_listen.is_some() {
+        Some(EkCaBundle::from_files(&args.ek_ca).map_err(|e| format!("EK CA bundle: {e}"))?)
+    } else {
+        None
+    };
+    Ok(Loaded { validators, service, metrics, registry, ek_ca })
+}
+
+/// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    attest_util::init_service_logging(args.log_level);
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "join service: cannot start the runtime");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
+    // Loading needs the runtime (the Kubernetes client's connector), not the network.
+    let loaded = match runtime.block_on(async { load(&args) }) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "join service: cannot load the configuration");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    tracing::info!(
+        measurements = %args.measurements.display(),
+        variants = ?args.variants,
+        pki_dir = %args.pki_dir.display(),
+        token_issuer = ?args.token_issuer,
+        "join service: configuration loaded"
+    );
+    match runtime.block_on(serve(&args, loaded)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "join service: stopped with an error");
+            ExitCode::from(EXIT_RUNTIME)
+        }
+    }
+}
+
+fn announce(addr: SocketAddr) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on {addr}")?;
+    stdout.flush()
+}
+
+async fn serve(args: &Args, loaded: Loaded) -> std::io::Result<()> {
+    let mut terminate = signal(SignalKind::terminate())?;
+    let Loaded { validators, service, metrics, registry, ek_ca } = loaded;
+
+    let verifier = Arc::new(Verifier::new(validators.attestation_validators()));
+    let acceptor = Arc::new(AtlsAcceptor::new(None, Some(verifier)).map_err(std::io::Error::other)?);
+    let mut router = Router::new();
+    router.add_service(service);
+    let server = Server::new(router, ServerConfig::default());
+    let addr = attest_atls::grpc::serve(&server, tokio::net::TcpListener::bind(args.listen).await?, acceptor)?;
+    tracing::info!(%addr, "join service: listening (aTLS)");
+    announce(addr)?;
+
+    let metrics_server =
+        MetricsServer::serve(tokio::net::TcpListener::bind(args.metrics_listen).await?, Arc::clone(&metrics))?;
+    tracing::info!(addr = %metrics_server.local_addr(), "join service: metrics listening");
+    announce(metrics_server.local_addr())?;
+
+    let registration = match (args.registration_listen, ek_ca) {
+        (Some(listen), Some(ca)) => {
+            let mut router = Router::new();
+            router.add_service(Arc::new(RegistrationService::new(Arc::clone(&registry), ca)));
+            let server = Server::new(router, ServerConfig::default());
+            let addr = server.serve(tokio::net::TcpListener::bind(listen).await?)?;
+            tracing::info!(%addr, "join service: AK registration listening (h2c)");
+            announce(addr)?;
+            Some(server)
+        }
+        _ => None,
+    };
+
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let watcher = validators.watch(Duration::from_secs(args.measurements_poll_interval.max(1)), stopped);
+
+    let signal_name = tokio::select! {
+        r = tokio::signal::ctrl_c() => { r?; "SIGINT" }
+        _ = terminate.recv() => "SIGTERM",
+    };
+    tracing::info!(signal = signal_name, in_flight = server.in_flight_calls(), "join service: shutting down");
+    let _ = stop.send(true);
+    let grace = Duration::from_secs(args.shutdown_grace);
+    let (drained, registration_drained) = tokio::join!(server.shutdown(grace), async {
+        match &registration {
+            Some(r) => r.shutdown(grace).await,
+            None => true,
+        }
+    });
+    metrics_server.shutdown().await;
+    let _ = watcher.await;
+    if drained && registration_drained {
+        tracing::info!("join service: stopped");
+    } else {
+        tracing::warn!(grace_seconds = args.shutdown_grace, "join service: calls cancelled after the grace period");
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! The key service client: `kms.API/GetDataKey` over h2c, one shared HTTP/2 connection, re-established
+//! when it breaks.
+//!
+//! Every call is bounded by the smaller of the configured timeout and what is left of the joining node's
+//! own deadline, and its latency is recorded. The key service's failures keep their meaning:
+//! unreachable → `UNAVAILABLE`, too slow → `DEADLINE_EXCEEDED` (see [`KeyServiceError`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use attest_proto::kms::{GetDataKeyRequest, GetDataKeyResponse};
+use attest_proto::paths;
+use zeroize::Zeroizing;
+
+use super::metrics::Metrics;
+use attest_grpc::{Channel, ChannelConfig, Code, Metadata, Status};
+
+/// Default time allowed for one key service call (connect included).
+pub const DEFAULT_KEY_SERVICE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest response accepted from the key service (a data key is at most 4 KiB).
+pub const MAX_KEY_RESPONSE_SIZE: usize = 16 * 1024;
+
+/// Why a key could not be obtained.
+#[derive(Debug)]
+pub enum KeyServiceError {
+    /// The key service could not be reached, or its connection broke.
+    Unavailable(Status),
+    /// The call did not finish within its deadline.
+    DeadlineExceeded(Status),
+    /// The key service refused or answered something unusable.
+    Failed(Status),
+    /// The key has another length than requested.
+    WrongLength {
+        /// The data key id.
+        id: String,
+        /// The requested length.
+        expected: usize,
+        /// The received length.
+        found: usize,
+    },
+}
+
+impl std::fmt::Display for KeyServiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyServiceError::Unavailable(s) => write!(f, "key service unavailable: {}", s.message),
+            KeyServiceError::DeadlineExceeded(s) => write!(f, "key service deadline exceeded: {}", s.message),
+            KeyServiceError::Failed(s) => write!(f, "key service failed: {s}"),
+            KeyServiceError::WrongLength { id, expected, found } => {
+                write!(f, "key service returned {found} bytes for {id:?}, {expected} requested")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KeyServiceError {}
+
+/// A `kms.API` client.
+#[derive(Debug)]
+pub struct KeyServiceClient {
+    addr: SocketAddr,
+    timeout: Duration,
+    channel: tokio::sync::Mutex<Option<Channel>>,
+    metrics: Arc<Metrics>,
+}
+
+impl KeyServiceClient {
+    /// A client for the key service at `addr`; connects on first use.
+    pub fn new(addr: SocketAddr, timeout: Duration, metrics: Arc<Metrics>) -> KeyServiceClient {
+        KeyServiceClient { addr, timeout, channel: tokio::sync::Mutex::new(None), metrics }
+    }
+
+    /// The data key `id` of `length` bytes, within `deadline` (the caller's) and the configured timeout.
+    pub async fn get_data_key(
+        &self,
+        id: &str,
+        length: usize,
+        deadline: Option<Instant>,
+    ) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
+        let started = Instant::now();
+        let mut budget = self.timeout;
+        if let Some(d) = deadline {
+            budget = budget.min(d.saturating_duration_since(started));
+        }
+        let result = tokio::time::timeout(budget, self.call(id, length, budget)).await.unwrap_or_else(|_| {
+            Err(KeyServiceError::DeadlineExceeded(Status::deadline_exceeded(format!("no answer within {budget:?}"))))
+        });
+        self.metrics.key_service_call(started.elapsed(), result.is_ok());
+        result
+    }
+
+    async fn call(&self, id: &str, length: usize, budget: Duration) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
+        let request =
+            GetDataKeyRequest { data_key_id: id.to_owned(), length: u32::try_from(length).unwrap_or(u32::MAX) };
+        // One retry on a fresh connection when a cached one turns out to be broken.
+        for fresh in [false, true] {
+            let (channel, reused) = self.channel(budget, fresh).await?;
+            let outcome = channel
+                .unary::<_, GetDataKeyResponse>(paths::KMS_GET_DATA_KEY, request.clone(), Metadata::new(), Some(budget))
+                .await;
+            match outcome {
+                Ok(response) => {
+                    let key = Zeroizing::new(response.message.data_key);
+                    if key.len() != length {
+                        return Err(KeyServiceError::WrongLength {
+                            id: id.to_owned(),
+                            expected: length,
+                            found: key.len(),
+                        });
+                    }
+                    return Ok(key);
+                }
+                Err(status) => {
+                    if status.code == Code::Unavailable || status.code == Code::Internal {
+                        // A broken connection: forget it so the next call reconnects.
+                        self.forget(&channel).await;
+                        if reused && !fresh {
+                            continue;
+                        }
+                    }
+                    return Err(classify(status));
+                }
+            }
+        }
+        Err(KeyServiceError::Unavailable(Status::unavailable("key service connection keeps breaking")))
+    }
+
+    /// The shared channel (connecting if there is none, or if `fresh`); also says whether it was reused.
+    async fn channel(&self, budget: Duration, fresh: bool) -> Result<(Channel, bool), KeyServiceError> {
+        let mut slot = self.channel.lock().await;
+        if !fresh && let Some(c) = slot.as_ref() {
+            return Ok((c.clone(), true));
+        }
+        let config = ChannelConfig {
+            max_message_size: MAX_KEY_RESPONSE_SIZE,
+            connect_timeout: budget,
+            ..ChannelConfig::default()
+        };
+        let channel = Channel::connect(self.addr, config).await.map_err(KeyServiceError::Unavailable)?;
+        *slot = Some(channel.clone());
+        Ok((channel, false))
+    }
+
+    async fn forget(&self, _broken: &Channel) {
+        *self.channel.lock().await = None;
+    }
+}
+
+fn classify(status: Status) -> KeyServiceError {
+    match status.code {
+        Code::Unavailable => KeyServiceError::Unavailable(status),
+        Code::DeadlineExceeded => KeyServiceError::DeadlineExceeded(status),
+        _ => KeyServiceError::Failed(status),
+    }
+}
