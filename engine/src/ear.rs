@@ -265,23 +265,82 @@ impl Appraisal {
         }
     }
 
+    /// A verified TD quote: every TDX check's outcome, the TCB status and advisory IDs, the measurements.
+    pub fn from_tdx(verified: &crate::tdx::VerifiedTdQuote<'_>) -> Self {
+        use crate::tdx::TdxCheck;
+        let v = verified.verdict();
+        let passed = |c| v.outcome(c) == Outcome::Passed;
+        let body = verified.body();
+        let vector = TrustVector {
+            hardware: Some(AFFIRMING),
+            instance_identity: affirm_if(passed(TdxCheck::ReportData)),
+            executables: affirm_if(passed(TdxCheck::Mrtd)),
+            configuration: affirm_if(passed(TdxCheck::Debug)),
+            runtime_opaque: Some(AFFIRMING),
+            ..TrustVector::default()
+        };
+        let mut claims = Map::new();
+        claims.insert("tcb_status".into(), json!(verified.tcb_status().name()));
+        claims.insert("advisory_ids".into(), json!(verified.advisory_ids().collect::<Vec<_>>()));
+        claims.insert("fmspc".into(), json!(hex::encode(verified.pck().fmspc)));
+        claims.insert("mr_td".into(), json!(hex::encode(body.mr_td())));
+        let rtmrs: Vec<String> = body.rtmrs().iter().map(hex::encode).collect();
+        claims.insert("rtmrs".into(), json!(rtmrs));
+        claims.insert("report_data".into(), json!(hex::encode(body.report_data())));
+        Self {
+            submod: "tdx".into(),
+            vector,
+            checks: v.iter().map(|(c, o)| (c.name(), o)).collect(),
+            claims,
+            error: None,
+        }
+    }
+
     /// A validated attestation document of any variant.
     pub fn from_validated(validated: &crate::variant::Validated<'_>) -> Self {
-        let mut a = Self::from_quote(&validated.quote, true);
+        let mut a = match (&validated.quote, &validated.td) {
+            (Some(q), _) => Self::from_quote(q, true),
+            (None, Some(td)) => Self::from_tdx(td),
+            // Never produced by the validator (every variant has a quote or a TD quote); no claim.
+            (None, None) => Self {
+                submod: String::new(),
+                vector: TrustVector::default(),
+                checks: Vec::new(),
+                claims: Map::new(),
+                error: None,
+            },
+        };
         a.submod = validated.variant.name().into();
-        a.vector.hardware = affirm_if(validated.snp.is_some() || validated.instance.is_some());
-        a.vector.runtime_opaque = affirm_if(validated.snp.is_some());
-        a.vector.executables = affirm_if(!validated.pcrs.is_empty() || validated.event_log_replayed);
+        let hardware = validated.snp.is_some() || validated.instance.is_some() || validated.td.is_some();
+        a.vector.hardware = affirm_if(hardware);
+        a.vector.runtime_opaque = affirm_if(validated.snp.is_some() || validated.td.is_some());
+        if let Some(td) = &validated.td {
+            if validated.quote.is_some() {
+                // azure-tdx: the TD quote's claims next to the vTPM's.
+                let t = Self::from_tdx(td);
+                a.claims.insert("tdx".into(), Value::Object(t.claims));
+                a.checks.extend(t.checks);
+            }
+        }
+        let executables = !validated.pcrs.is_empty() || validated.event_log_replayed || validated.ccel.is_some();
+        a.vector.executables = affirm_if(executables || a.vector.executables.is_some());
         if let Some(i) = &validated.instance {
             a.claims.insert(
                 "instance".into(),
                 json!({"zone": i.zone, "project_id": i.project_id, "instance_name": i.instance_name}),
             );
         }
-        a.checks.push(("ak_trust", Outcome::Passed));
-        a.checks.push(("pcr_policy", if validated.pcrs.is_empty() { Outcome::Waived } else { Outcome::Passed }));
-        a.checks
-            .push(("event_log_replay", if validated.event_log_replayed { Outcome::Passed } else { Outcome::Waived }));
+        if validated.ak_basis.is_some() {
+            a.checks.push(("ak_trust", Outcome::Passed));
+            a.checks.push(("pcr_policy", if validated.pcrs.is_empty() { Outcome::Waived } else { Outcome::Passed }));
+            a.checks.push((
+                "event_log_replay",
+                if validated.event_log_replayed { Outcome::Passed } else { Outcome::Waived },
+            ));
+        }
+        if validated.variant.is_tdx() {
+            a.checks.push(("ccel_replay", if validated.ccel.is_some() { Outcome::Passed } else { Outcome::Waived }));
+        }
         a
     }
 

@@ -716,7 +716,9 @@ pub enum Error {
     /// A policy check failed.
     Policy(PolicyViolation),
     /// An SNP-based attestation variant's policy pins no launch (no `measurements`, no `id_key_digests`) and
-    /// does not set the waiver `dangerous_allow_unpinned_launch` ([`crate::policy::SnpPolicy::launch_pinning`]).
+    /// does not set the waiver `dangerous_allow_unpinned_launch` ([`crate::policy::SnpPolicy::launch_pinning`]);
+    /// or a TDX variant's policy has no `mrtd` allow-list and no such waiver
+    /// ([`crate::tdx::TdxPolicy::launch_pinning`]).
     LaunchUnpinned,
     /// A policy file could not be read.
     PolicyFile {
@@ -916,7 +918,7 @@ impl fmt::Display for Error {
             }
             Self::Policy(v) => write!(f, "policy check {}: expected {}, found {}", v.check.name(), v.expected, v.found),
             Self::LaunchUnpinned => f.write_str(
-                "the SNP policy pins no launch measurement (set measurements or id_key_digests, or the waiver dangerous_allow_unpinned_launch)",
+                "the policy pins no launch measurement (SNP: set measurements or id_key_digests; TDX: set mrtd; or the waiver dangerous_allow_unpinned_launch)",
             ),
             Self::PolicyFile { format, reason } => write!(f, "invalid {format} policy: {reason}"),
             Self::Misuse { reason } => write!(f, "API misuse: {reason}"),

@@ -1,17 +1,19 @@
-//! The TDX variants (`azure-tdx`, `qemu-tdx`): positive paths against the generated Intel-like PKI and
-//! software TPM, one negative per binding, and the real Azure TDX evidence (trustee-az-tdx-vtpm), whose
-//! platform has no collateral in any source here.
+//! The TDX variants (`azure-tdx`, `qemu-tdx`) through the one [`Validator`]: positive paths against the
+//! generated Intel-like PKI and software TPM, one negative per binding, launch pinning, and the real Azure
+//! TDX evidence (trustee-az-tdx-vtpm), whose platform has no collateral in any source here.
 
 mod common;
 
 use attest_engine::UnixTime;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, Error};
+use attest_engine::policy::LaunchPinning;
 use attest_engine::tdx::ccel;
 use attest_engine::tdx::{Collateral, TdQuote, TdxCheck, TdxPolicy, TdxVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
-use attest_engine::variant::tdx::{TdxValidator, TdxVariant};
-use attest_engine::variant::{AkBasis, Document, PcrExpectation, PcrPolicy, TpmEvidence, Validator};
+use attest_engine::variant::tdx::qemu_report_data;
+use attest_engine::variant::{AkBasis, Document, PcrExpectation, PcrPolicy, TpmEvidence, Validator, Variant};
+use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_test_support::intel::{IntelPki, PckSpec, QuoteSpec, hcl_report_tdx, qe_identity_json, tcb_info_json};
 use attest_test_support::tpm::{self, PcrBank, QuoteSpec as TpmQuoteSpec, SoftAk, runtime_json};
 use std::sync::{Arc, LazyLock};
@@ -43,6 +45,18 @@ fn verifier() -> Arc<TdxVerifier> {
     let bundle = PKI.bundle(&tcb, &qe, (1_704_067_200, 1_706_745_600), &[], &[]);
     v.set_collateral(&Collateral::from_bundle_json(bundle.as_bytes()).unwrap()).unwrap();
     Arc::new(v)
+}
+
+/// A policy that pins the synthetic TDs' MRTD (the test PKI's quotes carry 0x11 × 48).
+fn pinned() -> TdxPolicy {
+    let mut policy = TdxPolicy::default();
+    policy.mrtd.push(attest_engine::policy::Hex([0x11; 48]));
+    policy
+}
+
+/// The one validator type, for a TDX variant.
+fn tdx_validator(variant: Variant, tdx: Arc<TdxVerifier>, policy: TdxPolicy, pcrs: PcrPolicy) -> Validator {
+    Validator::new(variant, Arc::new(SnpVerifier::new()), SnpPolicy::default(), pcrs).with_tdx(tdx, policy)
 }
 
 fn at(s: &str) -> UnixTime {
@@ -88,7 +102,7 @@ impl Azure {
         Self::new(None, [0x11; 48], &extra)
     }
 
-    fn validate(&self, validator: &TdxValidator) -> Result<(AkBasis, usize), Error> {
+    fn validate(&self, validator: &Validator) -> Result<(AkBasis, usize), Error> {
         let mut values = PcrValues::new();
         for (i, v) in self.pcrs.iter().enumerate() {
             values.set(HashAlgorithm::Sha256, i, v).unwrap();
@@ -111,27 +125,68 @@ impl Azure {
             td_event_log: &[],
         };
         let ok = validator.validate(&doc, NONCE, at(NOW))?;
-        assert_eq!(ok.variant, TdxVariant::AzureTdx);
-        assert!(ok.quote.is_some());
+        assert_eq!(ok.variant, Variant::AzureTdx);
+        assert!(ok.quote.is_some() && ok.td.is_some() && ok.snp.is_none());
+        assert_eq!(ok.launch, LaunchPinning::Measurement);
         Ok((ok.ak_basis.unwrap(), ok.pcrs.len()))
     }
 }
 
-fn azure_validator() -> TdxValidator {
+fn azure_validator() -> Validator {
     let p = pcrs();
     let expect = PcrPolicy {
         entries: (0..8).map(|i| PcrExpectation { index: i, expected: p[usize::from(i)], warn_only: false }).collect(),
     };
-    TdxValidator::new(TdxVariant::AzureTdx, verifier(), TdxPolicy::default(), expect)
+    tdx_validator(Variant::AzureTdx, verifier(), pinned(), expect)
 }
 
 #[test]
 fn variant_names_and_oids() {
-    for v in TdxVariant::ALL {
-        assert_eq!(TdxVariant::from_name(v.name()), Some(v));
-        assert_eq!(TdxVariant::from_oid(v.oid()), Some(v));
+    for v in Variant::ALL {
+        assert_eq!(Variant::from_name(v.name()), Some(v));
+        assert_eq!(Variant::from_oid(v.oid()), Some(v));
     }
-    assert_eq!(TdxVariant::AzureTdx.oid(), "1.3.9900.3.3");
+    assert_eq!(Variant::AzureTdx.oid(), "1.3.9900.3.3");
+    assert_eq!(Variant::QemuTdx.oid(), "1.3.9900.5.99");
+    assert!(Variant::AzureTdx.is_tdx() && Variant::QemuTdx.is_tdx() && !Variant::QemuVtpm.is_tdx());
+    assert!(!Variant::QemuTdx.has_vtpm() && Variant::AzureTdx.has_vtpm());
+}
+
+/// Both TDX variants refuse to validate under a policy that pins no MRTD, before anything is verified;
+/// the named waiver lets them through and is reported.
+#[test]
+fn tdx_launch_must_be_pinned() {
+    let rd = qemu_report_data(default_provider(), USER_DATA, NONCE);
+    let pck = PKI.issue_pck(&PckSpec::default());
+    let quote = PKI.quote(&pck, &QuoteSpec { report_data: rd, ..QuoteSpec::default() });
+    for variant in [Variant::QemuTdx, Variant::AzureTdx] {
+        let v = tdx_validator(variant, verifier(), TdxPolicy::default(), PcrPolicy::default());
+        assert_eq!(v.launch_pinning(), Err(Error::LaunchUnpinned), "{variant}");
+        let mut doc = qemu_doc(&quote, &[]);
+        doc.variant = variant.name();
+        assert_eq!(v.validate(&doc, NONCE, at(NOW)).unwrap_err(), Error::LaunchUnpinned, "{variant}");
+    }
+    let waived = TdxPolicy::from_toml("dangerous_allow_unpinned_launch = true").unwrap();
+    let v = tdx_validator(Variant::QemuTdx, verifier(), waived, PcrPolicy::default());
+    let ok = v.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)).unwrap();
+    assert_eq!(ok.launch, LaunchPinning::DangerouslyUnpinned);
+    assert_eq!(ok.td.unwrap().verdict().outcome(TdxCheck::Mrtd), attest_engine::policy::Outcome::Waived);
+    // Another MRTD than the pinned one.
+    let mut other = TdxPolicy::default();
+    other.mrtd.push(attest_engine::policy::Hex([0x22; 48]));
+    let v = tdx_validator(Variant::QemuTdx, verifier(), other, PcrPolicy::default());
+    assert_eq!(v.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)).unwrap_err().check_tdx(), Some(TdxCheck::Mrtd));
+}
+
+/// qemu-tdx has no vTPM: expected PCRs are a configuration error, never silently unchecked.
+#[test]
+fn qemu_tdx_refuses_pcr_expectations() {
+    let rd = qemu_report_data(default_provider(), USER_DATA, NONCE);
+    let pck = PKI.issue_pck(&PckSpec::default());
+    let quote = PKI.quote(&pck, &QuoteSpec { report_data: rd, ..QuoteSpec::default() });
+    let pcrs = PcrPolicy { entries: vec![PcrExpectation { index: 0, expected: [0; 32], warn_only: true }] };
+    let v = tdx_validator(Variant::QemuTdx, verifier(), pinned(), pcrs);
+    assert!(matches!(v.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)), Err(Error::Misuse { .. })));
 }
 
 #[test]
@@ -154,16 +209,28 @@ fn azure_tdx_validates_and_each_binding_matters() {
     let pos = 0x20 + 0x4A0 + 20 + 10;
     altered.hcl[pos] ^= 0x20;
     assert!(altered.validate(&v).is_err());
-    // No TD quote; wrong variant.
+    // No TD quote; no TPM evidence; wrong variant.
     let mut none = Azure::good();
     none.td_quote.clear();
     assert_eq!(none.validate(&v), Err(Error::MissingEvidence { what: "a TD quote" }));
-    let qemu = TdxValidator::new(TdxVariant::QemuTdx, verifier(), TdxPolicy::default(), PcrPolicy::default());
+    let good = Azure::good();
+    let doc = Document {
+        variant: "azure-tdx",
+        tpm: None,
+        snp: None,
+        hcl_report: &good.hcl,
+        instance_info: INSTANCE_INFO,
+        user_data: USER_DATA,
+        td_quote: &good.td_quote,
+        td_event_log: &[],
+    };
+    assert_eq!(v.validate(&doc, NONCE, at(NOW)).unwrap_err(), Error::MissingEvidence { what: "TPM evidence" });
+    let qemu = tdx_validator(Variant::QemuTdx, verifier(), pinned(), PcrPolicy::default());
     assert!(matches!(Azure::good().validate(&qemu), Err(Error::VariantMismatch { expected: "qemu-tdx", .. })));
     // A PCR expectation not met.
     let mut wrong = PcrPolicy::default();
     wrong.entries.push(PcrExpectation { index: 4, expected: [0; 32], warn_only: false });
-    let strict = TdxValidator::new(TdxVariant::AzureTdx, verifier(), TdxPolicy::default(), wrong);
+    let strict = tdx_validator(Variant::AzureTdx, verifier(), pinned(), wrong);
     assert!(matches!(Azure::good().validate(&strict), Err(Error::PcrMismatch { pcr: 4, .. })));
 }
 
@@ -185,16 +252,20 @@ fn qemu_tdx_validates_with_its_event_log() {
     let Some(dir) = common::testdata() else { return };
     let log = common::read(&dir, "go-tdx-guest/ccel/ccel_data.dat");
     let replay = ccel::replay(default_provider(), &log).unwrap();
-    let rd = TdxValidator::qemu_report_data(default_provider(), USER_DATA, NONCE);
+    let rd = qemu_report_data(default_provider(), USER_DATA, NONCE);
     let pck = PKI.issue_pck(&PckSpec::default());
     let quote = PKI.quote(&pck, &QuoteSpec { report_data: rd, rtmrs: replay.rtmrs, ..QuoteSpec::default() });
-    let mut policy = TdxPolicy::default();
-    policy.mrtd.push(attest_engine::policy::Hex([0x11; 48]));
-    let v = TdxValidator::new(TdxVariant::QemuTdx, verifier(), policy, PcrPolicy::default());
+    let v = tdx_validator(Variant::QemuTdx, verifier(), pinned(), PcrPolicy::default());
     let ok = v.validate(&qemu_doc(&quote, &log), NONCE, at(NOW)).unwrap();
     assert_eq!(ok.ccel.unwrap().touched, 0b0111);
-    assert!(ok.quote.is_none() && ok.ak_basis.is_none());
-    assert_eq!(ok.td.verdict().outcome(TdxCheck::ReportData), attest_engine::policy::Outcome::Passed);
+    assert!(ok.quote.is_none() && ok.ak_basis.is_none() && ok.snp.is_none() && !ok.event_log_replayed);
+    assert_eq!(ok.launch, LaunchPinning::Measurement);
+    assert_eq!(ok.td.as_ref().unwrap().verdict().outcome(TdxCheck::ReportData), attest_engine::policy::Outcome::Passed);
+    assert_eq!(ok.td.as_ref().unwrap().verdict().outcome(TdxCheck::Mrtd), attest_engine::policy::Outcome::Passed);
+    // The EAR appraisal of a qemu-tdx verdict comes from the TD quote.
+    let ear = attest_engine::ear::Appraisal::from_validated(&ok);
+    assert_eq!(ear.submod, "qemu-tdx");
+    assert_eq!(ear.vector.hardware, Some(attest_engine::ear::AFFIRMING));
     // Without the log: valid, nothing replayed.
     assert!(v.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)).unwrap().ccel.is_none());
     // Another nonce: REPORTDATA does not bind it.
@@ -277,7 +348,9 @@ fn real_azure_tdx_evidence() {
         td_quote: &td_quote,
         td_event_log: &[],
     };
-    let v = TdxValidator::new(TdxVariant::AzureTdx, Arc::new(verifier), TdxPolicy::default(), PcrPolicy::default());
+    let mut policy = TdxPolicy::default();
+    policy.mrtd.push(attest_engine::policy::Hex(q.body().mr_td().to_owned()));
+    let v = tdx_validator(Variant::AzureTdx, Arc::new(verifier), policy, PcrPolicy::default());
     let e = v.validate(&doc, b"challenge", at("2025-01-01T00:00:00Z")).unwrap_err();
     assert_eq!(e, Error::CollateralMissing { fmspc: Bytes::new(&pck.fmspc) });
     let _ = TdQuote::parse_prefix(&td_quote).unwrap();

@@ -181,7 +181,7 @@ impl Doc {
         let ok = v.validate(&doc, NONCE, now())?;
         let instance = ok.instance.unwrap();
         Ok((
-            ok.ak_basis,
+            ok.ak_basis.unwrap(),
             format!("{}/{}/{}", instance.project_id, instance.zone, instance.instance_name),
             ok.event_log_replayed,
         ))

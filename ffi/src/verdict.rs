@@ -201,9 +201,9 @@ impl Verdict {
     }
 
     /// Sets the variant and AK basis of a document verdict.
-    pub(crate) fn with_variant(mut self, variant: &'static str, ak_basis: &'static str) -> Self {
+    pub(crate) fn with_variant(mut self, variant: &'static str, ak_basis: Option<&'static str>) -> Self {
         self.variant = Some(variant);
-        self.ak_basis = Some(ak_basis);
+        self.ak_basis = ak_basis;
         self
     }
 

@@ -689,9 +689,11 @@ pub extern "C" fn attest_verifier_verify_document(
         if let Some(snp) = &ok.snp {
             verdict = verdict.with_snp(snp);
         }
-        verdict = verdict.check("ak_trust", attest_outcome::Passed).with_quote(&ok.quote);
-        let log = if ok.event_log_replayed { attest_outcome::Passed } else { attest_outcome::Waived };
-        verdict = verdict.check("event_log", log);
+        if let Some(quote) = &ok.quote {
+            verdict = verdict.check("ak_trust", attest_outcome::Passed).with_quote(quote);
+            let log = if ok.event_log_replayed { attest_outcome::Passed } else { attest_outcome::Waived };
+            verdict = verdict.check("event_log", log);
+        }
         match ok.launch {
             LaunchPinning::Measurement | LaunchPinning::IdKey => {
                 verdict = verdict.check("launch_measurement", attest_outcome::Passed);
@@ -706,7 +708,7 @@ pub extern "C" fn attest_verifier_verify_document(
             };
             verdict = verdict.check(format!("pcr_{index}"), o);
         }
-        write_verdict(out, verdict.with_variant(ok.variant.name(), ok.ak_basis.name()));
+        write_verdict(out, verdict.with_variant(ok.variant.name(), ok.ak_basis.map(AkBasis::name)));
         Ok(())
     })
 }

@@ -45,8 +45,9 @@ fn validate(
     let pcrs = pcr_values(&doc).expect("PCR values");
     let view = document(&doc, &pcrs);
     let ok: Validated<'_> = v.validate(&view, nonce, now())?;
-    let quoted = (0..24).filter(|i| ok.quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count();
-    Ok((ok.ak_basis, ok.pcrs, quoted))
+    let quote = ok.quote.as_ref().expect("qemu-vtpm documents carry a vTPM quote");
+    let quoted = (0..24).filter(|i| quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count();
+    Ok((ok.ak_basis.expect("qemu-vtpm documents carry an AK"), ok.pcrs, quoted))
 }
 
 fn pinned(ak_public: &[u8]) -> Arc<dyn AkRegistry> {
@@ -360,7 +361,7 @@ fn trust_on_first_use_records_only_validated_aks() {
     assert!(registry.entries().is_empty());
     // The first valid one pins its AK.
     let ok = registry.validate(&v, &document(&doc, &pcrs), &nonce, now()).unwrap();
-    assert_eq!(ok.ak_basis, AkBasis::TrustOnFirstUse);
+    assert_eq!(ok.ak_basis, Some(AkBasis::TrustOnFirstUse));
     let digest = ak_digest(issuer.attestation_key().tpm2b_public()).unwrap();
     assert_eq!(registry.entries(), vec![(digest, AkBasis::TrustOnFirstUse)]);
 

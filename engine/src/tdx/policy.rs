@@ -10,7 +10,7 @@
 
 use super::status::TcbStatus;
 use crate::error::{Error, TdxPolicyViolation, Value};
-use crate::policy::{Hex, Outcome, Revocation, checks};
+use crate::policy::{Hex, LaunchPinning, Outcome, Revocation, checks};
 use serde::{Deserialize, Serialize};
 
 checks! {
@@ -191,6 +191,11 @@ pub struct TdxPolicy {
     pub trailing_bytes: TrailingBytes,
     /// Revocation checking (default: CRLs required).
     pub revocation: Revocation,
+    /// The TDX attestation variants (`qemu-tdx`, `azure-tdx`) refuse a policy whose `mrtd` allow-list is
+    /// empty — nothing would pin what the TD booted — unless this waiver is set; every validation then
+    /// reports [`LaunchPinning::DangerouslyUnpinned`]. A plain quote verification ([`super::TdxVerifier::verify`])
+    /// does not consult it.
+    pub dangerous_allow_unpinned_launch: bool,
 }
 
 impl Default for TdxPolicy {
@@ -216,6 +221,7 @@ impl Default for TdxPolicy {
             allow_service_td: false,
             trailing_bytes: TrailingBytes::ZeroPadding,
             revocation: Revocation::Require,
+            dangerous_allow_unpinned_launch: false,
         }
     }
 }
@@ -245,6 +251,20 @@ impl TdxPolicy {
             return Err(bad("accepted_tcb_statuses is empty: no quote could pass"));
         }
         Ok(self)
+    }
+
+    /// How this policy pins the TD's launch: [`LaunchPinning::Measurement`] when `mrtd` lists the allowed
+    /// TD measurements, [`LaunchPinning::DangerouslyUnpinned`] under the named waiver, else
+    /// [`Error::LaunchUnpinned`]. MRTD is the TDX module's measurement of the initial TD memory (the virtual
+    /// firmware); RTMRs are extended by that firmware, so without MRTD they prove nothing.
+    pub fn launch_pinning(&self) -> Result<LaunchPinning, Error> {
+        if !self.mrtd.is_empty() {
+            Ok(LaunchPinning::Measurement)
+        } else if self.dangerous_allow_unpinned_launch {
+            Ok(LaunchPinning::DangerouslyUnpinned)
+        } else {
+            Err(Error::LaunchUnpinned)
+        }
     }
 
     /// The RTMR expectations in index order.
@@ -355,6 +375,18 @@ mod tests {
         assert!(TdxPolicy::from_toml("accepted_tcb_statuses = []").is_err());
         assert!(TdxPolicy::from_toml("unknown = 1").is_err());
         assert!(TdxPolicy::from_json(r#"{"report_data": "00"}"#).is_err());
+    }
+
+    #[test]
+    fn launch_pinning_needs_mrtd_or_the_named_waiver() {
+        assert_eq!(TdxPolicy::default().launch_pinning(), Err(Error::LaunchUnpinned));
+        let m = TdxPolicy::from_toml(&format!("mrtd = [\"{}\"]", "11".repeat(48))).unwrap();
+        assert_eq!(m.launch_pinning(), Ok(LaunchPinning::Measurement));
+        let w = TdxPolicy::from_toml("dangerous_allow_unpinned_launch = true").unwrap();
+        assert_eq!(w.launch_pinning(), Ok(LaunchPinning::DangerouslyUnpinned));
+        // RTMRs alone pin nothing: the firmware that extends them is unmeasured.
+        let r = TdxPolicy::from_toml(&format!("rtmr0 = \"{}\"", "22".repeat(48))).unwrap();
+        assert_eq!(r.launch_pinning(), Err(Error::LaunchUnpinned));
     }
 
     #[test]

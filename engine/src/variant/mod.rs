@@ -8,6 +8,8 @@
 //! | `aws-sev-snp` | a fresh VLEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VLEK |
 //! | `gcp-sev-snp` | a fresh VCEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VCEK |
 //! | `gcp-shielded-vm` | an AK certificate from Google's EK/AK CA (pinned roots), naming the VM ([`gce`](self) module docs) | none (vTPM only) |
+//! | `azure-tdx` | the TD quote's REPORTDATA binds the HCL runtime data that carries it ("HCLAkPub") ([`tdx`]) | TD quote + HCL report (TDX) |
+//! | `qemu-tdx` | — (no vTPM: the TD quote itself binds the nonce, MRTD and RTMR0–3 are the measurements) ([`tdx`]) | TD quote, optional CC event log |
 //!
 //! Freshness: `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
 //! `SHA-256(instance_info ‖ extra)` ([`Validator::quote_nonce`]). Where the vTPM runs outside the TEE (AWS,
@@ -19,7 +21,13 @@
 //! Launch: the SNP-based variants refuse to validate unless their SNP policy pins the guest's launch
 //! (MEASUREMENT or ID_KEY_DIGEST allow-list) or sets the named waiver `dangerous_allow_unpinned_launch`
 //! ([`Validator::launch_pinning`], [`crate::policy`]); PCRs of a host-controlled TPM prove nothing on their
-//! own. Every [`Validated`] says how the launch was pinned.
+//! own. The TDX variants likewise need an MRTD allow-list in their [`TdxPolicy`] (or the same waiver).
+//! Every [`Validated`] says how the launch was pinned.
+//!
+//! One [`Validator`] serves every variant: SNP verification through its [`SnpVerifier`], TD quotes through its
+//! [`TdxVerifier`] ([`Validator::with_tdx`]), GCE AK certificates through its GCE verifier. `qemu-tdx` has no
+//! vTPM, so a [`Validated`] carries the TPM parts (`quote`, `ak_basis`) as options: `None` only for
+//! `qemu-tdx`; every other variant fails without them, exactly as before.
 
 mod gce;
 
@@ -30,6 +38,8 @@ use crate::crypto::{CryptoProvider, Digest, HashAlgorithm};
 use crate::error::{Bytes, Error};
 use crate::policy::{LaunchPinning, SnpPolicy};
 use crate::snp::{SnpRequest, SnpVerifier, VerifiedReport};
+use crate::tdx::ccel::RtmrReplay;
+use crate::tdx::{TdxPolicy, TdxVerifier, VerifiedTdQuote};
 use crate::time::UnixTime;
 use crate::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, TpmtPublic, VerifiedQuote, verify_quote};
 use core::fmt;
@@ -53,12 +63,23 @@ pub enum Variant {
     GcpSevSnp,
     /// GCE Shielded VM / Confidential VM whose vTPM AK Google's CA certifies.
     GcpShieldedVm,
+    /// Azure TDX confidential VM with the paravisor's vTPM.
+    AzureTdx,
+    /// QEMU/KVM TD without a vTPM.
+    QemuTdx,
 }
 
 impl Variant {
     /// All variants.
-    pub const ALL: [Variant; 5] =
-        [Variant::QemuVtpm, Variant::AzureSevSnp, Variant::AwsSevSnp, Variant::GcpSevSnp, Variant::GcpShieldedVm];
+    pub const ALL: [Variant; 7] = [
+        Variant::QemuVtpm,
+        Variant::AzureSevSnp,
+        Variant::AwsSevSnp,
+        Variant::GcpSevSnp,
+        Variant::GcpShieldedVm,
+        Variant::AzureTdx,
+        Variant::QemuTdx,
+    ];
 
     /// The variant's name in documents and configuration.
     pub fn name(self) -> &'static str {
@@ -68,7 +89,19 @@ impl Variant {
             Self::AwsSevSnp => "aws-sev-snp",
             Self::GcpSevSnp => "gcp-sev-snp",
             Self::GcpShieldedVm => "gcp-shielded-vm",
+            Self::AzureTdx => "azure-tdx",
+            Self::QemuTdx => "qemu-tdx",
         }
+    }
+
+    /// Whether the variant's hardware evidence is an Intel TDX quote.
+    pub fn is_tdx(self) -> bool {
+        matches!(self, Self::AzureTdx | Self::QemuTdx)
+    }
+
+    /// Whether documents of this variant carry a vTPM quote (every variant but `qemu-tdx`).
+    pub fn has_vtpm(self) -> bool {
+        self != Self::QemuTdx
     }
 
     /// Parses a variant name.
@@ -78,7 +111,14 @@ impl Variant {
 
     /// The X.509 extension OID that carries this variant's document in aTLS certificates, as dotted text
     /// (the arcs Constellation assigned per variant; `gcp-shielded-vm`'s 1.3.9900.2.3 is ours, next to
-    /// Constellation's GCP arcs .2.1 `gcp-sev-es` and .2.2 `gcp-sev-snp`).
+    /// Constellation's GCP arcs .2.1 `gcp-sev-es` and .2.2 `gcp-sev-snp`). `azure-tdx` is 1.3.9900.3.3, beside
+    /// `azure-sev-snp`; `qemu-tdx` is 1.3.9900.5.99, the value Constellation gives its `qemu-tdx` (marked a
+    /// placeholder there).
+    ///
+    /// Known difference: Constellation's current source numbers AWS under 1.3.9900.2, GCP under .3 and
+    /// Azure under .4 (its `azure-sev-snp` is 1.3.9900.4.1, `azure-tdx` 1.3.9900.4.3, `aws-sev-snp`
+    /// 1.3.9900.2.2, `gcp-sev-snp` 1.3.9900.3.2); only `qemu-vtpm` and `qemu-tdx` agree with it here. The
+    /// cloud OIDs are kept as they are until they change together (a wire change for every deployed node).
     pub fn oid(self) -> &'static str {
         match self {
             Self::QemuVtpm => "1.3.9900.5.1",
@@ -86,6 +126,8 @@ impl Variant {
             Self::AwsSevSnp => "1.3.9900.4.2",
             Self::GcpSevSnp => "1.3.9900.2.2",
             Self::GcpShieldedVm => "1.3.9900.2.3",
+            Self::AzureTdx => "1.3.9900.3.3",
+            Self::QemuTdx => "1.3.9900.5.99",
         }
     }
 
@@ -245,12 +287,16 @@ pub enum PcrOutcome {
 pub struct Validated<'a> {
     /// The variant.
     pub variant: Variant,
-    /// The verified quote.
-    pub quote: VerifiedQuote<'a>,
+    /// The verified vTPM quote; `None` only for `qemu-tdx` ([`Variant::has_vtpm`]).
+    pub quote: Option<VerifiedQuote<'a>>,
     /// The verified SNP report (SNP variants).
     pub snp: Option<VerifiedReport<'a>>,
-    /// Why the AK is trusted.
-    pub ak_basis: AkBasis,
+    /// The verified TD quote (TDX variants): TCB status, advisory IDs and every TDX check's outcome.
+    pub td: Option<VerifiedTdQuote<'a>>,
+    /// The CC event log's replay against the TD quote's RTMRs, when the document carries one (TDX variants).
+    pub ccel: Option<RtmrReplay>,
+    /// Why the AK is trusted; `None` only for `qemu-tdx`, which has no AK.
+    pub ak_basis: Option<AkBasis>,
     /// Each expected PCR's outcome.
     pub pcrs: Vec<(u8, PcrOutcome)>,
     /// Whether an event log was replayed against the quote and matched at least one quoted PCR.
@@ -274,6 +320,8 @@ pub struct Validator {
     ak_registry: Option<Arc<dyn AkRegistry>>,
     gce: Arc<crate::gce::GceVerifier>,
     gce_policy: crate::gce::GcePolicy,
+    tdx: Arc<TdxVerifier>,
+    tdx_policy: TdxPolicy,
 }
 
 impl Validator {
@@ -287,6 +335,8 @@ impl Validator {
             ak_registry: None,
             gce: Arc::new(crate::gce::GceVerifier::new()),
             gce_policy: crate::gce::GcePolicy::default(),
+            tdx: Arc::new(TdxVerifier::new()),
+            tdx_policy: TdxPolicy::default(),
         }
     }
 
@@ -295,6 +345,16 @@ impl Validator {
     pub fn with_gce(mut self, verifier: Arc<crate::gce::GceVerifier>, policy: crate::gce::GcePolicy) -> Self {
         self.gce = verifier;
         self.gce_policy = policy;
+        self
+    }
+
+    /// Sets the TDX verifier (Intel's pinned root and the installed collateral) and the TD quote policy of
+    /// the TDX variants (default: a verifier without collateral, which refuses every quote, and
+    /// [`TdxPolicy::default`], which pins no launch and so refuses to validate). For `qemu-tdx`, `policy`
+    /// holds the measurements (MRTD, RTMR0–3); for `azure-tdx` they are the vTPM PCRs of the [`PcrPolicy`].
+    pub fn with_tdx(mut self, verifier: Arc<TdxVerifier>, policy: TdxPolicy) -> Self {
+        self.tdx = verifier;
+        self.tdx_policy = policy;
         self
     }
 
@@ -309,14 +369,26 @@ impl Validator {
         self.variant
     }
 
-    /// How this validator pins the guest's launch: [`LaunchPinning::NotApplicable`] for `qemu-vtpm`, else
-    /// [`SnpPolicy::launch_pinning`] — an error when the SNP policy pins no launch and does not set the waiver
+    /// The TDX verifier (TDX variants verify TD quotes with it; services install collateral into it).
+    pub fn tdx_verifier(&self) -> &Arc<TdxVerifier> {
+        &self.tdx
+    }
+
+    /// The crypto provider of the variant's hardware verifier.
+    fn provider(&self) -> &'static CryptoProvider {
+        if self.variant.is_tdx() { self.tdx.provider() } else { self.snp.provider() }
+    }
+
+    /// How this validator pins the guest's launch: [`LaunchPinning::NotApplicable`] for `qemu-vtpm` and
+    /// `gcp-shielded-vm`, [`SnpPolicy::launch_pinning`] for the SNP variants and [`TdxPolicy::launch_pinning`]
+    /// for the TDX variants — an error when the policy pins no launch and does not set the waiver
     /// `dangerous_allow_unpinned_launch`. Services call this at start and refuse to start on error (and log a
     /// warning for [`LaunchPinning::DangerouslyUnpinned`]); [`Validator::validate`] checks it every time.
     pub fn launch_pinning(&self) -> Result<LaunchPinning, Error> {
         match self.variant {
             Variant::QemuVtpm | Variant::GcpShieldedVm => Ok(LaunchPinning::NotApplicable),
             Variant::AzureSevSnp | Variant::AwsSevSnp | Variant::GcpSevSnp => self.snp_policy.launch_pinning(),
+            Variant::AzureTdx | Variant::QemuTdx => self.tdx_policy.launch_pinning(),
         }
     }
 
@@ -345,7 +417,10 @@ impl Validator {
             });
         }
         let launch = self.launch_pinning()?;
-        let provider = self.snp.provider();
+        if self.variant == Variant::QemuTdx {
+            return self.validate_qemu_tdx(doc, nonce, time, launch);
+        }
+        let provider = self.provider();
         let tpm = doc.tpm.as_ref().ok_or(Error::MissingEvidence { what: "TPM evidence" })?;
         let tpm_nonce = Self::quote_nonce(provider, doc.instance_info, doc.user_data, nonce);
 
@@ -354,6 +429,7 @@ impl Validator {
         let tpmt;
         let mut instance = None;
         let mut gce_ak = None;
+        let mut td = None;
         let (ak, ak_scheme, ak_basis, snp): (AkPublic<'_>, _, AkBasis, Option<VerifiedReport<'a>>) = match self.variant
         {
             Variant::QemuVtpm => {
@@ -405,6 +481,13 @@ impl Validator {
                 gce_ak = Some(tpmt);
                 (tpmt.key(), tpmt.scheme(), AkBasis::CertifiedByProvider, None)
             }
+            Variant::AzureTdx => {
+                let hcl = HclReport::parse(doc.hcl_report)?;
+                td = Some(tdx::verify_azure_td(&self.tdx, &self.tdx_policy, doc, &hcl, time)?);
+                runtime = RuntimeData::parse(hcl.variable_data())?;
+                (runtime.ak().ak_public(), None, AkBasis::HardwareReport, None)
+            }
+            Variant::QemuTdx => return Err(Error::Misuse { reason: "qemu-tdx documents carry no vTPM quote" }),
         };
 
         let quote = verify_quote(
@@ -424,14 +507,69 @@ impl Validator {
         if let Some(ak) = &gce_ak {
             gce::check_quote(provider, &self.gce_policy, ak, &quote, tpm.event_log)?;
         }
+        let pcrs = self.pcrs.evaluate(&quote)?;
+        let ccel = match &td {
+            Some(td) => tdx::replay_ccel(provider, doc, td)?,
+            None => None,
+        };
+        Ok(Validated {
+            variant: self.variant,
+            quote: Some(quote),
+            snp,
+            td,
+            ccel,
+            ak_basis: Some(ak_basis),
+            pcrs,
+            event_log_replayed,
+            user_data: doc.user_data,
+            instance,
+            launch,
+        })
+    }
 
-        let mut pcrs = Vec::with_capacity(self.pcrs.entries.len());
-        for e in &self.pcrs.entries {
+    /// `qemu-tdx`: the TD quote alone, its REPORTDATA binding the user data and the nonce; MRTD and the RTMRs
+    /// are judged by the [`TdxPolicy`]. A TPM part in the document is not looked at.
+    fn validate_qemu_tdx<'a>(
+        &self,
+        doc: &Document<'a>,
+        nonce: &[u8],
+        time: UnixTime,
+        launch: LaunchPinning,
+    ) -> Result<Validated<'a>, Error> {
+        if !self.pcrs.entries.is_empty() {
+            return Err(Error::Misuse {
+                reason: "qemu-tdx has no vTPM: its measurements are MRTD and RTMR0-3 in the TdxPolicy, not PCRs",
+            });
+        }
+        let td = tdx::verify_qemu_td(&self.tdx, &self.tdx_policy, doc, nonce, time)?;
+        let ccel = tdx::replay_ccel(self.tdx.provider(), doc, &td)?;
+        Ok(Validated {
+            variant: self.variant,
+            quote: None,
+            snp: None,
+            td: Some(td),
+            ccel,
+            ak_basis: None,
+            pcrs: Vec::new(),
+            event_log_replayed: false,
+            user_data: doc.user_data,
+            instance: None,
+            launch,
+        })
+    }
+}
+
+impl PcrPolicy {
+    /// Each expectation's outcome against a verified quote's SHA-256 bank; an enforced mismatch is an error
+    /// (the one PCR comparison every TPM-based variant uses).
+    pub fn evaluate(&self, quote: &VerifiedQuote<'_>) -> Result<Vec<(u8, PcrOutcome)>, Error> {
+        let mut out = Vec::with_capacity(self.entries.len());
+        for e in &self.entries {
             let found = quote.pcr(HashAlgorithm::Sha256, usize::from(e.index));
             if found == Some(&e.expected[..]) {
-                pcrs.push((e.index, PcrOutcome::Match));
+                out.push((e.index, PcrOutcome::Match));
             } else if e.warn_only {
-                pcrs.push((e.index, PcrOutcome::MismatchWarnOnly));
+                out.push((e.index, PcrOutcome::MismatchWarnOnly));
             } else {
                 return Err(Error::PcrMismatch {
                     pcr: e.index,
@@ -440,17 +578,7 @@ impl Validator {
                 });
             }
         }
-        Ok(Validated {
-            variant: self.variant,
-            quote,
-            snp,
-            ak_basis,
-            pcrs,
-            event_log_replayed,
-            user_data: doc.user_data,
-            instance,
-            launch,
-        })
+        Ok(out)
     }
 }
 

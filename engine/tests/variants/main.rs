@@ -226,15 +226,16 @@ impl Evidence {
         let pcrs = self.pcr_values();
         let doc = self.document(&pcrs);
         let ok = v.validate(&doc, nonce, now())?;
+        let quote = ok.quote.as_ref().expect("every vTPM variant has a quote");
         Ok(Summary {
             variant: ok.variant,
-            ak_basis: ok.ak_basis,
+            ak_basis: ok.ak_basis.expect("every vTPM variant has an AK"),
             pcrs: ok.pcrs,
             event_log_replayed: ok.event_log_replayed,
             snp_signer: ok.snp.as_ref().map(attest_engine::VerifiedReport::signer),
             report_data: ok.snp.as_ref().map(|s| *s.report().report_data()),
-            extra_data: ok.quote.attest().extra_data().to_vec(),
-            quoted: (0..24).map(|i| ok.quote.pcr(HashAlgorithm::Sha256, i).map(<[u8]>::to_vec)).collect(),
+            extra_data: quote.attest().extra_data().to_vec(),
+            quoted: (0..24).map(|i| quote.pcr(HashAlgorithm::Sha256, i).map(<[u8]>::to_vec)).collect(),
             user_data: ok.user_data.to_vec(),
             launch: ok.launch,
             measurement_check: ok.snp.as_ref().map(|s| s.verdict().outcome(Check::Measurement)),

@@ -165,12 +165,16 @@ impl AttestationValidator for RecordingValidator {
             other => reject(Box::new(other)),
         })?;
         let ak_public = doc.tpm.as_ref().map(|t| &t.ak_public[..]).unwrap_or_default();
+        // This validator is qemu-vtpm's, whose documents always carry a vTPM quote and an AK.
+        let (Some(quote), Some(ak_basis)) = (&ok.quote, ok.ak_basis) else {
+            return Err(reject("the node's attestation carries no vTPM quote".into()));
+        };
         let summary = AttestationSummary {
             variant: ok.variant,
             ak_digest: ak_digest(ak_public).map_err(|e| reject(Box::new(e)))?,
-            ak_basis: ok.ak_basis,
+            ak_basis,
             pcrs: ok.pcrs.clone(),
-            quoted_pcrs: (0..24).filter(|i| ok.quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count(),
+            quoted_pcrs: (0..24).filter(|i| quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count(),
             event_log_replayed: ok.event_log_replayed,
         };
         *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(summary);

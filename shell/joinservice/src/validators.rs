@@ -137,6 +137,8 @@ fn csp_of(variant: Variant) -> (Csp, AttestationVariant) {
         Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
         Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
         Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
+        Variant::AzureTdx => (Csp::Azure, AttestationVariant::AzureTdx),
+        Variant::QemuTdx => (Csp::Qemu, AttestationVariant::QemuTdx),
     }
 }
 

@@ -125,7 +125,7 @@ impl FileAkRegistry {
     /// Records the AK of a document that validated with basis [`AkBasis::TrustOnFirstUse`]. Does nothing
     /// for other bases.
     pub fn record_first_use(&self, validated: &Validated<'_>, ak_tpm2b_public: &[u8]) -> Result<(), Error> {
-        if validated.ak_basis != AkBasis::TrustOnFirstUse {
+        if validated.ak_basis != Some(AkBasis::TrustOnFirstUse) {
             return Ok(());
         }
         self.register(ak_digest(ak_tpm2b_public)?, AkBasis::TrustOnFirstUse)
