@@ -161,17 +161,20 @@ def hcl_var_data(hcl):
 
 
 def document(variant, ak_public=b"", attest=b"", signature=b"", pcrs=(), event_log=b"", snp=None, hcl=b"",
-             instance_info=b"", user_data=b""):
-    """attest.v1.AttestationDocument (proto/protos/attestation.proto), hand-encoded."""
-    tpm = pb_bytes(1, ak_public) + pb_bytes(2, attest) + pb_bytes(3, signature)
+             instance_info=b"", user_data=b"", tdx=None, tpm=True):
+    """attest.v1.AttestationDocument (proto/protos/attestation.proto), hand-encoded. tdx = (quote, ccel)."""
+    t = pb_bytes(1, ak_public) + pb_bytes(2, attest) + pb_bytes(3, signature)
     for alg, index, value in pcrs:
-        tpm += pb_bytes(4, pb_uint(1, alg) + pb_uint(2, index) + pb_bytes(3, value))
+        t += pb_bytes(4, pb_uint(1, alg) + pb_uint(2, index) + pb_bytes(3, value))
     if event_log:
-        tpm += pb_bytes(5, event_log)
-    out = pb_bytes(1, variant.encode()) + pb_bytes(2, tpm)
+        t += pb_bytes(5, event_log)
+    out = pb_bytes(1, variant.encode()) + (pb_bytes(2, t) if tpm else b"")
     if snp is not None:
         out += pb_bytes(3, b"".join(pb_bytes(i + 1, part) for i, part in enumerate(snp)))
-    return out + pb_bytes(4, hcl) + pb_bytes(5, instance_info) + pb_bytes(6, user_data)
+    out += pb_bytes(4, hcl) + pb_bytes(5, instance_info) + pb_bytes(6, user_data)
+    if tdx is not None:
+        out += pb_bytes(7, pb_bytes(1, tdx[0]) + (pb_bytes(2, tdx[1]) if tdx[1] else b""))
+    return out
 
 
 # trustee's swtpm-like evidence: TPMS_ATTEST and TPMT_SIGNATURE (base64).
@@ -264,5 +267,18 @@ for name, path in [("bundle-spr-e4", "go-tdx-guest/collateral_SPR_E4.json"),
                    ("trustee-tcbinfo", "trustee-tdx/tcbInfo.json"),
                    ("trustee-qe-identity", "trustee-tdx/enclaveIdentity.json")]:
     put("tdx_collateral", name, (td / path).read_bytes())
+
+# TDX attestation documents (field 7): qemu-tdx with the COS TD's quote and the written part of its CCEL
+# (18101 bytes; the rest of the log area is padding), and azure-tdx with the trustee Azure TD's quote, HCL
+# report and vTPM quote.
+put("attestation_document", "qemu-tdx-cos-113",
+    document("qemu-tdx", tpm=False, tdx=((td / "go-tdx-guest/ccel/cos-113-tdx-quote.dat").read_bytes(),
+                                         (td / "go-tdx-guest/ccel/ccel_data.dat").read_bytes()[:18101])))
+azq = json.loads((td / "trustee-az-tdx-vtpm/tpm-quote-v1.json").read_text())
+put("attestation_document", "trustee-azure-tdx",
+    document("azure-tdx", b"", bytes.fromhex(azq["message"]), tpmt_rsassa_sha256(bytes.fromhex(azq["signature"])),
+             [(0x000B, i, bytes.fromhex(v)) for i, v in enumerate(azq["pcrs"])],
+             hcl=(td / "trustee-az-tdx-vtpm/hcl-report.bin").read_bytes(),
+             tdx=((td / "trustee-az-tdx-vtpm/td-quote.bin").read_bytes(), b"")))
 
 print(f"seed.py: seeds from {td} written to {out}")

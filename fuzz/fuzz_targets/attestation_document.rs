@@ -8,11 +8,15 @@
 //! - `qemu-vtpm` with a registry that trusts **every** AK, so that documents get past the AK lookup into
 //!   quote verification, the PCR policy and the event-log replay (the committed synthetic seeds in
 //!   `fuzz/corpus/attestation_document/` validate completely with it);
-//! - `aws-sev-snp`, `gcp-sev-snp` and `azure-sev-snp` with AMD's real roots.
+//! - `aws-sev-snp`, `gcp-sev-snp` and `azure-sev-snp` with AMD's real roots;
+//! - `qemu-tdx` and `azure-tdx` with Intel's real root, an MRTD allow-list and no collateral installed (so a
+//!   document gets as far as the TD quote's parse and PCK chain and must then be refused), under the default
+//!   TDX policy otherwise. A TDX document that validates here would be a finding.
 #![no_main]
 
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, StaticAkRegistry, Validator, Variant};
+use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
 use attest_proto::document::{pcr_values, view};
@@ -47,12 +51,20 @@ static VALIDATORS: LazyLock<Vec<Validator>> = LazyLock::new(|| {
         ],
     };
     let v = |variant| Validator::new(variant, snp.clone(), SnpPolicy::default(), pcrs.clone());
+    let tdx = Arc::new(TdxVerifier::new());
+    let mut tdx_policy = TdxPolicy::default();
+    tdx_policy.mrtd.push(attest_engine::policy::Hex([0; 48]));
+    let t = |variant, pcrs: PcrPolicy| {
+        Validator::new(variant, snp.clone(), SnpPolicy::default(), pcrs).with_tdx(tdx.clone(), tdx_policy.clone())
+    };
     vec![
         v(Variant::QemuVtpm).with_ak_registry(Arc::new(StaticAkRegistry::default())),
         v(Variant::QemuVtpm).with_ak_registry(Arc::new(TrustAll)),
         v(Variant::AwsSevSnp),
         v(Variant::GcpSevSnp),
         v(Variant::AzureSevSnp),
+        t(Variant::QemuTdx, PcrPolicy::default()),
+        t(Variant::AzureTdx, pcrs.clone()),
     ]
 });
 static TIME: LazyLock<UnixTime> = LazyLock::new(|| UnixTime::parse("2025-06-01T00:00:00Z").unwrap());
@@ -63,8 +75,11 @@ fuzz_target!(|data: &[u8]| {
     let view = view(&doc, &pcrs);
     for v in VALIDATORS.iter() {
         if let Ok(ok) = v.validate(&view, NONCE, *TIME) {
+            assert!(ok.td.is_none(), "a TD quote validated without collateral");
             black_box((ok.variant, ok.ak_basis, &ok.pcrs, ok.event_log_replayed, ok.user_data));
-            black_box((ok.quote.attest().pcr_digest(), ok.quote.pcr(HashAlgorithm::Sha256, 0)));
+            if let Some(q) = &ok.quote {
+                black_box((q.attest().pcr_digest(), q.pcr(HashAlgorithm::Sha256, 0)));
+            }
             black_box(ok.snp.map(|s| s.cache_hit()));
         }
     }

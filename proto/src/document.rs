@@ -111,9 +111,8 @@ pub fn view<'a>(doc: &'a AttestationDocument, pcrs: &'a PcrValues<'a>) -> Docume
         hcl_report: &doc.hcl_report,
         instance_info: &doc.instance_info,
         user_data: &doc.user_data,
-        // attest.v1 has no TDX fields yet: TDX documents cannot be carried by this protobuf message.
-        td_quote: &[],
-        td_event_log: &[],
+        td_quote: doc.tdx.as_ref().map_or(&[][..], |t| &t.quote[..]),
+        td_event_log: doc.tdx.as_ref().map_or(&[][..], |t| &t.event_log[..]),
     }
 }
 
@@ -163,5 +162,25 @@ mod tests {
         let snp = v.snp.unwrap();
         assert!(snp.intermediate.is_none() && snp.root.is_none());
         assert!(v.tpm.is_none());
+        assert!(v.td_quote.is_empty() && v.td_event_log.is_empty());
+    }
+
+    #[test]
+    fn tdx_evidence_is_borrowed() {
+        use crate::attest::v1::TdxEvidence;
+        use prost::Message as _;
+        let d = AttestationDocument {
+            variant: "qemu-tdx".into(),
+            tdx: Some(TdxEvidence { quote: vec![4, 0, 2, 0], event_log: vec![9; 3] }),
+            ..Default::default()
+        };
+        // Field 7 on the wire: tag (7 << 3 | 2) = 0x3a.
+        let wire = d.encode_to_vec();
+        assert!(wire.windows(2).any(|w| w == [0x3a, 11]), "{wire:02x?}");
+        let back = AttestationDocument::decode(&wire[..]).unwrap();
+        let pcrs = pcr_values(&back).unwrap();
+        let v = view(&back, &pcrs);
+        assert_eq!((v.variant, v.td_quote, v.td_event_log), ("qemu-tdx", &[4u8, 0, 2, 0][..], &[9u8; 3][..]));
+        assert!(v.tpm.is_none() && v.snp.is_none());
     }
 }

@@ -110,6 +110,7 @@ pub fn azure_document(
         hcl_report,
         instance_info: instance_info.to_vec(),
         user_data: user_data.to_vec(),
+        tdx: None,
     })
 }
 

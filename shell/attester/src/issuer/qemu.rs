@@ -115,6 +115,7 @@ impl QemuVtpmIssuer {
                     ek_certificate: self.ek_certificate.clone(),
                 }),
                 snp: None,
+                tdx: None,
                 hcl_report: Vec::new(),
                 instance_info: instance_info.to_vec(),
                 user_data: user_data.to_vec(),
