@@ -91,6 +91,14 @@ pub enum KdsError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// An Intel PCS response that is not what was asked for, or is malformed outside what the engine judges
+    /// (a missing or undecodable issuer-chain header, collateral for another FMSPC or PCK CA).
+    PcsResponse {
+        /// Which object ("TCB Info", "QE Identity", "PCK CRL", "root CA CRL", "TD quote").
+        object: &'static str,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A CRL whose thisUpdate lies after the current time.
     CrlNotYetValid {
         /// thisUpdate.
@@ -207,6 +215,7 @@ impl fmt::Display for KdsError {
                 write!(f, "certificate is for {found}, requested {expected}")
             }
             Self::BadChain { reason } => write!(f, "cert_chain: {reason}"),
+            Self::PcsResponse { object, reason } => write!(f, "Intel PCS {object}: {reason}"),
             Self::CrlNotYetValid { this_update, now } => write!(f, "CRL thisUpdate {this_update} is after {now}"),
             Self::Offline => f.write_str("not in the store, and no KDS URL is configured (offline)"),
             Self::NotFound => f.write_str("KDS has no such object (404)"),

@@ -17,7 +17,7 @@
 
 use super::{KdsConfig, KdsError, Phase};
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_LENGTH, RETRY_AFTER, USER_AGENT};
+use http::header::{ACCEPT, CONTENT_LENGTH, HeaderName, RETRY_AFTER, USER_AGENT};
 use http::{Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Empty, LengthLimitError, Limited};
 use hyper_openssl::client::legacy::HttpsConnector;
@@ -33,6 +33,42 @@ use tokio::time::Instant;
 
 /// Longest Retry-After in seconds that is parsed at all (one day); longer values are clamped.
 const MAX_RETRY_AFTER_SECS: u64 = 86_400;
+
+/// Largest response header value kept for the caller (Intel PCS issuer chains, URL-encoded PEM
+/// of two certificates, are ≈ 2.6 KiB).
+pub const MAX_KEPT_HEADER: usize = 16 * 1024;
+
+/// The transport settings of one upstream (KDS, Intel PCS), and extra TLS roots.
+pub(crate) struct HttpOptions<'a> {
+    pub(crate) max_concurrent_requests: usize,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) body_timeout: Duration,
+    pub(crate) max_attempts: u32,
+    pub(crate) initial_backoff: Duration,
+    pub(crate) max_backoff: Duration,
+    pub(crate) max_retry_after: Duration,
+    pub(crate) max_response_size: usize,
+    /// Certificates (DER) the TLS client trusts besides the system's (a mirror's or a test server's CA).
+    pub(crate) tls_roots: &'a [Vec<u8>],
+}
+
+impl<'a> From<&'a KdsConfig> for HttpOptions<'a> {
+    fn from(cfg: &'a KdsConfig) -> Self {
+        Self {
+            max_concurrent_requests: cfg.max_concurrent_requests,
+            connect_timeout: cfg.connect_timeout,
+            request_timeout: cfg.request_timeout,
+            body_timeout: cfg.body_timeout,
+            max_attempts: cfg.max_attempts,
+            initial_backoff: cfg.initial_backoff,
+            max_backoff: cfg.max_backoff,
+            max_retry_after: cfg.max_retry_after,
+            max_response_size: cfg.max_response_size,
+            tls_roots: &[],
+        }
+    }
+}
 
 pub(crate) struct Http {
     client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
@@ -71,7 +107,7 @@ impl Failure {
 }
 
 impl Http {
-    pub(crate) fn new(base: &str, cfg: &KdsConfig) -> Result<Self, KdsError> {
+    pub(crate) fn new(base: &str, cfg: &HttpOptions<'_>) -> Result<Self, KdsError> {
         let base = base.trim_end_matches('/').to_owned();
         let uri: Uri = base.parse().map_err(|_| KdsError::InvalidBaseUrl { reason: "not a URL" })?;
         match uri.scheme_str() {
@@ -91,6 +127,10 @@ impl Http {
         let mut ssl = SslConnector::builder(SslMethod::tls_client()).map_err(|_| KdsError::TlsSetup)?;
         ssl.set_min_proto_version(Some(SslVersion::TLS1_2)).map_err(|_| KdsError::TlsSetup)?;
         ssl.set_alpn_protos(b"\x08http/1.1").map_err(|_| KdsError::TlsSetup)?;
+        for der in cfg.tls_roots {
+            let cert = openssl::x509::X509::from_der(der).map_err(|_| KdsError::TlsSetup)?;
+            ssl.cert_store_mut().add_cert(cert).map_err(|_| KdsError::TlsSetup)?;
+        }
         let https = HttpsConnector::with_connector(http, ssl).map_err(|_| KdsError::TlsSetup)?;
         let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(30)).build(https);
         Ok(Self {
@@ -118,6 +158,16 @@ impl Http {
 
     /// GETs `path` (with query) below the base URL, with retries.
     pub(crate) async fn get(&self, path: &str) -> Result<Vec<u8>, KdsError> {
+        self.get_with_header(path, None).await.map(|(body, _)| body)
+    }
+
+    /// GETs `path` like [`Self::get`], and also returns the value of the response header `keep` (absent,
+    /// not visible ASCII, or longer than [`MAX_KEPT_HEADER`]: `None`).
+    pub(crate) async fn get_with_header(
+        &self,
+        path: &str,
+        keep: Option<&HeaderName>,
+    ) -> Result<(Vec<u8>, Option<String>), KdsError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -125,7 +175,7 @@ impl Http {
             let outcome = {
                 let _permit = self.permits.acquire().await.map_err(|_| KdsError::Offline)?;
                 self.requests.fetch_add(1, Ordering::Relaxed);
-                self.once(path).await
+                self.once(path, keep).await
             };
             let failure = match outcome {
                 Ok(body) => return Ok(body),
@@ -150,7 +200,7 @@ impl Http {
         }
     }
 
-    async fn once(&self, path: &str) -> Result<Vec<u8>, Failure> {
+    async fn once(&self, path: &str, keep: Option<&HeaderName>) -> Result<(Vec<u8>, Option<String>), Failure> {
         let uri: Uri = format!("{}{path}", self.base)
             .parse()
             .map_err(|_| Failure::fatal(KdsError::InvalidBaseUrl { reason: "the request URL does not parse" }))?;
@@ -187,6 +237,11 @@ impl Http {
         if !status.is_success() {
             return Err(Failure::fatal(KdsError::HttpStatus { status: status.as_u16() }));
         }
+        let kept = keep
+            .and_then(|name| resp.headers().get(name))
+            .filter(|v| v.len() <= MAX_KEPT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let max = self.cfg.max_response_size;
         let announced = resp.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         if announced.is_some_and(|n| n > max as u64) {
@@ -199,7 +254,7 @@ impl Http {
                 Err(Failure::fatal(KdsError::ResponseTooLarge { limit: max }))
             }
             Ok(Err(_)) => Err(Failure::retry(KdsError::Transport { reason: "the response body broke off" })),
-            Ok(Ok(collected)) => Ok(collected.to_bytes().to_vec()),
+            Ok(Ok(collected)) => Ok((collected.to_bytes().to_vec(), kept)),
         }
     }
 

@@ -2,10 +2,12 @@
 //!
 //! AMD certificate supply for SEV-SNP verification: VCEKs, `cert_chain`s and CRLs from the evidence, an
 //! on-disk store, and AMD's Key Distribution Service (KDS), in that order (`docs/ARCHITECTURE.md`, "Caching").
+//! Intel TDX collateral (TCB Info, QE Identity, PCK and root CA CRLs) from Intel's PCS, with the same store,
+//! HTTP stack, single-flight and back-off: [`Pcs`] (module `pcs`).
 //!
 //! **May depend on:** `attest-engine` (chain requests, certificate parsing), hyper's HTTP/1.1 client and
 //! OpenSSL (TLS to the KDS), `attest-util`. **Must not depend on:** gRPC, aTLS or any service; it hands the engine bytes and
-//! never verifies evidence itself. Intel's PCS collateral will join it here.
+//! never verifies evidence itself.
 //!
 //! KDS allows about one VCEK request per 10 s per client address, answers 429 beyond that, and has outages;
 //! verifiers that fetch per verification break. This module makes each certificate an upstream request at
@@ -59,6 +61,7 @@ mod error;
 mod flight;
 mod http;
 mod key;
+mod pcs;
 mod store;
 mod thim;
 mod vet;
@@ -70,8 +73,12 @@ pub use certtable::{
 pub use crl::{CrlPolicy, CrlStatus};
 pub use error::{KdsError, Phase};
 pub use flight::MAX_NEGATIVE_ENTRIES;
-pub use http::parse_retry_after;
+pub use http::{MAX_KEPT_HEADER, parse_retry_after};
 pub use key::{ChainKind, HWID_LEN, HwId, TURIN_HWID_LEN, VcekKey, crl_path, hw_id_len};
+pub use pcs::{
+    DEFAULT_INTEL_CERTS_URL, DEFAULT_PCS_BASE_URL, PckCa, Pcs, PcsCollateral, PcsConfig, PcsKey, decode_issuer_chain,
+    quote_platform,
+};
 pub use store::{MAX_STORED_FILE, Store};
 pub use thim::{MAX_THIM_SIZE, parse_thim};
 pub use vet::CertChain;
@@ -193,15 +200,18 @@ pub enum Source {
     Store,
     /// Fetched from KDS (and written to the store).
     Kds,
+    /// Fetched from Intel PCS (and written to the store).
+    Pcs,
 }
 
 impl Source {
-    /// A short name: `evidence`, `store` or `kds`.
+    /// A short name: `evidence`, `store`, `kds` or `pcs`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Evidence => "evidence",
             Self::Store => "store",
             Self::Kds => "kds",
+            Self::Pcs => "pcs",
         }
     }
 }
@@ -277,7 +287,7 @@ impl Kds {
     /// A supply with `config`.
     pub fn new(config: KdsConfig) -> Result<Self, KdsError> {
         let store = config.store.as_ref().map(Store::open).transpose()?;
-        let http = config.base_url.as_deref().map(|u| http::Http::new(u, &config)).transpose()?;
+        let http = config.base_url.as_deref().map(|u| http::Http::new(u, &(&config).into())).transpose()?;
         let anchors = config
             .trust_anchors
             .clone()
