@@ -8,7 +8,8 @@ mod pcs_support;
 use attest_engine::UnixTime;
 use attest_engine::tdx::{Collateral, TcbStatus, TdxPolicy, TdxRequest, TdxVerifier};
 use attest_kds::{Clock, KdsError, PckCa, Pcs, PcsConfig, Source, quote_platform};
-use pcs_support::{Fault, PCK_CRL, PcsServer, QE, ROOT_CRL, TCB, file_names, read, temp_store};
+use attest_test_support::TempDir;
+use pcs_support::{Fault, PCK_CRL, PcsServer, QE, ROOT_CRL, TCB, file_names, read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -41,22 +42,18 @@ fn config(server: &PcsServer, store: &Path) -> PcsConfig {
 struct Setup {
     data: PathBuf,
     server: PcsServer,
+    _dir: TempDir,
     store: PathBuf,
     pcs: Pcs,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.store);
-    }
 }
 
 async fn setup(name: &str, tweak: impl FnOnce(PcsConfig) -> PcsConfig) -> Option<Setup> {
     let data = pcs_support::testdata()?;
     let server = PcsServer::start(&data).await;
-    let store = temp_store(name);
+    let dir = TempDir::new(&format!("pcs-{name}"));
+    let store = dir.path().join("store");
     let pcs = Pcs::new(tweak(config(&server, &store))).unwrap();
-    Some(Setup { data, server, store, pcs })
+    Some(Setup { data, server, _dir: dir, store, pcs })
 }
 
 /// The seven files of one verified set (four bodies, three chains).

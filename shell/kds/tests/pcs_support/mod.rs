@@ -30,8 +30,7 @@ use openssl::x509::extension::{BasicConstraints, SubjectAlternativeName};
 use openssl::x509::{X509, X509NameBuilder};
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -254,18 +253,6 @@ fn cert(subject: &str, key: &PKey<Private>, issuer: Option<(&X509, &PKey<Private
     }
     b.sign(issuer.map_or(key, |(_, k)| k), MessageDigest::sha256()).unwrap();
     b.build()
-}
-
-/// A fresh, empty store directory.
-pub fn temp_store(name: &str) -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "attest-pcs-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 /// Every file below `root` (relative path), sorted.
