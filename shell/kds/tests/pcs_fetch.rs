@@ -126,12 +126,10 @@ async fn fetches_vets_stores_and_then_serves_offline() {
     assert_eq!((v5.source, v5.fresh), (Source::Pcs, false));
     assert!(v5.info.valid_from > v5.info.expires);
     // Offline with an empty store: a clear error.
-    let empty = temp_store("offline-empty");
-    let none =
-        Pcs::new(PcsConfig { store: Some(empty.clone()), base_url: None, certs_url: None, ..PcsConfig::default() })
-            .unwrap();
+    let empty = TempDir::new("pcs-offline-empty");
+    let store = Some(empty.path().to_owned());
+    let none = Pcs::new(PcsConfig { store, base_url: None, certs_url: None, ..PcsConfig::default() }).unwrap();
     assert_eq!(none.collateral(SPR, PckCa::Platform).await.unwrap_err(), KdsError::Offline);
-    let _ = std::fs::remove_dir_all(empty);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
