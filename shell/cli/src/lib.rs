@@ -19,8 +19,10 @@ pub mod input;
 pub mod kds;
 pub mod measurements;
 pub mod node;
+pub mod pcs;
 pub mod secret;
 pub mod snp;
+pub mod tdx;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +57,12 @@ pub enum Command {
     /// Cluster secrets: create the master secret.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// Intel TDX: verify TD quotes against Intel's collateral, show quote fields.
+    #[command(subcommand)]
+    Tdx(tdx::TdxCommand),
+    /// Intel PCS collateral store: fetch and prefill TCB Info, QE Identity and CRLs for offline verification.
+    #[command(subcommand)]
+    Pcs(pcs::PcsCommand),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -113,6 +121,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Init(args) => init::run(&args, &mut std::io::stdout()),
         Command::Verify(args) => verify::run(&args, &mut std::io::stdout()),
         Command::Secret(cmd) => secret::run(&cmd, &mut std::io::stdout()),
+        Command::Tdx(cmd) => tdx::run(cmd),
+        Command::Pcs(cmd) => pcs::run(cmd),
     };
     match result {
         Ok(status) => status.into(),
