@@ -103,18 +103,18 @@ pub fn run(cmd: SnpCommand) -> Result<Status, UsageError> {
     }
 }
 
-fn micros(start: Instant) -> u64 {
+pub(crate) fn micros(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Writes to stdout, ignoring errors (a closed pipe, as with `| head`, must not panic).
-fn out(s: &str) {
+pub(crate) fn out(s: &str) {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(s.as_bytes()).and_then(|()| stdout.flush());
 }
 
-fn print_json(v: &Value) {
+pub(crate) fn print_json(v: &Value) {
     out(&format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())));
 }
 
@@ -277,7 +277,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     }
 }
 
-fn outcome_name(o: Outcome) -> &'static str {
+pub(crate) fn outcome_name(o: Outcome) -> &'static str {
     match o {
         Outcome::Passed => "passed",
         Outcome::Waived => "waived",

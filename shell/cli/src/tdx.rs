@@ -17,9 +17,10 @@
 //! for a rejection); in text mode a rejection's reason goes to stderr. `micros` times the engine call only.
 
 use super::input;
+use super::snp::{micros, out, outcome_name, print_json};
 use super::{Status, UsageError};
+use attest_engine::Error;
 use attest_engine::tdx::{Collateral, SgxExtensions, TdQuote, TdxPolicy, TdxRequest, TdxVerifier, Trailing};
-use attest_engine::{Error, Outcome};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
@@ -107,29 +108,6 @@ fn load_policy(path: Option<&Path>) -> Result<TdxPolicy, UsageError> {
     let text =
         String::from_utf8(bytes).map_err(|_| UsageError(format!("--policy {}: not UTF-8 text", path.display())))?;
     TdxPolicy::from_text(&text).map_err(|e| UsageError(format!("--policy {}: {e}", path.display())))
-}
-
-fn micros(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
-}
-
-/// Writes to stdout, ignoring errors (a closed pipe must not panic).
-fn out(s: &str) {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(s.as_bytes()).and_then(|()| stdout.flush());
-}
-
-fn print_json(v: &Value) {
-    out(&format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())));
-}
-
-fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Passed => "passed",
-        Outcome::Waived => "waived",
-        Outcome::NotRun => "not run",
-    }
 }
 
 fn reject(err: &Error, mut info: Map<String, Value>, json: bool) -> Status {
