@@ -76,6 +76,10 @@ enum attest_evidence_kind
    * `attest_verifier_verify_document`.
    */
   ATTEST_EVIDENCE_KIND_DOCUMENT = 4,
+  /**
+   * `attest_verifier_verify_td_quote`.
+   */
+  ATTEST_EVIDENCE_KIND_TD_QUOTE = 5,
 };
 #ifndef __cplusplus
 typedef uint32_t attest_evidence_kind;
@@ -357,7 +361,7 @@ enum attest_result
    */
   ATTEST_RESULT_MEASUREMENTS_FILE = 5002,
   /**
-   * An SNP-based variant's policy pins no launch measurement and does not set
+   * An SNP-based variant's policy pins no launch measurement (a TDX variant's: no MRTD) and does not set
    * `dangerous_allow_unpinned_launch`.
    */
   ATTEST_RESULT_LAUNCH_UNPINNED = 5003,
@@ -490,6 +494,86 @@ enum attest_result
    */
   ATTEST_RESULT_POLICY_PROVISIONAL_FIRMWARE = 5132,
   /**
+   * A TDX policy check failed (a check without a code of its own).
+   */
+  ATTEST_RESULT_POLICY_TDX_VIOLATION = 5200,
+  /**
+   * TDX policy check `trailing_bytes` failed (bytes after the quote the policy does not allow).
+   */
+  ATTEST_RESULT_POLICY_TDX_TRAILING_BYTES = 5201,
+  /**
+   * TDX policy check `tcb_status` failed (a TCB status the policy does not accept).
+   */
+  ATTEST_RESULT_POLICY_TDX_TCB_STATUS = 5202,
+  /**
+   * TDX policy check `advisory_ids` failed (an advisory ID the policy does not allow).
+   */
+  ATTEST_RESULT_POLICY_TDX_ADVISORY_IDS = 5203,
+  /**
+   * TDX policy check `report_data` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_REPORT_DATA = 5204,
+  /**
+   * TDX policy check `mrtd` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_MRTD = 5205,
+  /**
+   * TDX policy check `rtmr0` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_RTMR0 = 5206,
+  /**
+   * TDX policy check `rtmr1` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_RTMR1 = 5207,
+  /**
+   * TDX policy check `rtmr2` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_RTMR2 = 5208,
+  /**
+   * TDX policy check `rtmr3` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_RTMR3 = 5209,
+  /**
+   * TDX policy check `mr_config_id` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_MR_CONFIG_ID = 5210,
+  /**
+   * TDX policy check `mr_owner` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_MR_OWNER = 5211,
+  /**
+   * TDX policy check `mr_owner_config` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_MR_OWNER_CONFIG = 5212,
+  /**
+   * TDX policy check `mr_seam` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_MR_SEAM = 5213,
+  /**
+   * TDX policy check `mr_signer_seam` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_MR_SIGNER_SEAM = 5214,
+  /**
+   * TDX policy check `debug` failed (a debuggable TD).
+   */
+  ATTEST_RESULT_POLICY_TDX_DEBUG = 5215,
+  /**
+   * TDX policy check `td_attributes` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_TD_ATTRIBUTES = 5216,
+  /**
+   * TDX policy check `xfam` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_XFAM = 5217,
+  /**
+   * TDX policy check `min_tee_tcb_svn` failed.
+   */
+  ATTEST_RESULT_POLICY_TDX_MIN_TEE_TCB_SVN = 5218,
+  /**
+   * TDX policy check `service_td` failed (a TD bound to service TDs).
+   */
+  ATTEST_RESULT_POLICY_TDX_SERVICE_TD = 5219,
+  /**
    * Another Azure or attestation-variant error.
    */
   ATTEST_RESULT_VARIANT_OTHER = 6000,
@@ -550,6 +634,74 @@ enum attest_result
    */
   ATTEST_RESULT_UNSUPPORTED_ALGORITHM = 7004,
   /**
+   * Another TDX error.
+   */
+  ATTEST_RESULT_TDX_OTHER = 8000,
+  /**
+   * A TD quote structure is malformed.
+   */
+  ATTEST_RESULT_TDX_QUOTE_MALFORMED = 8001,
+  /**
+   * A quote field holds a value the engine does not accept (version, TEE type, key type, QE vendor, …).
+   */
+  ATTEST_RESULT_TDX_UNSUPPORTED = 8002,
+  /**
+   * The QE report signature does not verify under the PCK key.
+   */
+  ATTEST_RESULT_QE_REPORT_SIGNATURE_INVALID = 8003,
+  /**
+   * QE REPORTDATA does not bind the attestation key and QE authentication data.
+   */
+  ATTEST_RESULT_QE_REPORT_DATA_MISMATCH = 8004,
+  /**
+   * The TD quote signature does not verify under the attestation key.
+   */
+  ATTEST_RESULT_TD_QUOTE_SIGNATURE_INVALID = 8005,
+  /**
+   * The PCK certificate's SGX extension is malformed or incomplete.
+   */
+  ATTEST_RESULT_SGX_EXTENSION = 8006,
+  /**
+   * TDX collateral (TCB Info, QE Identity, bundle JSON) is malformed.
+   */
+  ATTEST_RESULT_COLLATERAL_MALFORMED = 8007,
+  /**
+   * A collateral signature does not verify (TCB Info, QE Identity, a CRL).
+   */
+  ATTEST_RESULT_COLLATERAL_SIGNATURE_INVALID = 8008,
+  /**
+   * A collateral part's nextUpdate lies before the trusted time.
+   */
+  ATTEST_RESULT_COLLATERAL_EXPIRED = 8009,
+  /**
+   * A collateral part's issueDate lies after the trusted time.
+   */
+  ATTEST_RESULT_COLLATERAL_NOT_YET_VALID = 8010,
+  /**
+   * No collateral is installed for the quote's platform (FMSPC).
+   */
+  ATTEST_RESULT_COLLATERAL_MISSING = 8011,
+  /**
+   * The platform and the collateral disagree (FMSPC, PCE-ID, PCK CRL issuer).
+   */
+  ATTEST_RESULT_COLLATERAL_MISMATCH = 8012,
+  /**
+   * No TCB level of the collateral is met.
+   */
+  ATTEST_RESULT_TCB_LEVEL_NOT_FOUND = 8013,
+  /**
+   * The QE report or TDX module does not match its identity in the collateral.
+   */
+  ATTEST_RESULT_IDENTITY_MISMATCH = 8014,
+  /**
+   * A chain does not end in the pinned Intel SGX Root CA.
+   */
+  ATTEST_RESULT_UNTRUSTED_INTEL_ROOT = 8015,
+  /**
+   * The CC event log does not replay to the quote's RTMRs.
+   */
+  ATTEST_RESULT_RTMR_REPLAY_MISMATCH = 8016,
+  /**
    * An engine error this build of the FFI does not classify (see the detail text).
    */
   ATTEST_RESULT_UNCLASSIFIED = 9000,
@@ -567,6 +719,32 @@ typedef struct attest_verdict attest_verdict;
  * A verifier (opaque): AMD roots, SNP policy, caches. Thread-safe; free with `attest_verifier_free`.
  */
 typedef struct attest_verifier attest_verifier;
+
+/**
+ * The FMSPC and validity window of installed collateral (`attest_verifier_set_tdx_collateral`).
+ */
+typedef struct attest_tdx_collateral_info {
+  /**
+   * The platform (FMSPC of the TCB Info).
+   */
+  uint8_t fmspc[6];
+  /**
+   * tcbEvaluationDataNumber of the TCB Info.
+   */
+  uint32_t tcb_evaluation_data_number;
+  /**
+   * The latest start of the collateral's validity windows, seconds since 1970.
+   */
+  uint64_t valid_from;
+  /**
+   * The earliest end of them (refresh before this), seconds since 1970.
+   */
+  uint64_t expires;
+  /**
+   * Whether both CRLs (PCK CA and root CA) are present.
+   */
+  bool has_crls;
+} attest_tdx_collateral_info;
 
 /**
  * A borrowed UTF-8 string (not NUL-terminated): `len` bytes at `data`. Valid as long as its source (the
@@ -704,10 +882,58 @@ bool attest_result_is_variant_error(uint32_t code);
 bool attest_result_is_encoding_error(uint32_t code);
 
 /**
+ * Whether `code` is an Intel TDX error (8000–8999: quotes, PCK certificates, collateral, TCB levels, CC event
+ * log). TDX policy checks are policy errors (5200–5299).
+ */
+bool attest_result_is_tdx_error(uint32_t code);
+
+/**
  * Whether `code` rejects the evidence (2000–9999): anything but OK and API-use errors. A daemon that
  * only needs "accept or not" tests `code == ATTEST_RESULT_OK`.
  */
 bool attest_result_is_evidence_error(uint32_t code);
+
+/**
+ * Installs TDX collateral from the shared JSON bundle (`(json, json_len)`; fields `pck_crl_issuer_chain`,
+ * `root_ca_crl`, `pck_crl`, `tcb_info_issuer_chain`, `tcb_info`, `tcb_info_signature`,
+ * `qe_identity_issuer_chain`, `qe_identity`, `qe_identity_signature`, as `attest pcs fetch --bundle` writes
+ * them). The engine verifies both signed JSON objects, every chain to Intel's pinned root and both CRLs
+ * first; on success the set replaces what was installed for its FMSPC and, when `out` is not NULL,
+ * `*out` describes it. On failure nothing changes (`ATTEST_RESULT_COLLATERAL_*`, `ATTEST_RESULT_CRL_*`, …).
+ */
+attest_result attest_verifier_set_tdx_collateral(const struct attest_verifier *verifier,
+                                                 const uint8_t *json,
+                                                 size_t json_len,
+                                                 struct attest_tdx_collateral_info *out);
+
+/**
+ * Replaces the TDX policy with one parsed from JSON (`(json, json_len)`, UTF-8; the engine's `TdxPolicy`
+ * fields, unknown keys rejected, missing keys take the strict defaults: TCB status UpToDate only, no
+ * advisory IDs, no debug TDs, CRLs required; `{}` is the default). On error the previous policy stays.
+ * Applies to TD quote and TDX document verifications.
+ */
+attest_result attest_verifier_set_tdx_policy_json(const struct attest_verifier *verifier,
+                                                  const uint8_t *json,
+                                                  size_t json_len);
+
+/**
+ * Verifies an Intel TDX quote (DCAP v4 or v5; bytes after the quote are judged by the policy's
+ * `trailing_bytes`): PCK chain to Intel's pinned root, QE report and its binding, quote signature,
+ * collateral of the quote's platform (installed before), TCB level and the verifier's TDX policy.
+ *
+ * - `report_data`: optional (NULL, 0) expected REPORTDATA, exactly 64 bytes (else `ATTEST_RESULT_MISUSE`).
+ * - `time`: the trusted time, seconds since 1970; `ATTEST_TIME_NOW` (0) uses the system clock.
+ *
+ * On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_TD_QUOTE`: every TDX check,
+ * `attest_verdict_tdx_tcb_status`, the advisory IDs, the FMSPC and the TD report body.
+ */
+attest_result attest_verifier_verify_td_quote(const struct attest_verifier *verifier,
+                                              const uint8_t *quote,
+                                              size_t quote_len,
+                                              const uint8_t *report_data,
+                                              size_t report_data_len,
+                                              uint64_t time,
+                                              struct attest_verdict **out);
 
 /**
  * Frees a verdict. NULL is ignored. Everything borrowed from it becomes invalid.
@@ -830,6 +1056,46 @@ attest_result attest_verdict_variant(const struct attest_verdict *verdict, struc
  */
 attest_result attest_verdict_ak_basis(const struct attest_verdict *verdict,
                                       struct attest_str *out);
+
+/**
+ * The TCB status of a verdict with a TD quote ("UpToDate", "SWHardeningNeeded", "ConfigurationNeeded",
+ * "ConfigurationAndSWHardeningNeeded", "OutOfDate", "OutOfDateConfigurationNeeded"; static storage), as
+ * Intel's collateral rates the platform, TDX module and QE. `ATTEST_RESULT_NOT_AVAILABLE` without a TD
+ * quote.
+ */
+attest_result attest_verdict_tdx_tcb_status(const struct attest_verdict *verdict,
+                                            struct attest_str *out);
+
+/**
+ * Number of advisory IDs (e.g. "INTEL-SA-00837") of the TCB levels the TD quote matched; each was allowed
+ * by the policy. 0 for NULL and for verdicts without a TD quote.
+ */
+size_t attest_verdict_tdx_advisory_count(const struct attest_verdict *verdict);
+
+/**
+ * Advisory ID number `index` (0-based), borrowed until `attest_verdict_free`. `ATTEST_RESULT_NOT_AVAILABLE`
+ * past the end or without a TD quote.
+ */
+attest_result attest_verdict_tdx_advisory_id(const struct attest_verdict *verdict,
+                                             size_t index,
+                                             struct attest_str *out);
+
+/**
+ * The FMSPC of the TD quote's platform (6 bytes, from its PCK certificate), borrowed until
+ * `attest_verdict_free`. `ATTEST_RESULT_NOT_AVAILABLE` without a TD quote.
+ */
+attest_result attest_verdict_tdx_fmspc(const struct attest_verdict *verdict,
+                                       struct attest_bytes *out);
+
+/**
+ * The verified TD report body as received (584 bytes for TDX 1.0, 648 for TDX 1.5), borrowed until
+ * `attest_verdict_free`. Offsets (Intel TDX DCAP quote format, "TD Quote Body"): TEE_TCB_SVN 0, MRSEAM 16,
+ * MRSIGNERSEAM 64, SEAMATTRIBUTES 112, TDATTRIBUTES 120, XFAM 128, MRTD 136, MRCONFIGID 184, MROWNER 232,
+ * MROWNERCONFIG 280, RTMR0–3 328/376/424/472, REPORTDATA 520; TDX 1.5 adds TEE_TCB_SVN2 584 and
+ * MRSERVICETD 600. `ATTEST_RESULT_NOT_AVAILABLE` without a TD quote.
+ */
+attest_result attest_verdict_td_report(const struct attest_verdict *verdict,
+                                       struct attest_bytes *out);
 
 /**
  * Creates a verifier with AMD's Milan, Genoa and Turin roots, the default (strict) SNP policy, and empty
@@ -978,16 +1244,22 @@ attest_result attest_verifier_verify_azure_snp(const struct attest_verifier *ver
 /**
  * Validates an attestation document (the protobuf `attest.v1.AttestationDocument`, as sent in aTLS
  * certificates) for the attestation variant named `(variant, variant_len)` ("qemu-vtpm",
- * "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp") against the expected PCRs of a measurements file
- * (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and never empty) and
- * the verifier's SNP policy, for the verifier's `nonce` at the trusted `time`. An empty nonce needs
- * `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.
+ * "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp", "azure-tdx", "qemu-tdx") against the expected values of a
+ * measurements file (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and
+ * never empty) and the verifier's policies, for the verifier's `nonce` at the trusted `time`. An empty nonce
+ * needs `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.
  *
  * `qemu-vtpm` documents need their AK pinned first (`attest_verifier_pin_ak`). The SNP variants need a
  * policy that pins the launch (`measurements` or `id_key_digests`) or sets `dangerous_allow_unpinned_launch`
- * (else `ATTEST_RESULT_LAUNCH_UNPINNED`). The measurements file is parsed on every call (≈ µs for a release
- * file). On success `*out` holds a verdict with the SNP part (SNP variants), the quote, `ak_trust`,
- * `event_log`, `launch_measurement` (SNP variants: passed when pinned, waived under the waiver), and one
+ * (else `ATTEST_RESULT_LAUNCH_UNPINNED`). The TDX variants need the platform's collateral installed
+ * (`attest_verifier_set_tdx_collateral`) and verify the TD quote under the verifier's TDX policy; for
+ * `qemu-tdx` (no vTPM) the measurements file holds the TD's measurements in Constellation's layout —
+ * 0 = MRTD, 1–4 = RTMR0–3, 48-byte values, enforced — which replace those of the TDX policy (MRTD is then
+ * pinned); `azure-tdx` documents are measured by their vTPM PCRs like the other variants and need an MRTD
+ * in the TDX policy (or its waiver). The measurements file is parsed on every call (≈ µs for a release
+ * file). On success `*out` holds a verdict with the SNP part (SNP variants), the TD quote part (TDX
+ * variants: every TDX check, `attest_verdict_tdx_*`), the quote (vTPM variants), `ak_trust`, `event_log`,
+ * `ccel_replay` (TDX variants), `launch_measurement` (passed when pinned, waived under the waiver), and one
  * `pcr_<n>` check per expected PCR (outcome `ATTEST_OUTCOME_WARNED` for warn-only mismatches).
  */
 attest_result attest_verifier_verify_document(const struct attest_verifier *verifier,

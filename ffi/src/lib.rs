@@ -61,17 +61,23 @@ pub mod boundary;
 mod document;
 mod handle;
 pub mod result;
+pub mod tdx;
 pub mod verdict;
 pub mod verifier;
 
 pub use result::attest_result;
+pub use tdx::{
+    attest_tdx_collateral_info, attest_verifier_set_tdx_collateral, attest_verifier_set_tdx_policy_json,
+    attest_verifier_verify_td_quote,
+};
 pub use verdict::{
     attest_bytes, attest_check, attest_evidence_kind, attest_outcome, attest_str, attest_tcb, attest_verdict,
     attest_verdict_accepted, attest_verdict_ak_basis, attest_verdict_cache_hit, attest_verdict_check,
     attest_verdict_check_count, attest_verdict_check_outcome, attest_verdict_checks, attest_verdict_free,
     attest_verdict_kind, attest_verdict_measurement, attest_verdict_pcr, attest_verdict_product,
     attest_verdict_report_data, attest_verdict_reported_tcb, attest_verdict_signer, attest_verdict_snp_report,
-    attest_verdict_variant,
+    attest_verdict_td_report, attest_verdict_tdx_advisory_count, attest_verdict_tdx_advisory_id,
+    attest_verdict_tdx_fmspc, attest_verdict_tdx_tcb_status, attest_verdict_variant,
 };
 pub use verifier::{
     ATTEST_QUOTE_SIGNATURE_RSAPSS_SHA256, ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, ATTEST_QUOTE_SIGNATURE_TPMT,

@@ -8,9 +8,10 @@
 //! | 2000–2999 | SEV-SNP report and product |
 //! | 3000–3999 | X.509, AMD certificates, chains, CRLs (DER/PEM included) |
 //! | 4000–4999 | TPM 2.0 quotes, keys and event logs |
-//! | 5000–5999 | policy (5100 + n: the failed SNP policy check), policy and measurements files |
+//! | 5000–5999 | policy (5100 + n: the failed SNP policy check; 5200 + n: the failed TDX policy check), policy and measurements files |
 //! | 6000–6999 | Azure HCL and attestation variants / documents |
 //! | 7000–7999 | encoding shared by several structures (truncation, trailing bytes, size limits, algorithms) |
+//! | 8000–8999 | Intel TDX: quotes, PCK certificates, collateral, TCB levels, CC event log (TDX policy checks are 5200 + n in the policy range) |
 //! | 9000 | an engine error this build does not classify (the engine's `Error` is `#[non_exhaustive]`) |
 //!
 //! Numbers are never reused or renumbered (`tests::numbers_are_pinned`); a retired code stays reserved.
@@ -19,6 +20,7 @@
 
 use attest_engine::Error;
 use attest_engine::policy::Check;
+use attest_engine::tdx::TdxCheck;
 
 /// A result code. C callers receive it as `uint32_t` (`attest_result`); accept codes from C as `u32`,
 /// never as this enum, since C may pass any number.
@@ -155,7 +157,7 @@ pub enum attest_result {
     PolicyFile = 5001,
     /// The measurements file (JSON/YAML) is invalid.
     MeasurementsFile = 5002,
-    /// An SNP-based variant's policy pins no launch measurement and does not set
+    /// An SNP-based variant's policy pins no launch measurement (a TDX variant's: no MRTD) and does not set
     /// `dangerous_allow_unpinned_launch`.
     LaunchUnpinned = 5003,
     /// Policy check `report_structure` failed.
@@ -222,6 +224,46 @@ pub enum attest_result {
     PolicyMinCurrentTcb = 5131,
     /// Policy check `provisional_firmware` failed.
     PolicyProvisionalFirmware = 5132,
+    /// A TDX policy check failed (a check without a code of its own).
+    PolicyTdxViolation = 5200,
+    /// TDX policy check `trailing_bytes` failed (bytes after the quote the policy does not allow).
+    PolicyTdxTrailingBytes = 5201,
+    /// TDX policy check `tcb_status` failed (a TCB status the policy does not accept).
+    PolicyTdxTcbStatus = 5202,
+    /// TDX policy check `advisory_ids` failed (an advisory ID the policy does not allow).
+    PolicyTdxAdvisoryIds = 5203,
+    /// TDX policy check `report_data` failed.
+    PolicyTdxReportData = 5204,
+    /// TDX policy check `mrtd` failed.
+    PolicyTdxMrtd = 5205,
+    /// TDX policy check `rtmr0` failed.
+    PolicyTdxRtmr0 = 5206,
+    /// TDX policy check `rtmr1` failed.
+    PolicyTdxRtmr1 = 5207,
+    /// TDX policy check `rtmr2` failed.
+    PolicyTdxRtmr2 = 5208,
+    /// TDX policy check `rtmr3` failed.
+    PolicyTdxRtmr3 = 5209,
+    /// TDX policy check `mr_config_id` failed.
+    PolicyTdxMrConfigId = 5210,
+    /// TDX policy check `mr_owner` failed.
+    PolicyTdxMrOwner = 5211,
+    /// TDX policy check `mr_owner_config` failed.
+    PolicyTdxMrOwnerConfig = 5212,
+    /// TDX policy check `mr_seam` failed.
+    PolicyTdxMrSeam = 5213,
+    /// TDX policy check `mr_signer_seam` failed.
+    PolicyTdxMrSignerSeam = 5214,
+    /// TDX policy check `debug` failed (a debuggable TD).
+    PolicyTdxDebug = 5215,
+    /// TDX policy check `td_attributes` failed.
+    PolicyTdxTdAttributes = 5216,
+    /// TDX policy check `xfam` failed.
+    PolicyTdxXfam = 5217,
+    /// TDX policy check `min_tee_tcb_svn` failed.
+    PolicyTdxMinTeeTcbSvn = 5218,
+    /// TDX policy check `service_td` failed (a TD bound to service TDs).
+    PolicyTdxServiceTd = 5219,
 
     // ---- 6000: Azure and variants ---------------------------------------------------------------------------
     /// Another Azure or attestation-variant error.
@@ -256,6 +298,42 @@ pub enum attest_result {
     LimitExceeded = 7003,
     /// An unsupported algorithm, key type or parameter.
     UnsupportedAlgorithm = 7004,
+
+    // ---- 8000: Intel TDX ------------------------------------------------------------------------------
+    /// Another TDX error.
+    TdxOther = 8000,
+    /// A TD quote structure is malformed.
+    TdxQuoteMalformed = 8001,
+    /// A quote field holds a value the engine does not accept (version, TEE type, key type, QE vendor, …).
+    TdxUnsupported = 8002,
+    /// The QE report signature does not verify under the PCK key.
+    QeReportSignatureInvalid = 8003,
+    /// QE REPORTDATA does not bind the attestation key and QE authentication data.
+    QeReportDataMismatch = 8004,
+    /// The TD quote signature does not verify under the attestation key.
+    TdQuoteSignatureInvalid = 8005,
+    /// The PCK certificate's SGX extension is malformed or incomplete.
+    SgxExtension = 8006,
+    /// TDX collateral (TCB Info, QE Identity, bundle JSON) is malformed.
+    CollateralMalformed = 8007,
+    /// A collateral signature does not verify (TCB Info, QE Identity, a CRL).
+    CollateralSignatureInvalid = 8008,
+    /// A collateral part's nextUpdate lies before the trusted time.
+    CollateralExpired = 8009,
+    /// A collateral part's issueDate lies after the trusted time.
+    CollateralNotYetValid = 8010,
+    /// No collateral is installed for the quote's platform (FMSPC).
+    CollateralMissing = 8011,
+    /// The platform and the collateral disagree (FMSPC, PCE-ID, PCK CRL issuer).
+    CollateralMismatch = 8012,
+    /// No TCB level of the collateral is met.
+    TcbLevelNotFound = 8013,
+    /// The QE report or TDX module does not match its identity in the collateral.
+    IdentityMismatch = 8014,
+    /// A chain does not end in the pinned Intel SGX Root CA.
+    UntrustedIntelRoot = 8015,
+    /// The CC event log does not replay to the quote's RTMRs.
+    RtmrReplayMismatch = 8016,
 
     // ---- 9000 -------------------------------------------------------------------------------------------
     /// An engine error this build of the FFI does not classify (see the detail text).
@@ -339,7 +417,7 @@ result_table! {
     PolicyViolation => "policy check failed",
     PolicyFile => "invalid policy file",
     MeasurementsFile => "invalid measurements file",
-    LaunchUnpinned => "SNP policy pins no launch measurement",
+    LaunchUnpinned => "policy pins no launch measurement",
     PolicyReportStructure => "policy check failed: report_structure",
     PolicyProduct => "policy check failed: product",
     PolicyCertificateChain => "policy check failed: certificate_chain",
@@ -372,6 +450,26 @@ result_table! {
     PolicyMinLaunchTcb => "policy check failed: min_launch_tcb",
     PolicyMinCurrentTcb => "policy check failed: min_current_tcb",
     PolicyProvisionalFirmware => "policy check failed: provisional_firmware",
+    PolicyTdxViolation => "TDX policy check failed",
+    PolicyTdxTrailingBytes => "TDX policy check failed: trailing_bytes",
+    PolicyTdxTcbStatus => "TDX policy check failed: tcb_status",
+    PolicyTdxAdvisoryIds => "TDX policy check failed: advisory_ids",
+    PolicyTdxReportData => "TDX policy check failed: report_data",
+    PolicyTdxMrtd => "TDX policy check failed: mrtd",
+    PolicyTdxRtmr0 => "TDX policy check failed: rtmr0",
+    PolicyTdxRtmr1 => "TDX policy check failed: rtmr1",
+    PolicyTdxRtmr2 => "TDX policy check failed: rtmr2",
+    PolicyTdxRtmr3 => "TDX policy check failed: rtmr3",
+    PolicyTdxMrConfigId => "TDX policy check failed: mr_config_id",
+    PolicyTdxMrOwner => "TDX policy check failed: mr_owner",
+    PolicyTdxMrOwnerConfig => "TDX policy check failed: mr_owner_config",
+    PolicyTdxMrSeam => "TDX policy check failed: mr_seam",
+    PolicyTdxMrSignerSeam => "TDX policy check failed: mr_signer_seam",
+    PolicyTdxDebug => "TDX policy check failed: debug",
+    PolicyTdxTdAttributes => "TDX policy check failed: td_attributes",
+    PolicyTdxXfam => "TDX policy check failed: xfam",
+    PolicyTdxMinTeeTcbSvn => "TDX policy check failed: min_tee_tcb_svn",
+    PolicyTdxServiceTd => "TDX policy check failed: service_td",
     VariantOther => "attestation variant error",
     RuntimeData => "malformed HCL runtime data",
     VariantMismatch => "attestation variant mismatch",
@@ -387,6 +485,23 @@ result_table! {
     TrailingData => "trailing data after a structure",
     LimitExceeded => "size or count limit exceeded",
     UnsupportedAlgorithm => "unsupported algorithm",
+    TdxOther => "TDX error",
+    TdxQuoteMalformed => "malformed TD quote",
+    TdxUnsupported => "unsupported TD quote field value",
+    QeReportSignatureInvalid => "QE report signature does not verify under the PCK key",
+    QeReportDataMismatch => "QE report data does not bind the attestation key",
+    TdQuoteSignatureInvalid => "TD quote signature does not verify",
+    SgxExtension => "malformed PCK certificate SGX extension",
+    CollateralMalformed => "malformed TDX collateral",
+    CollateralSignatureInvalid => "TDX collateral signature does not verify",
+    CollateralExpired => "TDX collateral expired",
+    CollateralNotYetValid => "TDX collateral not yet valid",
+    CollateralMissing => "no TDX collateral for the quote's platform",
+    CollateralMismatch => "TDX collateral does not match the platform",
+    TcbLevelNotFound => "no TCB level of the TDX collateral is met",
+    IdentityMismatch => "QE or TDX module identity mismatch",
+    UntrustedIntelRoot => "chain does not end in the pinned Intel SGX Root CA",
+    RtmrReplayMismatch => "CC event log does not replay to the quote's RTMRs",
     Unclassified => "unclassified engine error",
 }
 
@@ -433,6 +548,36 @@ impl attest_result {
             Check::ProvisionalFirmware => Self::PolicyProvisionalFirmware,
             // `Check` is #[non_exhaustive]: a check added later reports the generic policy code.
             _ => Self::PolicyViolation,
+        }
+    }
+}
+
+impl attest_result {
+    /// The code for a failed TDX policy check.
+    fn for_tdx_check(check: TdxCheck) -> Self {
+        match check {
+            TdxCheck::TrailingBytes => Self::PolicyTdxTrailingBytes,
+            TdxCheck::TcbStatus => Self::PolicyTdxTcbStatus,
+            TdxCheck::AdvisoryIds => Self::PolicyTdxAdvisoryIds,
+            TdxCheck::ReportData => Self::PolicyTdxReportData,
+            TdxCheck::Mrtd => Self::PolicyTdxMrtd,
+            TdxCheck::Rtmr0 => Self::PolicyTdxRtmr0,
+            TdxCheck::Rtmr1 => Self::PolicyTdxRtmr1,
+            TdxCheck::Rtmr2 => Self::PolicyTdxRtmr2,
+            TdxCheck::Rtmr3 => Self::PolicyTdxRtmr3,
+            TdxCheck::MrConfigId => Self::PolicyTdxMrConfigId,
+            TdxCheck::MrOwner => Self::PolicyTdxMrOwner,
+            TdxCheck::MrOwnerConfig => Self::PolicyTdxMrOwnerConfig,
+            TdxCheck::MrSeam => Self::PolicyTdxMrSeam,
+            TdxCheck::MrSignerSeam => Self::PolicyTdxMrSignerSeam,
+            TdxCheck::Debug => Self::PolicyTdxDebug,
+            TdxCheck::TdAttributes => Self::PolicyTdxTdAttributes,
+            TdxCheck::Xfam => Self::PolicyTdxXfam,
+            TdxCheck::MinTeeTcbSvn => Self::PolicyTdxMinTeeTcbSvn,
+            TdxCheck::ServiceTd => Self::PolicyTdxServiceTd,
+            // The other checks fail with errors of their own (signatures, collateral, TCB); a check added
+            // later reports the generic TDX policy code.
+            _ => Self::PolicyTdxViolation,
         }
     }
 }
@@ -503,6 +648,23 @@ impl From<&Error> for attest_result {
             Error::Policy(v) => R::for_check(v.check),
             Error::PolicyFile { .. } => R::PolicyFile,
             Error::Misuse { .. } => R::Misuse,
+            Error::TdxQuote { .. } => R::TdxQuoteMalformed,
+            Error::TdxUnsupported { .. } => R::TdxUnsupported,
+            Error::QeReportSignatureInvalid => R::QeReportSignatureInvalid,
+            Error::QeReportDataMismatch { .. } => R::QeReportDataMismatch,
+            Error::TdQuoteSignatureInvalid => R::TdQuoteSignatureInvalid,
+            Error::SgxExtension { .. } => R::SgxExtension,
+            Error::Collateral { .. } => R::CollateralMalformed,
+            Error::CollateralSignatureInvalid { .. } => R::CollateralSignatureInvalid,
+            Error::CollateralExpired { .. } => R::CollateralExpired,
+            Error::CollateralNotYetValid { .. } => R::CollateralNotYetValid,
+            Error::CollateralMissing { .. } => R::CollateralMissing,
+            Error::CollateralMismatch { .. } => R::CollateralMismatch,
+            Error::TcbLevelNotFound { .. } => R::TcbLevelNotFound,
+            Error::IdentityMismatch { .. } => R::IdentityMismatch,
+            Error::UntrustedIntelRoot => R::UntrustedIntelRoot,
+            Error::RtmrReplayMismatch { .. } => R::RtmrReplayMismatch,
+            Error::TdxPolicy(v) => R::for_tdx_check(v.check),
             _ => R::Unclassified,
         }
     }
@@ -516,6 +678,7 @@ pub(crate) const TPM: (u32, u32) = (4000, 5000);
 pub(crate) const POLICY: (u32, u32) = (5000, 6000);
 pub(crate) const VARIANT: (u32, u32) = (6000, 7000);
 pub(crate) const ENCODING: (u32, u32) = (7000, 8000);
+pub(crate) const TDX: (u32, u32) = (8000, 9000);
 
 fn in_range(code: u32, (start, end): (u32, u32)) -> bool {
     (start..end).contains(&code)
@@ -569,6 +732,14 @@ pub extern "C" fn attest_result_is_variant_error(code: u32) -> bool {
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
 pub extern "C" fn attest_result_is_encoding_error(code: u32) -> bool {
     in_range(code, ENCODING)
+}
+
+/// Whether `code` is an Intel TDX error (8000–8999: quotes, PCK certificates, collateral, TCB levels, CC event
+/// log). TDX policy checks are policy errors (5200–5299).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_result_is_tdx_error(code: u32) -> bool {
+    in_range(code, TDX)
 }
 
 /// Whether `code` rejects the evidence (2000–9999): anything but OK and API-use errors. A daemon that
@@ -682,6 +853,26 @@ mod tests {
             (R::PolicyMinLaunchTcb, 5130),
             (R::PolicyMinCurrentTcb, 5131),
             (R::PolicyProvisionalFirmware, 5132),
+            (R::PolicyTdxViolation, 5200),
+            (R::PolicyTdxTrailingBytes, 5201),
+            (R::PolicyTdxTcbStatus, 5202),
+            (R::PolicyTdxAdvisoryIds, 5203),
+            (R::PolicyTdxReportData, 5204),
+            (R::PolicyTdxMrtd, 5205),
+            (R::PolicyTdxRtmr0, 5206),
+            (R::PolicyTdxRtmr1, 5207),
+            (R::PolicyTdxRtmr2, 5208),
+            (R::PolicyTdxRtmr3, 5209),
+            (R::PolicyTdxMrConfigId, 5210),
+            (R::PolicyTdxMrOwner, 5211),
+            (R::PolicyTdxMrOwnerConfig, 5212),
+            (R::PolicyTdxMrSeam, 5213),
+            (R::PolicyTdxMrSignerSeam, 5214),
+            (R::PolicyTdxDebug, 5215),
+            (R::PolicyTdxTdAttributes, 5216),
+            (R::PolicyTdxXfam, 5217),
+            (R::PolicyTdxMinTeeTcbSvn, 5218),
+            (R::PolicyTdxServiceTd, 5219),
             (R::VariantOther, 6000),
             (R::RuntimeData, 6001),
             (R::VariantMismatch, 6002),
@@ -697,6 +888,23 @@ mod tests {
             (R::TrailingData, 7002),
             (R::LimitExceeded, 7003),
             (R::UnsupportedAlgorithm, 7004),
+            (R::TdxOther, 8000),
+            (R::TdxQuoteMalformed, 8001),
+            (R::TdxUnsupported, 8002),
+            (R::QeReportSignatureInvalid, 8003),
+            (R::QeReportDataMismatch, 8004),
+            (R::TdQuoteSignatureInvalid, 8005),
+            (R::SgxExtension, 8006),
+            (R::CollateralMalformed, 8007),
+            (R::CollateralSignatureInvalid, 8008),
+            (R::CollateralExpired, 8009),
+            (R::CollateralNotYetValid, 8010),
+            (R::CollateralMissing, 8011),
+            (R::CollateralMismatch, 8012),
+            (R::TcbLevelNotFound, 8013),
+            (R::IdentityMismatch, 8014),
+            (R::UntrustedIntelRoot, 8015),
+            (R::RtmrReplayMismatch, 8016),
             (R::Unclassified, 9000),
         ];
         assert_eq!(pinned.len(), attest_result::ALL.len(), "a code was added without pinning its number");
@@ -718,6 +926,7 @@ mod tests {
                 attest_result_is_policy_error(n),
                 attest_result_is_variant_error(n),
                 attest_result_is_encoding_error(n),
+                attest_result_is_tdx_error(n),
             ];
             let count = domains.iter().filter(|d| **d).count();
             match r {
@@ -755,6 +964,16 @@ mod tests {
                 attest_result_is_x509_error,
             ),
             (Error::ExtendedKeyUsageNotPermitted { role: CertRole::Leaf, depth: 0 }, attest_result_is_x509_error),
+            (Error::TdQuoteSignatureInvalid, attest_result_is_tdx_error),
+            (Error::TdxQuote { structure: "header", offset: 0, reason: "r" }, attest_result_is_tdx_error),
+            (Error::CollateralExpired { what: "TCB Info", time: t, next_update: t }, attest_result_is_tdx_error),
+            (Error::CollateralMissing { fmspc: b.clone() }, attest_result_is_tdx_error),
+            (Error::TcbLevelNotFound { what: "platform" }, attest_result_is_tdx_error),
+            (Error::UntrustedIntelRoot, attest_result_is_tdx_error),
+            (
+                Error::RtmrReplayMismatch { rtmr: 1, expected: b.clone(), replayed: b.clone() },
+                attest_result_is_tdx_error,
+            ),
         ];
         for (e, domain) in samples {
             let r = attest_result::from(&e);
@@ -768,6 +987,44 @@ mod tests {
             assert!((5101..5200).contains(&(r as u32)), "{c} → {r:?}");
             assert!(r.text().ends_with(c.name()), "{c} → {r:?}");
             assert!(seen.insert(r), "{c} shares {r:?}");
+        }
+        // Every TDX check a policy can fail has its own code in 5201..5300, named after it; the others (which
+        // fail with errors of their own) the generic one.
+        let policy_checks = [
+            TdxCheck::TrailingBytes,
+            TdxCheck::TcbStatus,
+            TdxCheck::AdvisoryIds,
+            TdxCheck::ReportData,
+            TdxCheck::Mrtd,
+            TdxCheck::Rtmr0,
+            TdxCheck::Rtmr1,
+            TdxCheck::Rtmr2,
+            TdxCheck::Rtmr3,
+            TdxCheck::MrConfigId,
+            TdxCheck::MrOwner,
+            TdxCheck::MrOwnerConfig,
+            TdxCheck::MrSeam,
+            TdxCheck::MrSignerSeam,
+            TdxCheck::Debug,
+            TdxCheck::TdAttributes,
+            TdxCheck::Xfam,
+            TdxCheck::MinTeeTcbSvn,
+            TdxCheck::ServiceTd,
+        ];
+        for c in TdxCheck::ALL {
+            let e = Error::TdxPolicy(attest_engine::error::TdxPolicyViolation {
+                check: *c,
+                expected: Value::Int(0),
+                found: Value::Int(1),
+            });
+            let r = attest_result::from(&e);
+            assert!(attest_result_is_policy_error(r as u32), "{c} → {r:?}");
+            if policy_checks.contains(c) {
+                assert!((5201..5300).contains(&(r as u32)) && r.text().ends_with(c.name()), "{c} → {r:?}");
+                assert!(seen.insert(r), "{c} shares {r:?}");
+            } else {
+                assert_eq!(r, attest_result::PolicyTdxViolation, "{c}");
+            }
         }
     }
 }

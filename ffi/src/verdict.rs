@@ -16,6 +16,7 @@ use crate::result::attest_result;
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::policy::Outcome;
 use attest_engine::snp::{REPORT_SIZE, Report};
+use attest_engine::tdx::VerifiedTdQuote;
 use attest_engine::tpm::VerifiedQuote;
 use attest_engine::{TcbVersion, VerifiedReport};
 use std::borrow::Cow;
@@ -137,6 +138,8 @@ pub enum attest_evidence_kind {
     AzureSnp = 3,
     /// `attest_verifier_verify_document`.
     Document = 4,
+    /// `attest_verifier_verify_td_quote`.
+    TdQuote = 5,
 }
 
 /// The SNP part of a verdict, owned.
@@ -149,12 +152,22 @@ pub(crate) struct SnpFacts {
     cache_hit: bool,
 }
 
+/// The TDX part of a verdict, owned.
+#[derive(Debug)]
+pub(crate) struct TdxFacts {
+    tcb_status: &'static str,
+    advisory_ids: Vec<Box<str>>,
+    fmspc: [u8; 6],
+    body: Box<[u8]>,
+}
+
 /// The Rust value behind `attest_verdict`.
 #[derive(Debug)]
 pub struct Verdict {
     kind: attest_evidence_kind,
     checks: Vec<(Cow<'static, str>, attest_outcome)>,
     snp: Option<SnpFacts>,
+    tdx: Option<TdxFacts>,
     /// Quoted SHA-256 PCR values by index (`None`: not quoted).
     pcrs: Option<Box<[Option<[u8; 32]>; 24]>>,
     variant: Option<&'static str>,
@@ -163,7 +176,7 @@ pub struct Verdict {
 
 impl Verdict {
     pub(crate) fn new(kind: attest_evidence_kind) -> Self {
-        Self { kind, checks: Vec::new(), snp: None, pcrs: None, variant: None, ak_basis: None }
+        Self { kind, checks: Vec::new(), snp: None, tdx: None, pcrs: None, variant: None, ak_basis: None }
     }
 
     /// Adds the SNP report's facts and every SNP check.
@@ -200,11 +213,34 @@ impl Verdict {
         self
     }
 
+    /// Adds the TD quote's facts and every TDX check.
+    pub(crate) fn with_tdx(mut self, q: &VerifiedTdQuote<'_>) -> Self {
+        self.checks.extend(q.verdict().iter().map(|(c, o)| (Cow::Borrowed(c.name()), o.into())));
+        let body = q.body();
+        let header = q.quote().header();
+        // The TD report body as received: it follows the 48-byte header (v4) or the header and the
+        // 6-byte body descriptor (v5).
+        let start = if header.version() == 5 { 48 + 6 } else { 48 };
+        let len = if body.tee_tcb_svn2().is_some() { 648 } else { 584 };
+        let bytes = q.quote().as_bytes().get(start..start + len).unwrap_or_default();
+        self.tdx = Some(TdxFacts {
+            tcb_status: q.tcb_status().name(),
+            advisory_ids: q.advisory_ids().map(Box::from).collect(),
+            fmspc: q.pck().fmspc,
+            body: bytes.into(),
+        });
+        self
+    }
+
     /// Sets the variant and AK basis of a document verdict.
     pub(crate) fn with_variant(mut self, variant: &'static str, ak_basis: Option<&'static str>) -> Self {
         self.variant = Some(variant);
         self.ak_basis = ak_basis;
         self
+    }
+
+    fn tdx(&self) -> Result<&TdxFacts, attest_result> {
+        self.tdx.as_ref().ok_or(attest_result::NotAvailable)
     }
 
     fn snp(&self) -> Result<&SnpFacts, attest_result> {
@@ -428,4 +464,55 @@ pub extern "C" fn attest_verdict_variant(verdict: *const attest_verdict, out: *m
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
 pub extern "C" fn attest_verdict_ak_basis(verdict: *const attest_verdict, out: *mut attest_str) -> attest_result {
     read(verdict, out, |v| v.ak_basis.map(attest_str::new).ok_or(attest_result::NotAvailable))
+}
+
+/// The TCB status of a verdict with a TD quote ("UpToDate", "SWHardeningNeeded", "ConfigurationNeeded",
+/// "ConfigurationAndSWHardeningNeeded", "OutOfDate", "OutOfDateConfigurationNeeded"; static storage), as
+/// Intel's collateral rates the platform, TDX module and QE. `ATTEST_RESULT_NOT_AVAILABLE` without a TD
+/// quote.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verdict_tdx_tcb_status(verdict: *const attest_verdict, out: *mut attest_str) -> attest_result {
+    read(verdict, out, |v| Ok(attest_str::new(v.tdx()?.tcb_status)))
+}
+
+/// Number of advisory IDs (e.g. "INTEL-SA-00837") of the TCB levels the TD quote matched; each was allowed
+/// by the policy. 0 for NULL and for verdicts without a TD quote.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verdict_tdx_advisory_count(verdict: *const attest_verdict) -> usize {
+    guard_value(0, || try_ref(verdict).and_then(|v| v.tdx.as_ref()).map_or(0, |t| t.advisory_ids.len()))
+}
+
+/// Advisory ID number `index` (0-based), borrowed until `attest_verdict_free`. `ATTEST_RESULT_NOT_AVAILABLE`
+/// past the end or without a TD quote.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verdict_tdx_advisory_id(
+    verdict: *const attest_verdict,
+    index: usize,
+    out: *mut attest_str,
+) -> attest_result {
+    read(verdict, out, |v| {
+        v.tdx()?.advisory_ids.get(index).map(|s| attest_str::new(s)).ok_or(attest_result::NotAvailable)
+    })
+}
+
+/// The FMSPC of the TD quote's platform (6 bytes, from its PCK certificate), borrowed until
+/// `attest_verdict_free`. `ATTEST_RESULT_NOT_AVAILABLE` without a TD quote.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verdict_tdx_fmspc(verdict: *const attest_verdict, out: *mut attest_bytes) -> attest_result {
+    read(verdict, out, |v| Ok(attest_bytes::new(&v.tdx()?.fmspc)))
+}
+
+/// The verified TD report body as received (584 bytes for TDX 1.0, 648 for TDX 1.5), borrowed until
+/// `attest_verdict_free`. Offsets (Intel TDX DCAP quote format, "TD Quote Body"): TEE_TCB_SVN 0, MRSEAM 16,
+/// MRSIGNERSEAM 64, SEAMATTRIBUTES 112, TDATTRIBUTES 120, XFAM 128, MRTD 136, MRCONFIGID 184, MROWNER 232,
+/// MROWNERCONFIG 280, RTMR0–3 328/376/424/472, REPORTDATA 520; TDX 1.5 adds TEE_TCB_SVN2 584 and
+/// MRSERVICETD 600. `ATTEST_RESULT_NOT_AVAILABLE` without a TD quote.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verdict_td_report(verdict: *const attest_verdict, out: *mut attest_bytes) -> attest_result {
+    read(verdict, out, |v| Ok(attest_bytes::new(&v.tdx()?.body)))
 }

@@ -21,9 +21,10 @@ use crate::verdict::{Verdict, attest_evidence_kind, attest_outcome, attest_verdi
 use attest_engine::azure::{AzureSnpRequest, verify_azure_snp};
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::snp::Report;
+use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::tpm::alg::hash_from_tpm;
 use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmtPublic, verify_quote};
-use attest_engine::variant::{AkBasis, PcrOutcome, StaticAkRegistry, Validator, Variant};
+use attest_engine::variant::{AkBasis, PcrOutcome, PcrPolicy, StaticAkRegistry, Validator, Variant};
 use attest_engine::x509::pem::{certificates_from_pem_or_der, parse_pem};
 use attest_engine::{Error, LaunchPinning, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
 use std::borrow::Cow;
@@ -125,20 +126,35 @@ pub struct Verifier {
     policy: RwLock<Arc<SnpPolicy>>,
     pinned_aks: RwLock<Arc<StaticAkRegistry>>,
     leaves: Mutex<LeafStore>,
+    /// Intel's pinned root and the installed TDX collateral (`attest_verifier_set_tdx_collateral`).
+    pub(crate) tdx: Arc<TdxVerifier>,
+    pub(crate) tdx_policy: RwLock<Arc<TdxPolicy>>,
 }
 
 impl Verifier {
     fn new() -> Self {
+        Self::with_tdx_verifier(TdxVerifier::new())
+    }
+
+    /// A verifier whose TD quotes are verified by `tdx` (Intel's root in production; a test root in the
+    /// crate's unit tests).
+    pub(crate) fn with_tdx_verifier(tdx: TdxVerifier) -> Self {
         Self {
             snp: Arc::new(SnpVerifier::new()),
             policy: RwLock::new(Arc::new(SnpPolicy::default())),
             pinned_aks: RwLock::new(Arc::new(StaticAkRegistry::default())),
             leaves: Mutex::new(LeafStore::default()),
+            tdx: Arc::new(tdx),
+            tdx_policy: RwLock::new(Arc::new(TdxPolicy::default())),
         }
     }
 
     fn policy(&self) -> Arc<SnpPolicy> {
         Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub(crate) fn tdx_policy(&self) -> Arc<TdxPolicy> {
+        Arc::clone(&self.tdx_policy.read().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
@@ -150,9 +166,9 @@ const _: () = {
 };
 
 /// A failed call: its code and the detailed message for `attest_verifier_last_error`.
-struct Failure {
-    code: attest_result,
-    message: String,
+pub(crate) struct Failure {
+    pub(crate) code: attest_result,
+    pub(crate) message: String,
 }
 
 impl From<Error> for Failure {
@@ -182,12 +198,12 @@ impl From<document::DocError> for Failure {
     }
 }
 
-fn misuse(what: &str) -> Failure {
+pub(crate) fn misuse(what: &str) -> Failure {
     Failure { code: attest_result::InvalidParameter, message: what.to_owned() }
 }
 
 /// Runs a verifier call: panic boundary, NULL verifier check, per-thread detailed error.
-fn call(v: *const attest_verifier, f: impl FnOnce(&Verifier) -> Result<(), Failure>) -> attest_result {
+pub(crate) fn call(v: *const attest_verifier, f: impl FnOnce(&Verifier) -> Result<(), Failure>) -> attest_result {
     guard(|| {
         let verifier = try_ref(v).ok_or(attest_result::NullParameter)?;
         let outcome = f(verifier).map_err(|e| (e.code, e.message));
@@ -199,12 +215,12 @@ fn call(v: *const attest_verifier, f: impl FnOnce(&Verifier) -> Result<(), Failu
 }
 
 /// An input `(ptr, len)`; NULL with a nonzero length is `NULL_PARAMETER`.
-fn input<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], Failure> {
+pub(crate) fn input<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], Failure> {
     try_slice(ptr, len).ok_or_else(|| Failure::from(attest_result::NullParameter))
 }
 
 /// A required, non-empty input.
-fn required<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Failure> {
+pub(crate) fn required<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Failure> {
     if ptr.is_null() {
         return Err(Failure { code: attest_result::NullParameter, message: format!("{what} is NULL") });
     }
@@ -226,11 +242,11 @@ fn check_nonce(nonce: &[u8], flags: u32) -> Result<(), Failure> {
     Ok(())
 }
 
-fn out_param<'a, T>(ptr: *mut T) -> Result<OutPtr<'a, T>, Failure> {
+pub(crate) fn out_param<'a, T>(ptr: *mut T) -> Result<OutPtr<'a, T>, Failure> {
     OutPtr::new(ptr).ok_or_else(|| Failure::from(attest_result::NullParameter))
 }
 
-fn trusted_time(time: u64) -> Result<UnixTime, Failure> {
+pub(crate) fn trusted_time(time: u64) -> Result<UnixTime, Failure> {
     if time != ATTEST_TIME_NOW {
         return Ok(UnixTime::from_secs(time));
     }
@@ -292,7 +308,7 @@ fn pcr_values(pcrs: &[attest_pcr_value]) -> Result<PcrValues<'_>, Failure> {
     Ok(out)
 }
 
-fn write_verdict(out: OutPtr<'_, *mut attest_verdict>, verdict: Verdict) {
+pub(crate) fn write_verdict(out: OutPtr<'_, *mut attest_verdict>, verdict: Verdict) {
     out.write(crate::handle::box_into_ptr::<attest_verdict>(verdict));
 }
 
@@ -635,16 +651,22 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
 
 /// Validates an attestation document (the protobuf `attest.v1.AttestationDocument`, as sent in aTLS
 /// certificates) for the attestation variant named `(variant, variant_len)` ("qemu-vtpm",
-/// "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp") against the expected PCRs of a measurements file
-/// (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and never empty) and
-/// the verifier's SNP policy, for the verifier's `nonce` at the trusted `time`. An empty nonce needs
-/// `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.
+/// "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp", "azure-tdx", "qemu-tdx") against the expected values of a
+/// measurements file (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and
+/// never empty) and the verifier's policies, for the verifier's `nonce` at the trusted `time`. An empty nonce
+/// needs `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.
 ///
 /// `qemu-vtpm` documents need their AK pinned first (`attest_verifier_pin_ak`). The SNP variants need a
 /// policy that pins the launch (`measurements` or `id_key_digests`) or sets `dangerous_allow_unpinned_launch`
-/// (else `ATTEST_RESULT_LAUNCH_UNPINNED`). The measurements file is parsed on every call (≈ µs for a release
-/// file). On success `*out` holds a verdict with the SNP part (SNP variants), the quote, `ak_trust`,
-/// `event_log`, `launch_measurement` (SNP variants: passed when pinned, waived under the waiver), and one
+/// (else `ATTEST_RESULT_LAUNCH_UNPINNED`). The TDX variants need the platform's collateral installed
+/// (`attest_verifier_set_tdx_collateral`) and verify the TD quote under the verifier's TDX policy; for
+/// `qemu-tdx` (no vTPM) the measurements file holds the TD's measurements in Constellation's layout —
+/// 0 = MRTD, 1–4 = RTMR0–3, 48-byte values, enforced — which replace those of the TDX policy (MRTD is then
+/// pinned); `azure-tdx` documents are measured by their vTPM PCRs like the other variants and need an MRTD
+/// in the TDX policy (or its waiver). The measurements file is parsed on every call (≈ µs for a release
+/// file). On success `*out` holds a verdict with the SNP part (SNP variants), the TD quote part (TDX
+/// variants: every TDX check, `attest_verdict_tdx_*`), the quote (vTPM variants), `ak_trust`, `event_log`,
+/// `ccel_replay` (TDX variants), `launch_measurement` (passed when pinned, waived under the waiver), and one
 /// `pcr_<n>` check per expected PCR (outcome `ATTEST_OUTCOME_WARNED` for warn-only mismatches).
 #[unsafe(no_mangle)]
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
@@ -676,18 +698,28 @@ pub extern "C" fn attest_verifier_verify_document(
             code: attest_result::UnsupportedVariant,
             message: format!("unsupported attestation variant {:?}", String::from_utf8_lossy(variant)),
         })?;
-        let expected = attest_measurements::parse_any(measurements)?.to_pcr_policy()?;
+        let measurements = attest_measurements::parse_any(measurements)?;
+        let (expected, tdx_policy) = if variant.has_vtpm() {
+            (measurements.to_pcr_policy()?, (*v.tdx_policy()).clone())
+        } else {
+            (PcrPolicy::default(), measurements.to_tdx_policy(&v.tdx_policy())?)
+        };
         let doc = document::decode(doc_bytes)?;
         let pcrs = document::pcr_values(&doc)?;
         let view = document::view(&doc, &pcrs);
         let pins = Arc::clone(&v.pinned_aks.read().unwrap_or_else(PoisonError::into_inner));
-        let validator =
-            Validator::new(variant, Arc::clone(&v.snp), (*v.policy()).clone(), expected).with_ak_registry(pins);
+        let validator = Validator::new(variant, Arc::clone(&v.snp), (*v.policy()).clone(), expected)
+            .with_ak_registry(pins)
+            .with_tdx(Arc::clone(&v.tdx), tdx_policy);
         let ok = validator.validate(&view, nonce, time)?;
 
         let mut verdict = Verdict::new(attest_evidence_kind::Document);
         if let Some(snp) = &ok.snp {
             verdict = verdict.with_snp(snp);
+        }
+        if let Some(td) = &ok.td {
+            let ccel = if ok.ccel.is_some() { attest_outcome::Passed } else { attest_outcome::Waived };
+            verdict = verdict.with_tdx(td).check("ccel_replay", ccel);
         }
         if let Some(quote) = &ok.quote {
             verdict = verdict.check("ak_trust", attest_outcome::Passed).with_quote(quote);

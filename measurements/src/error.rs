@@ -131,6 +131,14 @@ pub enum Error {
         /// Its length in bytes.
         found: usize,
     },
+    /// A map for a TDX variant that does not follow Constellation's TDX layout: indices 0 (MRTD) to 4
+    /// (RTMR3), 48-byte SHA-384 values, enforced (a TD quote policy has no warn-only entries).
+    NotTdx {
+        /// The offending index.
+        index: PcrIndex,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// Expected values of one map have different lengths (one map describes one PCR bank).
     MixedLengths {
         /// The first PCR whose length differs.
@@ -267,6 +275,7 @@ impl fmt::Display for Error {
             Self::InvalidHex { index, offset } => {
                 write!(f, "PCR {index}: expected value is not hex (at character {offset})")
             }
+            Self::NotTdx { index, reason } => write!(f, "TDX measurement {index}: {reason}"),
             Self::NotSha256 { index, found } => {
                 write!(f, "PCR {index}: the validators enforce SHA-256 values (32 bytes), this one has {found}")
             }
