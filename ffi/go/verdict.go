@@ -24,6 +24,7 @@ const (
 const (
 	kindSNP      = C.ATTEST_EVIDENCE_KIND_SNP
 	kindDocument = C.ATTEST_EVIDENCE_KIND_DOCUMENT
+	kindTDQuote  = C.ATTEST_EVIDENCE_KIND_TD_QUOTE
 )
 
 // Check is one check of a verdict.
@@ -40,7 +41,7 @@ type TCB struct {
 
 // Verdict is the result of accepted evidence, copied out of the library.
 type Verdict struct {
-	Kind   uint32  // 1 SNP, 2 TPM quote, 3 Azure SNP, 4 document
+	Kind   uint32  // 1 SNP, 2 TPM quote, 3 Azure SNP, 4 document, 5 TD quote
 	Checks []Check // every check, in order
 	// SNP part (nil/empty when the evidence has no SNP report).
 	Report      []byte // the whole 0x4A0-byte report
@@ -54,6 +55,8 @@ type Verdict struct {
 	PCRs map[int][]byte
 	// Document part.
 	Variant, AKBasis string
+	// TD quote part (TD quote verdicts and TDX documents; nil otherwise).
+	TDX *TDX
 }
 
 // Outcome returns the outcome of the check named name, and whether the verdict has it.
@@ -132,6 +135,10 @@ func takeVerdict(p *C.attest_verdict, err error) (Verdict, error) {
 		v.CacheHit = bool(C.attest_verdict_cache_hit(p))
 	}
 	if v.Kind == kindSNP {
+		return v, nil
+	}
+	v.TDX = takeTDX(p)
+	if v.Kind == kindTDQuote {
 		return v, nil
 	}
 	for i := 0; i < 24; i++ {
