@@ -58,18 +58,18 @@ mod tests {
 
     #[test]
     fn tdx_layout() {
-        let (a, b) = ("aa".repeat(48), "bb".repeat(48));
-        let m = map(&format!(r#"{{"0": {{"expected": "{a}"}}, "3": {{"expected": "{b}"}}}}"#));
+        let (mrtd, rtmr2) = ("aa".repeat(48), "bb".repeat(48));
+        let tdx = map(&format!(r#"{{"0": {{"expected": "{mrtd}"}}, "3": {{"expected": "{rtmr2}"}}}}"#));
         let base = TdxPolicy { allow_debug: true, ..TdxPolicy::default() };
-        let p = m.to_tdx_policy(&base).unwrap();
-        assert_eq!(p.mrtd, vec![Hex([0xaa; 48])]);
-        assert_eq!((p.rtmr0, p.rtmr1, p.rtmr2, p.rtmr3), (None, None, Some(Hex([0xbb; 48])), None));
-        assert!(p.allow_debug, "the rest comes from the base policy");
-        assert!(m.to_pcr_policy().is_err(), "a TDX map is no PCR map");
+        let policy = tdx.to_tdx_policy(&base).unwrap();
+        assert_eq!(policy.mrtd, vec![Hex([0xaa; 48])]);
+        assert_eq!((policy.rtmr0, policy.rtmr1, policy.rtmr2, policy.rtmr3), (None, None, Some(Hex([0xbb; 48])), None));
+        assert!(policy.allow_debug, "the rest comes from the base policy");
+        assert!(tdx.to_pcr_policy().is_err(), "a TDX map is no PCR map");
         for (json, reason) in [
-            (format!(r#"{{"5": {{"expected": "{a}"}}}}"#), "0 (MRTD) to 4"),
+            (format!(r#"{{"5": {{"expected": "{mrtd}"}}}}"#), "0 (MRTD) to 4"),
             (format!(r#"{{"0": {{"expected": "{}"}}}}"#, "aa".repeat(32)), "48-byte"),
-            (format!(r#"{{"1": {{"expected": "{a}", "warnOnly": true}}}}"#), "warn-only"),
+            (format!(r#"{{"1": {{"expected": "{mrtd}", "warnOnly": true}}}}"#), "warn-only"),
         ] {
             let e = map(&json).to_tdx_policy(&base).unwrap_err();
             assert!(matches!(e, Error::NotTdx { .. }) && e.to_string().contains(reason), "{e}");

@@ -15,7 +15,7 @@
 //! verifies under the runtime data's AK with extraData = SHA-256(instance_info ‖ SHA-256(user_data ‖ nonce));
 //! the quoted SHA-256 PCRs meet the `PcrPolicy`; a TCG event log, when present, replays to them.
 //!
-//! In both variants a CC event log in the document must replay to the quote's RTMRs ([`replay_ccel`]).
+//! In both variants a CC event log in the document must replay to the quote's RTMRs (`crate::tdx::ccel`).
 
 use super::Document;
 use crate::azure::HclReport;

@@ -6,8 +6,13 @@
 //!     --kubernetes-config FILE --api-server-endpoint HOST:PORT [--key-service 127.0.0.1:9010] \
 //!     [--listen 127.0.0.1:9090] [--metrics-listen 127.0.0.1:9091] [--variant qemu-vtpm …] \
 //!     [--token-issuer dry-run --dry-run-dir DIR | --token-issuer kubernetes [--kube-api-url URL \
-//!      --kube-ca-file FILE --kube-token-file FILE]] [--registration-listen ADDR --ek-ca FILE …]
+//!      --kube-ca-file FILE --kube-token-file FILE]] [--registration-listen ADDR --ek-ca FILE …] \
+//!     [--tdx-platform FMSPC[:CA] … [--tdx-policy FILE] [--pcs-store DIR] [--pcs-url URL | --pcs-offline]]
 //! ```
+//!
+//! TDX variants (`qemu-tdx`, `azure-tdx`) need the collateral of every platform they accept
+//! (`--tdx-platform`): it is loaded from the PCS store (then Intel's PCS) before the service listens — the
+//! service does not start without it — and refreshed ahead of its nextUpdate ([`crate::tdx`]).
 //!
 //! Once listening, each listener's address is printed to stdout as `listening on ADDR` (join.API first, then
 //! `/metrics`, then registration; useful with port 0); logs go to stderr. The measurements file is polled
@@ -30,6 +35,7 @@ use crate::{
     Validators, load_measurement_salt,
 };
 use attest_atls::{AtlsAcceptor, Verifier};
+use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::Variant;
 use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_grpc::{Router, Server, ServerConfig};
@@ -78,7 +84,8 @@ struct Args {
     /// Seconds between two checks of the measurements file.
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
     measurements_poll_interval: u64,
-    /// Accepted attestation variants (repeatable): qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp.
+    /// Accepted attestation variants (repeatable): qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp,
+    /// gcp-shielded-vm, azure-tdx, qemu-tdx.
     #[arg(long = "variant", default_value = "qemu-vtpm", value_parser = parse_variant)]
     variants: Vec<Variant>,
     /// SNP policy file (TOML or JSON) for the SNP variants; the engine's secure defaults otherwise.
@@ -133,6 +140,22 @@ struct Args {
     /// Seconds in-flight calls are given to finish on shutdown.
     #[arg(long, default_value_t = 5, value_name = "SECONDS")]
     shutdown_grace: u64,
+    /// A TDX platform whose quotes are accepted (repeatable; TDX variants): FMSPC in hex, optionally with
+    /// `:platform` (default) or `:processor`, the CA of its PCK certificates.
+    #[arg(long = "tdx-platform", value_name = "FMSPC[:CA]", value_parser = crate::tdx::TdxPlatform::parse)]
+    tdx_platforms: Vec<crate::tdx::TdxPlatform>,
+    /// TDX policy file (TOML or JSON) for the TDX variants; the engine's strict defaults otherwise.
+    #[arg(long, value_name = "FILE")]
+    tdx_policy: Option<PathBuf>,
+    /// The Intel PCS store directory (as `attest pcs prefill` fills it).
+    #[arg(long, value_name = "DIR", default_value = "pcs-store")]
+    pcs_store: PathBuf,
+    /// Intel PCS base URL.
+    #[arg(long, value_name = "URL", default_value = attest_kds::DEFAULT_PCS_BASE_URL)]
+    pcs_url: String,
+    /// Use the PCS store only; never contact Intel.
+    #[arg(long)]
+    pcs_offline: bool,
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -146,6 +169,7 @@ struct Loaded {
     metrics: Arc<Metrics>,
     registry: Arc<FileAkRegistry>,
     ek_ca: Option<EkCaBundle>,
+    tdx: Arc<TdxVerifier>,
 }
 
 fn load(args: &Args) -> Result<Loaded, String> {
@@ -161,15 +185,28 @@ fn load(args: &Args) -> Result<Loaded, String> {
             SnpPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
         }
     };
+    let tdx_policy = match &args.tdx_policy {
+        None => TdxPolicy::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            TdxPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+    };
     let mut variants = args.variants.clone();
     variants.dedup();
+    if variants.iter().any(|v| v.is_tdx()) && args.tdx_platforms.is_empty() {
+        return Err("a TDX variant is configured but no --tdx-platform: no TD quote could be verified".into());
+    }
     let config = ValidatorConfig {
         variants,
         ak_registry: Arc::clone(&registry),
         record_first_use: args.ak_trust_on_first_use,
         snp: Arc::new(SnpVerifier::new()),
         snp_policy,
+        tdx: Arc::new(TdxVerifier::new()),
+        tdx_policy,
     };
+    let tdx = Arc::clone(&config.tdx);
     let validators =
         Arc::new(Validators::load(config, &args.measurements, Arc::clone(&metrics)).map_err(|e| e.to_string())?);
     let salt = load_measurement_salt(&args.measurement_salt).map_err(|e| e.to_string())?;
@@ -205,7 +242,19 @@ fn load(args: &Args) -> Result<Loaded, String> {
     } else {
         None
     };
-    Ok(Loaded { validators, service, metrics, registry, ek_ca })
+    Ok(Loaded { validators, service, metrics, registry, ek_ca, tdx })
+}
+
+/// The PCS supply of `--pcs-*`.
+fn pcs(args: &Args) -> Result<attest_kds::Pcs, String> {
+    let online = !args.pcs_offline;
+    attest_kds::Pcs::new(attest_kds::PcsConfig {
+        store: Some(args.pcs_store.clone()),
+        base_url: online.then(|| args.pcs_url.clone()),
+        certs_url: online.then(|| attest_kds::DEFAULT_INTEL_CERTS_URL.to_owned()),
+        ..attest_kds::PcsConfig::default()
+    })
+    .map_err(|e| format!("PCS supply: {e}"))
 }
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
@@ -228,6 +277,24 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    // TDX collateral (the store, then Intel's PCS) before anything listens.
+    let tdx_installed = if args.tdx_platforms.is_empty() {
+        None
+    } else {
+        let installed = pcs(&args).and_then(|pcs| {
+            runtime
+                .block_on(crate::tdx::install(&pcs, &loaded.tdx, &args.tdx_platforms))
+                .map(|i| (pcs, i))
+                .map_err(|e| e.to_string())
+        });
+        match installed {
+            Ok(i) => Some(i),
+            Err(e) => {
+                tracing::error!(error = %e, "join service: cannot load the TDX collateral");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        }
+    };
     tracing::info!(
         measurements = %args.measurements.display(),
         variants = ?args.variants,
@@ -235,7 +302,7 @@ pub fn main() -> ExitCode {
         token_issuer = ?args.token_issuer,
         "join service: configuration loaded"
     );
-    match runtime.block_on(serve(&args, loaded)) {
+    match runtime.block_on(serve(&args, loaded, tdx_installed)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "join service: stopped with an error");
@@ -250,9 +317,13 @@ fn announce(addr: SocketAddr) -> std::io::Result<()> {
     stdout.flush()
 }
 
-async fn serve(args: &Args, loaded: Loaded) -> std::io::Result<()> {
+async fn serve(
+    args: &Args,
+    loaded: Loaded,
+    tdx_installed: Option<(attest_kds::Pcs, Vec<attest_engine::tdx::CollateralInfo>)>,
+) -> std::io::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
-    let Loaded { validators, service, metrics, registry, ek_ca } = loaded;
+    let Loaded { validators, service, metrics, registry, ek_ca, tdx } = loaded;
 
     let verifier = Arc::new(Verifier::new(validators.attestation_validators()));
     let acceptor = Arc::new(AtlsAcceptor::new(None, Some(verifier)).map_err(std::io::Error::other)?);
@@ -282,7 +353,11 @@ async fn serve(args: &Args, loaded: Loaded) -> std::io::Result<()> {
     };
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let watcher = validators.watch(Duration::from_secs(args.measurements_poll_interval.max(1)), stopped);
+    let watcher = validators.watch(Duration::from_secs(args.measurements_poll_interval.max(1)), stopped.clone());
+    let refresher = tdx_installed.map(|(pcs, installed)| {
+        let margin = crate::tdx::DEFAULT_REFRESH_MARGIN;
+        crate::tdx::spawn_refresh(pcs, tdx, args.tdx_platforms.clone(), installed, margin, stopped)
+    });
 
     let signal_name = tokio::select! {
         r = tokio::signal::ctrl_c() => { r?; "SIGINT" }
@@ -299,6 +374,9 @@ async fn serve(args: &Args, loaded: Loaded) -> std::io::Result<()> {
     });
     metrics_server.shutdown().await;
     let _ = watcher.await;
+    if let Some(r) = refresher {
+        let _ = r.await;
+    }
     if drained && registration_drained {
         tracing::info!("join service: stopped");
     } else {

@@ -4,8 +4,8 @@
 //! that proved their state over aTLS.
 //!
 //! **May depend on:** `attest-grpc`, `attest-atls`, `attest-registration` (the AK registry, never the TPM),
-//! `attest-keyservice` (key ids and lengths), `attest-k8s`, `attest-engine`, `attest-measurements`,
-//! `attest-util`. **Must not depend on:** `attest-attester` (the join service verifies; it never attests) or the
+//! `attest-keyservice` (key ids and lengths), `attest-k8s`, `attest-kds` (Intel PCS collateral for the TDX
+//! variants, [`tdx`]), `attest-engine`, `attest-measurements`, `attest-util`. **Must not depend on:** `attest-attester` (the join service verifies; it never attests) or the
 //! bootstrapper (its tests use the bootstrapper's CSR maker as a dev-dependency). The `join-service` command
 //! ([`cmd`]) wires it up; the binary's `main` only calls it.
 //!
@@ -79,6 +79,7 @@ pub mod error;
 pub mod keys;
 pub mod metrics;
 pub mod ssh;
+pub mod tdx;
 pub mod validators;
 
 use std::sync::Arc;

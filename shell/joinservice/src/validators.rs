@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_measurements::{AttestationVariant, Csp, Document};
@@ -70,6 +71,12 @@ pub enum MeasurementsError {
     },
     /// No variant is configured.
     NoVariants,
+    /// A TDX variant's policy pins no launch: no MRTD (for `qemu-tdx`, measurement 0 of the file; for
+    /// `azure-tdx`, the TDX policy's `mrtd`) and no `dangerous_allow_unpinned_launch`.
+    LaunchUnpinned {
+        /// The variant.
+        variant: Variant,
+    },
 }
 
 impl std::fmt::Display for MeasurementsError {
@@ -81,6 +88,11 @@ impl std::fmt::Display for MeasurementsError {
             }
             MeasurementsError::Invalid { path, variant: None, source } => write!(f, "{}: {source}", path.display()),
             MeasurementsError::NoVariants => f.write_str("no attestation variant configured"),
+            MeasurementsError::LaunchUnpinned { variant } => write!(
+                f,
+                "{variant}: nothing pins the TD's launch (give MRTD: measurement 0 for qemu-tdx, mrtd in the TDX \
+                 policy for azure-tdx; or set dangerous_allow_unpinned_launch)"
+            ),
         }
     }
 }
@@ -101,6 +113,12 @@ pub struct ValidatorConfig {
     pub snp: Arc<SnpVerifier>,
     /// The SNP policy for the SNP variants.
     pub snp_policy: SnpPolicy,
+    /// The TDX verifier (Intel's root and the installed collateral, refreshed by [`crate::tdx`]) shared by all
+    /// sets.
+    pub tdx: Arc<TdxVerifier>,
+    /// The TDX policy of the TDX variants. For `qemu-tdx` the measurements file's TD measurements (0 = MRTD,
+    /// 1–4 = RTMR0–3) replace its MRTD and RTMRs; `azure-tdx` is measured by its vTPM PCRs.
+    pub tdx_policy: TdxPolicy,
 }
 
 impl ValidatorConfig {
@@ -125,6 +143,8 @@ impl ValidatorConfig {
             record_first_use: false,
             snp: Arc::new(SnpVerifier::new()),
             snp_policy: SnpPolicy::default(),
+            tdx: Arc::new(TdxVerifier::new()),
+            tdx_policy: TdxPolicy::default(),
         }
     }
 }
@@ -152,7 +172,9 @@ pub struct ValidatorSet {
 
 impl ValidatorSet {
     /// Builds validators for `config.variants` from measurements file `bytes`: a map applies to every
-    /// variant; a release list is searched for each variant's (CSP, variant) entry.
+    /// variant; a release list is searched for each variant's (CSP, variant) entry. A `qemu-tdx` map holds TD
+    /// measurements (48-byte MRTD and RTMRs), every other variant's SHA-256 PCRs; a TDX validator whose launch
+    /// nothing pins is refused ([`MeasurementsError::LaunchUnpinned`]).
     pub fn build(
         config: &ValidatorConfig,
         path: &Path,
@@ -173,8 +195,17 @@ impl ValidatorSet {
                     document.select(csp, v).map_err(|e| invalid(Some(variant), e))?
                 }
             };
-            let pcrs: PcrPolicy = measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?;
-            let mut validator = Validator::new(variant, Arc::clone(&config.snp), config.snp_policy.clone(), pcrs);
+            let (pcrs, tdx_policy) = if variant.has_vtpm() {
+                (measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?, config.tdx_policy.clone())
+            } else {
+                let tdx = measurements.to_tdx_policy(&config.tdx_policy).map_err(|e| invalid(Some(variant), e))?;
+                (PcrPolicy::default(), tdx)
+            };
+            let mut validator = Validator::new(variant, Arc::clone(&config.snp), config.snp_policy.clone(), pcrs)
+                .with_tdx(Arc::clone(&config.tdx), tdx_policy);
+            if variant.is_tdx() && validator.launch_pinning().is_err() {
+                return Err(MeasurementsError::LaunchUnpinned { variant });
+            }
             let mut engine = if variant == Variant::QemuVtpm {
                 validator = validator.with_ak_registry(Arc::clone(&config.ak_registry) as Arc<dyn AkRegistry>);
                 EngineValidator::new(validator)

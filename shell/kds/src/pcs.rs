@@ -289,7 +289,8 @@ pub struct PcsCollateral {
     /// [`Source::Store`] when every object came from the store, else [`Source::Pcs`].
     pub source: Source,
     /// Whether the clock's now lies in the validity window. A set that is not fresh is returned only when
-    /// nothing fresher could be obtained (offline, PCS down); the engine refuses it at verification.
+    /// nothing fresher could be obtained (offline, PCS down); the engine refuses it at verification. (A
+    /// [`Pcs::refresh`] that could not reach PCS may return a stored set that is still fresh.)
     pub fresh: bool,
 }
 
@@ -359,11 +360,22 @@ impl Pcs {
     /// when it verifies and is fresh; else the four objects from PCS, vetted as a set and then stored; else
     /// (PCS unreachable or refusing) a stored set that verifies but is no longer fresh.
     pub async fn collateral(&self, fmspc: [u8; 6], ca: PckCa) -> Result<PcsCollateral, KdsError> {
+        self.obtain(fmspc, ca, Duration::ZERO).await
+    }
+
+    /// As [`Self::collateral`], but a stored set counts as fresh only if it stays valid for `margin` more:
+    /// what a service calls ahead of the collateral's nextUpdate, so that PCS is asked before the installed
+    /// set expires (PCS publishes the next set well before; [`PcsCollateral::fresh`] still means "valid now").
+    pub async fn refresh(&self, fmspc: [u8; 6], ca: PckCa, margin: Duration) -> Result<PcsCollateral, KdsError> {
+        self.obtain(fmspc, ca, margin).await
+    }
+
+    async fn obtain(&self, fmspc: [u8; 6], ca: PckCa, margin: Duration) -> Result<PcsCollateral, KdsError> {
         let keys = [PcsKey::TcbInfo(fmspc), PcsKey::QeIdentity, PcsKey::PckCrl(ca), PcsKey::RootCaCrl];
         let mut stale = None;
         if let Some(set) = self.stored_set(&keys) {
             match self.vet_set(&set, fmspc, ca) {
-                Ok((collateral, info)) if self.is_fresh(&info) => {
+                Ok((collateral, info)) if self.is_fresh(&info) && self.lasts(&info, margin) => {
                     return Ok(PcsCollateral { collateral, info, source: Source::Store, fresh: true });
                 }
                 Ok(valid) => stale = Some(valid),
@@ -381,8 +393,9 @@ impl Pcs {
                 let error = first.into_iter().flatten().next().unwrap_or(KdsError::Offline);
                 return match stale {
                     Some((collateral, info)) => {
-                        tracing::warn!(%error, "PCS unavailable: using stored TDX collateral that is no longer fresh");
-                        Ok(PcsCollateral { collateral, info, source: Source::Store, fresh: false })
+                        let fresh = self.is_fresh(&info);
+                        tracing::warn!(%error, fresh, "PCS unavailable: using the stored TDX collateral");
+                        Ok(PcsCollateral { collateral, info, source: Source::Store, fresh })
                     }
                     None => Err(error),
                 };
@@ -402,6 +415,12 @@ impl Pcs {
     fn is_fresh(&self, info: &CollateralInfo) -> bool {
         let now = self.inner.clock.now();
         info.valid_from <= now && now <= info.expires
+    }
+
+    /// Whether `info` stays valid `margin` past now.
+    fn lasts(&self, info: &CollateralInfo, margin: Duration) -> bool {
+        let until = self.inner.clock.now().as_secs().saturating_add(margin.as_secs());
+        info.expires.as_secs() >= until
     }
 
     /// The four objects from the store, when all are there (with their chains).

@@ -242,6 +242,15 @@ async fn a_stored_set_is_vetted_refreshed_and_used_stale_only_as_a_last_resort()
     assert_eq!(again.source, Source::Pcs);
     assert_ne!(std::fs::read(&tcb_path).unwrap(), tampered);
 
+    // A refresh ahead of nextUpdate (the QE Identity's, 2023-07-08): within the margin it asks PCS again,
+    // outside it the store answers.
+    let before = s.server.total();
+    assert_eq!(s.pcs.refresh(SPR, PckCa::Platform, Duration::from_secs(86_400)).await.unwrap().source, Source::Store);
+    assert_eq!(s.server.total(), before);
+    let r = s.pcs.refresh(SPR, PckCa::Platform, Duration::from_secs(10 * 86_400)).await.unwrap();
+    assert_eq!((r.source, r.fresh), (Source::Pcs, true));
+    assert_eq!(s.server.total(), before + 4);
+
     // Later (the TCB Info expired 2023-07-18): PCS serves the same, stale set; it is returned, not fresh.
     let later =
         Pcs::new(PcsConfig { clock: Clock::fixed(at("2023-07-20T00:00:00Z")), ..config(&s.server, &s.store) }).unwrap();
