@@ -1,5 +1,6 @@
-// Package attest verifies confidential-VM attestation evidence (AMD SEV-SNP reports, TPM 2.0 quotes,
-// Azure SNP vTPM bundles, attestation documents) through the attest C library (ffi/include/attest.h).
+// Package attest verifies confidential-VM attestation evidence (AMD SEV-SNP reports, Intel TDX quotes,
+// TPM 2.0 quotes, Azure SNP vTPM bundles, attestation documents) through the attest C library
+// (ffi/include/attest.h). TDX: install collateral with SetTDXCollateral, then VerifyTDQuote.
 //
 // A Verifier is safe for concurrent use by many goroutines; create one, configure it (SetPolicyJSON,
 // SetCRL, PinAK), share it, and Close it when done. Verification returns a Verdict (a Go value, copied
