@@ -146,7 +146,7 @@ fn variant_names_and_oids() {
         assert_eq!(Variant::from_name(v.name()), Some(v));
         assert_eq!(Variant::from_oid(v.oid()), Some(v));
     }
-    assert_eq!(Variant::AzureTdx.oid(), "1.3.9900.3.3");
+    assert_eq!(Variant::AzureTdx.oid(), "1.3.9900.4.3");
     assert_eq!(Variant::QemuTdx.oid(), "1.3.9900.5.99");
     assert!(Variant::AzureTdx.is_tdx() && Variant::QemuTdx.is_tdx() && !Variant::QemuVtpm.is_tdx());
     assert!(!Variant::QemuTdx.has_vtpm() && Variant::AzureTdx.has_vtpm());

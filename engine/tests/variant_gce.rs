@@ -197,7 +197,7 @@ fn validator(policy: GcePolicy) -> Validator {
 #[test]
 fn variant_names_and_oid() {
     assert_eq!(Variant::from_name("gcp-shielded-vm"), Some(Variant::GcpShieldedVm));
-    assert_eq!(Variant::from_oid("1.3.9900.2.3"), Some(Variant::GcpShieldedVm));
+    assert_eq!(Variant::from_oid("1.3.9900.3.99"), Some(Variant::GcpShieldedVm));
     let oids: std::collections::BTreeSet<_> = Variant::ALL.iter().map(|v| v.oid()).collect();
     assert_eq!(oids.len(), Variant::ALL.len(), "one OID per variant");
 }

@@ -109,24 +109,23 @@ impl Variant {
         Self::ALL.into_iter().find(|v| v.name() == name)
     }
 
-    /// The X.509 extension OID that carries this variant's document in aTLS certificates, as dotted text
-    /// (the arcs Constellation assigned per variant; `gcp-shielded-vm`'s 1.3.9900.2.3 is ours, next to
-    /// Constellation's GCP arcs .2.1 `gcp-sev-es` and .2.2 `gcp-sev-snp`). `azure-tdx` is 1.3.9900.3.3, beside
-    /// `azure-sev-snp`; `qemu-tdx` is 1.3.9900.5.99, the value Constellation gives its `qemu-tdx` (marked a
-    /// placeholder there).
+    /// The X.509 extension OID that carries this variant's document in aTLS certificates, as dotted text.
     ///
-    /// Known difference: Constellation's current source numbers AWS under 1.3.9900.2, GCP under .3 and
-    /// Azure under .4 (its `azure-sev-snp` is 1.3.9900.4.1, `azure-tdx` 1.3.9900.4.3, `aws-sev-snp`
-    /// 1.3.9900.2.2, `gcp-sev-snp` 1.3.9900.3.2); only `qemu-vtpm` and `qemu-tdx` agree with it here. The
-    /// cloud OIDs are kept as they are until they change together (a wire change for every deployed node).
+    /// These are the values Constellation assigns (its `variant` package: AWS under 1.3.9900.2, GCP under
+    /// .3, Azure under .4, QEMU under .5), so that certificates name the same variant in both projects:
+    /// `aws-sev-snp` 1.3.9900.2.2, `gcp-sev-snp` .3.2, `azure-sev-snp` .4.1, `azure-tdx` .4.3, `qemu-vtpm`
+    /// .5.1 and `qemu-tdx` .5.99 (marked a placeholder there). `gcp-shielded-vm` has no Constellation
+    /// counterpart (Constellation's `gcp-sev-es`, .3.1, trusts the AK through the Compute API, not through
+    /// Google's AK certificate), so it takes 1.3.9900.3.99 in the GCP arc, following the `.99` convention of
+    /// `qemu-tdx` for a value Constellation has not assigned.
     pub fn oid(self) -> &'static str {
         match self {
             Self::QemuVtpm => "1.3.9900.5.1",
-            Self::AzureSevSnp => "1.3.9900.3.1",
-            Self::AwsSevSnp => "1.3.9900.4.2",
-            Self::GcpSevSnp => "1.3.9900.2.2",
-            Self::GcpShieldedVm => "1.3.9900.2.3",
-            Self::AzureTdx => "1.3.9900.3.3",
+            Self::AzureSevSnp => "1.3.9900.4.1",
+            Self::AwsSevSnp => "1.3.9900.2.2",
+            Self::GcpSevSnp => "1.3.9900.3.2",
+            Self::GcpShieldedVm => "1.3.9900.3.99",
+            Self::AzureTdx => "1.3.9900.4.3",
             Self::QemuTdx => "1.3.9900.5.99",
         }
     }
