@@ -220,17 +220,7 @@ pub fn peer_ak_public(peer: &PeerAttestation) -> Option<Vec<u8>> {
 
 /// The innermost `source()` of an error chain joined into one line (aTLS wraps the validator's reason).
 pub fn reason(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
+    attest_util::error_chain(e)
 }
 
 /// Writes `data` to `path` readable by the owner only (0600), atomically: a temporary file in the same

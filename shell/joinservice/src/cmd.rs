@@ -47,8 +47,8 @@ use attest_atls::{AtlsAcceptor, AttestationIssuer, Verifier};
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, Tpm};
+use attest_engine::SnpVerifier;
 use attest_engine::variant::Variant;
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_k8s::{ClusterCa, DryRunTokenIssuer, KubeClient, KubeConfig, KubeTokenIssuer, TokenIssuer};
 use attest_kds::CrlKeeper;
@@ -215,14 +215,7 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         .map_err(|e| format!("AK registry: {e}"))?
         .with_trust_on_first_use(args.ak_trust_on_first_use);
     let registry = Arc::new(registry);
-    let mut snp_policy = match &args.snp_policy {
-        None => SnpPolicy::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            SnpPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-        }
-    };
-    args.trust.apply_to_policy(&mut snp_policy);
+    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
     let mut variants = args.variants.clone();
     variants.dedup();
     let snp = Arc::new(SnpVerifier::new());

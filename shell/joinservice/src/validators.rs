@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 
 use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
-use attest_measurements::{AttestationVariant, Csp, Document};
 
 use super::metrics::Metrics;
 use attest_atls::{AttestationValidator, BoxError, EngineValidator, FirstUseRecorder, ValidationError, nonce::Nonce};
@@ -151,17 +150,6 @@ impl ValidatorConfig {
     }
 }
 
-/// The CSP a variant's release-list entry is selected by.
-fn csp_of(variant: Variant) -> (Csp, AttestationVariant) {
-    match variant {
-        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
-        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
-        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
-        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
-        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
-    }
-}
-
 /// The validators of one measurements file content.
 #[derive(Debug)]
 pub struct ValidatorSet {
@@ -183,17 +171,10 @@ impl ValidatorSet {
             return Err(MeasurementsError::NoVariants);
         }
         let invalid = |variant, source| MeasurementsError::Invalid { path: path.to_owned(), variant, source };
-        let document = &loaded.document;
         let mut validators = BTreeMap::new();
         for &variant in &config.variants {
-            let measurements = match document {
-                Document::Map(map) => map,
-                Document::List(_) => {
-                    let (csp, v) = csp_of(variant);
-                    document.select(csp, v).map_err(|e| invalid(Some(variant), e))?
-                }
-            };
-            let pcrs: PcrPolicy = measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?;
+            let pcrs: PcrPolicy =
+                attest_trust::pcr_policy_for(&loaded.document, variant).map_err(|e| invalid(Some(variant), e))?;
             let mut validator = Validator::new(variant, Arc::clone(&config.snp), config.snp_policy.clone(), pcrs);
             let mut engine = if variant == Variant::QemuVtpm {
                 validator = validator.with_ak_registry(Arc::clone(&config.ak_registry) as Arc<dyn AkRegistry>);

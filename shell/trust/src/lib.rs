@@ -23,9 +23,10 @@ pub mod measurements;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use attest_engine::variant::{Validator, Variant};
+use attest_engine::variant::{PcrPolicy, Validator, Variant};
 use attest_engine::{LaunchPinning, Product, SnpPolicy, SnpVerifier};
 use attest_kds::{ChainKind, CrlKeeper, CrlPolicy, CrlWanted, Kds, KdsConfig, KdsError, RevocationState};
+use attest_measurements::{AttestationVariant, Csp, Document};
 use serde_json::json;
 
 pub use measurements::{LoadedMeasurements, MeasurementsTrust, SignatureState};
@@ -157,6 +158,28 @@ impl TrustArgs {
         }
     }
 
+    /// The SNP policy in `file` (TOML or JSON; the engine's secure defaults without one) with these flags'
+    /// waivers applied ([`TrustArgs::apply_to_policy`]).
+    pub fn snp_policy(&self, file: Option<&std::path::Path>) -> Result<SnpPolicy, TrustError> {
+        let mut policy = match file {
+            None => SnpPolicy::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| TrustError::Io {
+                    what: "SNP policy",
+                    path: path.to_owned(),
+                    source,
+                })?;
+                SnpPolicy::from_text(&text).map_err(|e| TrustError::Invalid {
+                    what: "SNP policy",
+                    path: path.to_owned(),
+                    reason: e.to_string(),
+                })?
+            }
+        };
+        self.apply_to_policy(&mut policy);
+        Ok(policy)
+    }
+
     /// The CRL supply these flags describe (store first, then `--kds-url` unless `offline`).
     pub fn kds(&self) -> Result<Kds, TrustError> {
         let base_url = (self.kds_url != "offline").then(|| self.kds_url.clone());
@@ -227,6 +250,30 @@ pub fn check_launch<'a>(
         out.push((variant, pinning));
     }
     Ok(out)
+}
+
+/// The release-list entry (CSP, attestation variant) a variant's measurements are selected by.
+pub fn release_entry(variant: Variant) -> (Csp, AttestationVariant) {
+    match variant {
+        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
+        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
+        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
+        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
+        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
+    }
+}
+
+/// The expected PCRs of `variant` in a measurements document: a map applies to every variant; a release
+/// list is searched for the variant's entry ([`release_entry`]).
+pub fn pcr_policy_for(document: &Document, variant: Variant) -> Result<PcrPolicy, attest_measurements::Error> {
+    let map = match document {
+        Document::Map(map) => map,
+        Document::List(_) => {
+            let (csp, v) = release_entry(variant);
+            document.select(csp, v)?
+        }
+    };
+    map.to_pcr_policy()
 }
 
 /// What a running verifier trusts, for its logs and every verdict.
