@@ -101,7 +101,7 @@ impl std::error::Error for TrustError {}
 
 /// The trust flags shared by the join service, the bootstrapper and `attest init` / `attest verify`
 /// (flatten into a command's arguments).
-#[derive(Clone, Debug, Default, clap::Args)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct TrustArgs {
     /// Detached signature of the measurements file (ECDSA P-256 over the file, DER or base64).
     #[arg(long, value_name = "FILE", requires = "measurements_public_key")]
@@ -126,6 +126,22 @@ pub struct TrustArgs {
     /// as waived).
     #[arg(long)]
     pub allow_stale_crl: bool,
+}
+
+impl Default for TrustArgs {
+    /// What the flags say when none is given: signature required, launch pinning required, CRLs from AMD's
+    /// KDS (no store), fresh only.
+    fn default() -> Self {
+        TrustArgs {
+            measurements_signature: None,
+            measurements_public_key: None,
+            dangerously_skip_measurements_signature: false,
+            dangerous_allow_unpinned_launch: false,
+            kds_store: None,
+            kds_url: attest_kds::DEFAULT_BASE_URL.to_owned(),
+            allow_stale_crl: false,
+        }
+    }
 }
 
 impl TrustArgs {
@@ -200,6 +216,12 @@ impl TrustArgs {
         variants: &[Variant],
         policy: &SnpPolicy,
     ) -> Result<Arc<CrlKeeper>, TrustError> {
+        if crl_wanted(variants, policy).is_empty() {
+            // No SNP variant: nothing to fetch, so no supply is opened (no store directory, no network).
+            let none = Kds::new(KdsConfig { store: None, base_url: None, ..KdsConfig::default() })
+                .map_err(TrustError::Revocation)?;
+            return Ok(Arc::new(CrlKeeper::new(none, verifier, Vec::new(), self.crl_policy())));
+        }
         self.revocation_from(self.kds()?, verifier, variants, policy).await
     }
 
