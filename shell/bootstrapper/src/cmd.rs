@@ -222,6 +222,32 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    // Configuration before the TPM: the cluster backend and how the join service is verified.
+    let backend = match select_backend(args.backend, &args.state_dir) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "bootstrapper: no cluster backend");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "bootstrapper: cannot start the runtime");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
+    let server_trust = match &args.join_service {
+        None => None,
+        Some(_) => match runtime.block_on(join_service_trust(&args)) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
+                event(&serde_json::json!({"event": "refused", "reason": e}));
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+    };
     let (issuer, ek_certificate) = match open_issuer(&args.tpm) {
         Ok(v) => v,
         Err(e) => {
@@ -239,13 +265,6 @@ pub fn main() -> ExitCode {
     let disk: Arc<dyn DiskSetup> = match &args.disk {
         DiskChoice::KeyFile => Arc::new(KeyFileDisk::new(&args.runtime_dir)),
         DiskChoice::Luks(dev) => Arc::new(LuksDisk::new(dev)),
-    };
-    let backend = match select_backend(args.backend, &args.state_dir) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::error!(error = %e, "bootstrapper: no cluster backend");
-            return ExitCode::from(EXIT_CONFIG);
-        }
     };
     let config = NodeConfig {
         state_dir: args.state_dir.clone(),
@@ -283,24 +302,6 @@ pub fn main() -> ExitCode {
         Ok(Ok(Startup::Fresh)) => {}
     }
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!(error = %e, "bootstrapper: cannot start the runtime");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
-    };
-    let server_trust = match &args.join_service {
-        None => None,
-        Some(_) => match runtime.block_on(join_service_trust(&args)) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
-                event(&serde_json::json!({"event": "refused", "reason": e}));
-                return ExitCode::from(EXIT_CONFIG);
-            }
-        },
-    };
     runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust))
 }
 
