@@ -91,7 +91,8 @@ impl RevocationState {
     }
 }
 
-/// Loads a verifier's CRLs and keeps them current (see the [module docs](self)).
+/// Loads a verifier's CRLs at start, fail closed, and replaces the whole set before the earliest nextUpdate
+/// ([`CRL_REFRESH_MARGIN`] ahead), all or nothing; [`CrlKeeper::state`] reports the waivers in effect.
 #[derive(Debug)]
 pub struct CrlKeeper {
     kds: Kds,
