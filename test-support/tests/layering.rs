@@ -36,7 +36,8 @@ const LAYERS: &[&[&str]] = &[
     &["attest-attester"],
     // The node: bootstrapper (attests).
     &["attest-bootstrapper"],
-    // The join service (verifies; its tests make CSRs with the bootstrapper's key generation).
+    // The join service (verifies joining nodes and, since issue 14, attests itself to them with its node's
+    // TPM: above the attester; its tests make CSRs with the bootstrapper's key generation).
     &["attest-joinservice"],
     // The command-line tool.
     &["attest-cli"],

@@ -362,6 +362,11 @@ async fn run(
     }
 
     let mut join_task = None;
+    // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
+    // nextUpdate for as long as the bootstrapper runs.
+    let (_crl_stop, crl_stopped) = tokio::sync::watch::channel(false);
+    let _crl_refresher =
+        server_trust.as_ref().and_then(|t| t.trust().revocation.as_ref()).map(|k| k.spawn(crl_stopped));
     if let (Some(join_addr), Some(server_trust)) = (args.join_service, server_trust) {
         match AtlsTicketSource::new(join_addr, Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, server_trust) {
             Ok(source) => {
