@@ -4,7 +4,8 @@
 setup:
 	bash scripts/setup.sh
 
-# The main job: a local attested cluster bootstrap on loopback (scripts/demo-cluster.py).
+# The main job: a local attested cluster bootstrap on loopback, Kubernetes as an explicit dry run, then the
+# attack section (scripts/demo-cluster.py).
 demo: setup
 	cargo build --release -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
 	python3 scripts/demo-cluster.py target/release

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The join service under load (issue 8, "Load"), on 127.0.0.1 only, every step bounded in time.
 #
-# Builds release, writes a fixture (`join-load setup`: software AKs pinned in the AK registry file, measurements,
-# salt, master secret, Kubernetes settings, kubeadm PKI) into a temp dir, starts `key-service` and `join-service`
-# as processes on port 0 (addresses parsed from their `listening on` lines) and runs `join-load run` against them:
+# Builds release, writes a fixture (`join-load setup`: software AKs pinned in the AK registry file, signed
+# measurements, salt, master secret, the key-service PKI, Kubernetes settings, kubeadm PKI) into a temp dir,
+# starts a swtpm for the join service's own attestation (mutual aTLS: each handshake also costs one quote on it),
+# `key-service` (mutual TLS) and `join-service` as processes on port 0 (addresses parsed from their `listening on`
+# lines) and runs `join-load run` against them:
 #
 #   (a) throughput/latency: 16 and 64 concurrent clients, JOINS joins each (default 5000; bound 300 s each);
 #   (b) scaling: the join service pinned to 1 core vs 2 cores (`taskset`; the generator and the key service get the
@@ -68,6 +70,25 @@ bin=target/release
 fx=$work/fixture
 $bin/join-load setup --dir "$fx" --aks 8 >&2
 
+# The join service attests itself (mutual aTLS) with a TPM: a swtpm of its own on loopback.
+tpm_dir=$work/join-service-tpm
+mkdir -p "$tpm_dir"
+swtpm_setup --tpm2 --tpmstate "$tpm_dir" --createek --create-ek-cert --create-platform-cert --lock-nvram \
+  --overwrite >"$work/swtpm_setup.log" 2>&1
+tpm_port=$(python3 -c 'import socket
+for _ in range(64):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]; b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1)); print(p); break
+    except OSError: pass
+    finally: a.close(); b.close()')
+swtpm socket --tpm2 --tpmstate dir="$tpm_dir" --server type=tcp,port="$tpm_port",bindaddr=127.0.0.1 \
+  --ctrl type=tcp,port=$((tpm_port + 1)),bindaddr=127.0.0.1 --flags not-need-init,startup-clear --daemon \
+  --pid file="$tpm_dir/swtpm.pid"
+for _ in $(seq 100); do [ -s "$tpm_dir/swtpm.pid" ] && break; sleep 0.05; done
+pids+=("$(cat "$tpm_dir/swtpm.pid")")
+tpm_tcti="swtpm:host=127.0.0.1,port=$tpm_port"
+
 # wait_listen FILE PID: the first `listening on ADDR` line of FILE (10 s bound).
 wait_listen() {
   for _ in $(seq 100); do
@@ -82,6 +103,7 @@ wait_listen() {
 # start_key_service CPUS
 start_key_service() {
   taskset -c "$1" $bin/key-service --listen 127.0.0.1:0 --master-secret "$fx/master-secret" --log-level warn \
+    --tls-ca "$fx/kms-pki/ca.crt" --tls-cert "$fx/kms-pki/key-service.crt" --tls-key "$fx/kms-pki/key-service.key" \
     >"$out/key-service.out" 2>"$out/key-service.err" &
   ks_pid=$!; pids+=("$ks_pid")
   ks_addr=$(wait_listen "$out/key-service.out" "$ks_pid")
@@ -102,6 +124,9 @@ start_join_service() {
   mkdir -p "$tokens_root/$label"
   env "$@" taskset -c "$cpus" $bin/join-service --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
     --key-service "$ks_addr" --measurements "$fx/measurements.json" --measurement-salt "$fx/measurement-salt" \
+    --measurements-signature "$fx/measurements.json.sig" --measurements-public-key "$fx/measurements.pub" \
+    --key-service-ca "$fx/kms-pki/ca.crt" --key-service-cert "$fx/kms-pki/join-service.crt" \
+    --key-service-key "$fx/kms-pki/join-service.key" --tpm "$tpm_tcti" --kds-url offline \
     --ak-registry "$fx/aks.json" --pki-dir "$fx/pki" --kubernetes-config "$fx/kubernetes.json" \
     --api-server-endpoint 10.0.0.1:6443 --token-issuer dry-run --dry-run-dir "$tokens_root/$label" \
     --log-level warn >"$out/js-$label.out" 2>"$out/js-$label.err" &

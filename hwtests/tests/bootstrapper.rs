@@ -3,7 +3,11 @@
 //! streamed logs, kubeconfig, the cluster id of the HKDF derivation, PCR 15 extended with it (read back from
 //! the TPM); a wrong init secret refused without touching PCR 15; a restart on the same TPM → already
 //! bootstrapped; a crash between lock and state write → refused; a failing kubeadm → init_failure with its
-//! output; and a join through a join service that verifies the node's attestation, after UNAVAILABLE answers.
+//! output; a join through a join service that verifies the node's attestation — and that the node verifies in
+//! turn (mutual aTLS, the service's AK by credential activation, its PCR 15 = the ticket's cluster) — after
+//! UNAVAILABLE answers; and impostor join services (valid TLS but no attestation, an attestation of the wrong
+//! measurements, a TPM whose EK the node's CA did not certify, a node of another cluster): the node refuses
+//! each ticket and stays unlocked (PCR 15 still zero, no state written, no key kept).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,16 +16,18 @@ use std::time::Duration;
 
 use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
 use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_bootstrapper::dryrun::DryRunBackend;
 use attest_bootstrapper::kubeadm::KubeadmBackend;
 use attest_bootstrapper::lock::expected_pcr_value;
 use attest_bootstrapper::pki::{ClusterPki, ca_cert_hash};
 use attest_bootstrapper::{
-    AtlsTicketSource, BOOTSTRAP_PCR, ClusterBackend, InitSecretHash, JoinClient, JoinConfig, KeyFileDisk, LockHolder,
-    Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Role, Startup, StartupError, serve_init,
+    AtlsTicketSource, BOOTSTRAP_PCR, ClusterBackend, InitSecretHash, JoinClient, JoinConfig, JoinError,
+    JoinServiceTrust, KeyFileDisk, LockHolder, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Role, Startup,
+    StartupError, serve_init,
 };
-use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry};
+use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry, Variant};
 use attest_grpc::{ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status};
 use attest_hwtests::Swtpm;
 use attest_hwtests::support::validator;
@@ -29,7 +35,8 @@ use attest_keyservice::{MasterSecret, cluster_id, measurement_secret};
 use attest_proto::init::{InitRequest, InitResponse, init_response::Kind};
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use attest_proto::paths;
-use attest_registration::ak_digest;
+use attest_registration::{EkCaBundle, ak_digest};
+use attest_trust::Trust;
 
 const INIT_SECRET: &[u8] = b"hwtests-init-secret-0123456789ab";
 const KMS: &str = "kms://cluster-kms?key=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=&salt=AQ==";
@@ -64,7 +71,17 @@ impl Drop for HwNode {
 impl HwNode {
     #[track_caller]
     fn start(name: &str) -> HwNode {
-        let sw = Swtpm::start().expect("start swtpm");
+        Self::on(Swtpm::start().expect("start swtpm"), name)
+    }
+
+    /// A node on a TPM manufactured for itself (its own EK, certified by the same local CA).
+    #[track_caller]
+    fn start_unique(name: &str) -> HwNode {
+        Self::on(Swtpm::start_unique().expect("start swtpm"), name)
+    }
+
+    #[track_caller]
+    fn on(sw: Swtpm, name: &str) -> HwNode {
         let tpm = Tpm::open(&sw.tcti()).expect("open TPM");
         let issuer = Arc::new(QemuVtpmIssuer::new(tpm, AkConfig::default()).expect("issuer"));
         HwNode { _sw: sw, issuer, dir: temp_dir(name) }
@@ -271,10 +288,21 @@ async fn kubeadm_failure_streams_its_output_and_leaves_consistent_state() {
     }
 }
 
-/// A join service stand-in over aTLS that verifies the joining node: UNAVAILABLE twice, then a ticket.
+/// How a join service stand-in presents itself to joining nodes.
+enum Presents {
+    /// Plain TLS: a fresh self-signed certificate without attestation (the service before issue 14).
+    NoAttestation,
+    /// Attests with this node's TPM and serves credential activation for its AK.
+    Attestation(Arc<QemuVtpmIssuer>),
+}
+
+/// A join service stand-in over aTLS that verifies the joining node: UNAVAILABLE for the first `unavailable`
+/// calls, then a ticket (measurement secret 0x33…, the fixed salt).
 async fn fake_join_service(
     verifier: Arc<Verifier>,
     pki: Arc<ClusterPki>,
+    presents: Presents,
+    unavailable: usize,
 ) -> (Server, std::net::SocketAddr, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut router = Router::new();
@@ -283,7 +311,7 @@ async fn fake_join_service(
         let (calls, pki) = (c.clone(), pki.clone());
         async move {
             assert!(req.peer::<PeerAttestation>().is_some(), "the node attested");
-            if calls.fetch_add(1, Ordering::SeqCst) < 2 {
+            if calls.fetch_add(1, Ordering::SeqCst) < unavailable {
                 return Err(Status::unavailable("key service not ready"));
             }
             let csr = openssl::x509::X509Req::from_der(&req.message.certificate_request).unwrap();
@@ -308,38 +336,105 @@ async fn fake_join_service(
             }))
         }
     });
+    let issuer = match presents {
+        Presents::NoAttestation => None,
+        Presents::Attestation(issuer) => {
+            let ek = issuer.with_tpm(|tpm, _| tpm.ek_certificate()).expect("EK certificate");
+            router.add_service(Arc::new(ActivationService::new(Arc::clone(&issuer), ek)));
+            Some(issuer as Arc<dyn AttestationIssuer>)
+        }
+    };
     let server = Server::new(router, ServerConfig::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let acceptor = Arc::new(AtlsAcceptor::new(None, Some(verifier)).unwrap());
+    let acceptor = Arc::new(AtlsAcceptor::new(issuer, Some(verifier)).unwrap());
     let addr = attest_atls::grpc::serve(&server, listener, acceptor).unwrap();
     (server, addr, calls)
+}
+
+/// The cluster id of the stand-in's tickets.
+fn ticket_cluster_id() -> [u8; 32] {
+    cluster_id(&[0x33; 32], &SALT)
+}
+
+/// A join service's TPM: a node bootstrapped into the tickets' cluster (PCR 15 = its id), with `pcr4`
+/// extended into PCR 4 when given (other software than the node's).
+fn join_service_tpm(name: &str, cluster: Option<[u8; 32]>, pcr4: Option<[u8; 32]>) -> HwNode {
+    let hw = HwNode::start_unique(name);
+    hw.issuer.with_tpm(|tpm, _| {
+        if let Some(id) = cluster {
+            tpm.extend_pcr(BOOTSTRAP_PCR, &id).unwrap();
+        }
+        if let Some(d) = pcr4 {
+            tpm.extend_pcr(4, &d).unwrap();
+        }
+    });
+    hw
+}
+
+/// How the node verifies join services: its measurements (PCRs 0–7 of a freshly started TPM, the same on
+/// every node here), a `qemu-vtpm` service's AK through credential activation against `ek_ca`.
+fn node_trust(hw: &HwNode, ek_ca: EkCaBundle) -> Arc<JoinServiceTrust> {
+    let pcrs = hw.issuer.with_tpm(|tpm, _| tpm.read_pcrs(PcrMask::from_indices(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap()));
+    let pcrs = pcrs.unwrap();
+    let entries: Vec<String> = (0u8..8)
+        .map(|i| format!("\"{i}\": {{\"expected\": \"{}\", \"warnOnly\": false}}", hex::encode(pcrs.get(i).unwrap())))
+        .collect();
+    let document = attest_measurements::parse_document(format!("{{{}}}", entries.join(", ")).as_bytes()).unwrap();
+    let trust = Arc::new(Trust {
+        measurements: attest_trust::SignatureState::Verified,
+        launch: vec![(Variant::QemuVtpm, attest_engine::LaunchPinning::NotApplicable)],
+        revocation: None,
+    });
+    Arc::new(
+        JoinServiceTrust::new(
+            &[Variant::QemuVtpm],
+            &document,
+            &Arc::new(attest_engine::SnpVerifier::new()),
+            &attest_engine::SnpPolicy::default(),
+            Some(ek_ca),
+            trust,
+        )
+        .unwrap(),
+    )
+}
+
+fn swtpm_ek_ca() -> EkCaBundle {
+    EkCaBundle::from_swtpm_localca(&Swtpm::ca_dir().unwrap()).unwrap()
+}
+
+fn fast_join() -> JoinConfig {
+    JoinConfig { initial_backoff: Duration::from_millis(20), max_backoff: Duration::from_millis(100), max_refusals: 3 }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_over_atls_after_unavailable_answers() {
     let hw = HwNode::start("join");
+    let service_tpm = join_service_tpm("join-service", Some(ticket_cluster_id()), None);
     let pki = Arc::new(ClusterPki::create_or_load(&hw.dir.join("cluster")).unwrap());
-    let (service, join_addr, calls) = fake_join_service(hw.verifier(), pki.clone()).await;
+    let (service, join_addr, calls) =
+        fake_join_service(hw.verifier(), pki.clone(), Presents::Attestation(service_tpm.issuer.clone()), 2).await;
     let node = hw.node(hw.dry_run());
     // The init server runs in parallel, as in the binary; the join wins here (nobody calls init).
     let (init_server, init_addr) = hw.serve(node.clone()).await;
-    let connector = AtlsConnector::new(Some(hw.issuer.clone() as Arc<dyn AttestationIssuer>), None).unwrap();
-    let source = Arc::new(AtlsTicketSource::new(join_addr, connector));
-    let config = JoinConfig {
-        initial_backoff: Duration::from_millis(20),
-        max_backoff: Duration::from_millis(100),
-        max_refusals: 3,
-    };
-    let outcome = tokio::time::timeout(TIMEOUT, JoinClient::new(node.clone(), source, config).run())
+    let source = Arc::new(
+        AtlsTicketSource::new(
+            join_addr,
+            hw.issuer.clone() as Arc<dyn AttestationIssuer>,
+            node_trust(&hw, swtpm_ek_ca()),
+        )
+        .unwrap(),
+    );
+    let outcome = tokio::time::timeout(TIMEOUT, JoinClient::new(node.clone(), source, fast_join()).run())
         .await
         .expect("join in time")
         .expect("joined");
-    let id = cluster_id(&[0x33; 32], &SALT);
+    let id = ticket_cluster_id();
     assert_eq!(outcome, Outcome::Joined { cluster_id: id });
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(hw.pcr15(), expected_pcr_value(&id));
     let state = node.store().load().unwrap().unwrap();
     assert_eq!((state.role, state.phase), (Role::Worker, Phase::Bootstrapped));
+    assert!(state.dry_run, "a dry-run node says so in its state");
     let cert = std::fs::read(hw.state_dir().join("kubelet/pki/kubelet.crt")).unwrap();
     let cert = openssl::x509::X509::from_pem(&cert).unwrap();
     assert!(cert.verify(&pki.ca.cert.public_key().unwrap()).unwrap());
@@ -348,5 +443,83 @@ async fn join_over_atls_after_unavailable_answers() {
     let e = init_call(init_addr, hw.verifier(), INIT_SECRET).await.unwrap_err();
     assert_eq!(e.code, Code::FailedPrecondition);
     init_server.shutdown(Duration::from_secs(5)).await;
+    service.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Runs a node's join client against the join service at `join_addr` until it gives up, and checks that the
+/// node is untouched: the client gave up with a refusal naming `why`, PCR 15 is still zero, no node state, no
+/// disk key, no kubelet files.
+async fn assert_refused_and_untouched(hw: &HwNode, join_addr: std::net::SocketAddr, ek_ca: EkCaBundle, why: &str) {
+    let node = hw.node(hw.dry_run());
+    let source = Arc::new(
+        AtlsTicketSource::new(join_addr, hw.issuer.clone() as Arc<dyn AttestationIssuer>, node_trust(hw, ek_ca))
+            .unwrap(),
+    );
+    let ended = tokio::time::timeout(TIMEOUT, JoinClient::new(node.clone(), source, fast_join()).run())
+        .await
+        .expect("the join client gives up in time");
+    match ended {
+        Err(JoinError::GaveUp { attempts, last }) => {
+            assert_eq!(attempts, 3, "{last}");
+            assert!(last.contains("join service refused by this node") && last.contains(why), "{last}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(hw.pcr15(), [0; 32], "PCR 15 unchanged");
+    assert!(!node.lock().is_locked());
+    assert_eq!(node.store().load().unwrap(), None, "no node state written");
+    assert!(!hw.dir.join("run/state-disk.key").exists(), "no disk key kept");
+    assert!(!hw.state_dir().join("kubelet").exists(), "no kubelet files");
+    assert!(matches!(node.startup().unwrap(), Ok(Startup::Fresh)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impostor_join_service_without_attestation_is_refused_and_the_node_stays_unlocked() {
+    let hw = HwNode::start("impostor-plain");
+    let pki = Arc::new(ClusterPki::create_or_load(&hw.dir.join("cluster")).unwrap());
+    // Valid TLS, verifies the node like the real service does, issues tickets: but attests nothing.
+    let (service, addr, calls) = fake_join_service(hw.verifier(), pki, Presents::NoAttestation, 0).await;
+    assert_refused_and_untouched(&hw, addr, swtpm_ek_ca(), "no attestation extension").await;
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "no ticket was even asked for");
+    service.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impostor_join_service_with_other_measurements_is_refused_and_the_node_stays_unlocked() {
+    let hw = HwNode::start("impostor-pcr");
+    // A genuine TPM of the right cluster, but running other software (PCR 4 differs).
+    let impostor = join_service_tpm("impostor-pcr-service", Some(ticket_cluster_id()), Some([0xBA; 32]));
+    let pki = Arc::new(ClusterPki::create_or_load(&hw.dir.join("cluster")).unwrap());
+    let (service, addr, calls) =
+        fake_join_service(hw.verifier(), pki, Presents::Attestation(impostor.issuer.clone()), 0).await;
+    assert_refused_and_untouched(&hw, addr, swtpm_ek_ca(), "PCR 4").await;
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "no ticket was even asked for");
+    service.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_service_whose_tpm_the_node_cannot_certify_is_refused() {
+    let hw = HwNode::start("impostor-ek");
+    let service_tpm = join_service_tpm("impostor-ek-service", Some(ticket_cluster_id()), None);
+    let pki = Arc::new(ClusterPki::create_or_load(&hw.dir.join("cluster")).unwrap());
+    let (service, addr, calls) =
+        fake_join_service(hw.verifier(), pki.clone(), Presents::Attestation(service_tpm.issuer.clone()), 0).await;
+    // The node trusts another EK CA (here: the cluster CA, which certified no TPM).
+    let other_ca = EkCaBundle::from_pem(&pki.ca.cert.to_pem().unwrap()).unwrap();
+    assert_refused_and_untouched(&hw, addr, other_ca, "AK is not trusted").await;
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "no ticket was asked for before the AK was proven");
+    service.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_service_of_another_cluster_is_refused_after_its_ticket_and_the_node_stays_unlocked() {
+    let hw = HwNode::start("impostor-cluster");
+    // Genuine TPM and software, but its node is bootstrapped into another cluster (PCR 15 ≠ the ticket's).
+    let service_tpm = join_service_tpm("impostor-cluster-service", Some([0x77; 32]), None);
+    let pki = Arc::new(ClusterPki::create_or_load(&hw.dir.join("cluster")).unwrap());
+    let (service, addr, calls) =
+        fake_join_service(hw.verifier(), pki, Presents::Attestation(service_tpm.issuer.clone()), 0).await;
+    assert_refused_and_untouched(&hw, addr, swtpm_ek_ca(), "not a node of the cluster").await;
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "each ticket arrived and was dropped");
     service.shutdown(Duration::from_secs(5)).await;
 }

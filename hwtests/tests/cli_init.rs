@@ -115,9 +115,30 @@ impl Node {
             map.insert(i.to_string(), serde_json::json!({"expected": hex::encode(v), "warnOnly": false}));
         }
         let path = self.dir().join(name);
-        std::fs::write(&path, serde_json::to_vec(&map).unwrap()).unwrap();
+        let bytes = serde_json::to_vec(&map).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        // Signed, as an operator publishes measurements: `<name>.sig` under `measurements.pub` (see `run`).
+        let key = measurements_key();
+        std::fs::write(self.dir().join("measurements.pub"), key.public_key_to_pem().unwrap()).unwrap();
+        let mut signer = openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), key).unwrap();
+        std::fs::write(signature_of(&path), signer.sign_oneshot_to_vec(&bytes).unwrap()).unwrap();
         path
     }
+}
+
+/// The measurements signer of this test binary.
+fn measurements_key() -> &'static openssl::pkey::PKey<openssl::pkey::Private> {
+    static KEY: std::sync::OnceLock<openssl::pkey::PKey<openssl::pkey::Private>> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let group = openssl::ec::EcGroup::from_curve_name(openssl::nid::Nid::X9_62_PRIME256V1).unwrap();
+        openssl::pkey::PKey::from_ec_key(openssl::ec::EcKey::generate(&group).unwrap()).unwrap()
+    })
+}
+
+fn signature_of(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap().to_owned();
+    name.push(".sig");
+    path.with_file_name(name)
 }
 
 fn parse(args: &[&str]) -> Command {
@@ -126,8 +147,26 @@ fn parse(args: &[&str]) -> Command {
     Cli::try_parse_from(argv).expect("arguments parse").command
 }
 
-/// Runs a command line; returns its status and stdout.
+/// Runs a command line; returns its status and stdout. A `--measurements FILE` that has a signature next to
+/// it (`Node::measurements` writes one) is passed with it and its public key, as an operator would.
 fn run(args: &[&str]) -> (Result<Status, UsageError>, String) {
+    let mut argv: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    if let Some(file) = args.windows(2).find(|w| w[0] == "--measurements").map(|w| PathBuf::from(w[1])) {
+        let (sig, key) = (signature_of(&file), file.with_file_name("measurements.pub"));
+        if sig.exists() && key.exists() {
+            argv.extend([
+                "--measurements-signature".to_owned(),
+                sig.display().to_string(),
+                "--measurements-public-key".to_owned(),
+                key.display().to_string(),
+            ]);
+        }
+    }
+    run_exactly(&argv.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Runs exactly this command line.
+fn run_exactly(args: &[&str]) -> (Result<Status, UsageError>, String) {
     let mut out = Vec::new();
     let status = match parse(args) {
         Command::Init(a) => attest_cli::init::run(&a, &mut out),
@@ -183,6 +222,13 @@ fn init_registers_the_ak_attests_the_node_and_writes_the_cluster_files() {
     assert_eq!(summary["attestation"]["akDigest"], hex::encode(node.ak_digest()));
     assert_eq!(summary["attestation"]["pcrsChecked"].as_array().unwrap().len(), 4);
     assert_eq!(summary["attestation"]["quotedPcrs"], 24);
+    assert_eq!(summary["trust"]["measurementsSignature"], "verified");
+    assert_eq!(summary["trust"]["waivers"].as_array().unwrap().len(), 0);
+    // The key-service PKI init created for the key service and the join service.
+    assert_eq!(summary["keyServicePki"]["generated"], true);
+    for f in ["ca.crt", "ca.key", "key-service.crt", "key-service.key", "join-service.crt", "join-service.key"] {
+        assert!(out.join("key-service-pki").join(f).is_file(), "{f}");
+    }
 
     // The request the node received.
     let requests = node.requests.lock().unwrap().clone();
@@ -243,6 +289,7 @@ fn init_registers_the_ak_attests_the_node_and_writes_the_cluster_files() {
     assert_eq!(status.unwrap(), Status::Accepted, "{stdout}");
     let v = json(&stdout);
     assert_eq!(v["verified"], true);
+    assert_eq!(v["trust"]["measurementsSignature"], "verified");
     assert_eq!(v["variant"], "qemu-vtpm");
     assert_eq!(v["akBasis"], "credential-activation");
     assert_eq!(v["akDigest"], hex::encode(node.ak_digest()));
@@ -311,6 +358,54 @@ fn init_and_verify_refuse_unregistered_nodes_and_report_init_failures() {
     assert!(!out.join("kubeconfig").exists());
     assert!(out.join("master-secret.json").exists(), "the master secret is kept for the next attempt");
     assert_eq!(node.requests.lock().unwrap().len(), 1);
+}
+
+/// `attest init` and `attest verify` believe a measurements file only with a valid signature: unsigned, a file
+/// changed after signing, or another key → a usage error before anything is sent; the named waiver runs and
+/// says so in the verdict.
+#[test]
+fn init_and_verify_refuse_unsigned_or_altered_measurements() {
+    let node = Node::start(false);
+    let m = node.measurements("m.json", None);
+    let (ms, o) = (m.display().to_string(), node.dir().join("out").display().to_string());
+    let endpoint = node.endpoint();
+    // No signature flags at all.
+    for cmd in [
+        vec!["init", "--endpoint", &endpoint, "--measurements", &ms, "--out", &o],
+        vec!["verify", "--endpoint", &endpoint, "--measurements", &ms],
+    ] {
+        let (status, _) = run_exactly(&cmd);
+        let e = status.unwrap_err();
+        assert!(e.0.contains("must be signed"), "{e}");
+    }
+    // The file changed after it was signed.
+    let mut text = std::fs::read_to_string(&m).unwrap();
+    text.push(' ');
+    std::fs::write(&m, text).unwrap();
+    let (status, _) = run(&["init", "--endpoint", &endpoint, "--measurements", &ms, "--out", &o]);
+    let e = status.unwrap_err();
+    assert!(e.0.contains("does not verify"), "{e}");
+    assert!(node.requests.lock().unwrap().is_empty(), "nothing sent to the node");
+    assert!(!node.dir().join("out/master-secret.json").exists(), "nothing written");
+    // The explicit waiver: the node is verified and the verdict names the waiver.
+    let ca = ca();
+    let (status, stdout) = run_exactly(&[
+        "init",
+        "--endpoint",
+        &endpoint,
+        "--measurements",
+        &ms,
+        "--out",
+        &o,
+        "--ek-ca",
+        &ca,
+        "--dangerously-skip-measurements-signature",
+        "--json",
+    ]);
+    assert_eq!(status.unwrap(), Status::Accepted, "{stdout}");
+    let summary = json(&stdout);
+    assert_eq!(summary["trust"]["measurementsSignature"], "dangerously-unsigned");
+    assert_eq!(summary["trust"]["waivers"][0], "measurements-unsigned");
 }
 
 #[test]

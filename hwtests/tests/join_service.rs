@@ -8,7 +8,7 @@
 mod join_support;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use attest_proto::join::{
 };
 use attest_proto::paths;
 use attest_registration::{FileAkRegistry, ak_digest};
-use join_support::{API_SERVER_ENDPOINT, Captured, Fixture, MEASUREMENT_SALT, csr, fixture};
+use join_support::{API_SERVER_ENDPOINT, Captured, Fixture, MEASUREMENT_SALT, MeasurementsSigner, csr, fixture};
 use openssl::nid::Nid;
 use openssl::x509::X509;
 
@@ -103,6 +103,7 @@ struct Cluster {
     addr: SocketAddr,
     validators: Arc<Validators>,
     measurements: PathBuf,
+    signer: MeasurementsSigner,
     _servers: Vec<Server>,
 }
 
@@ -124,8 +125,9 @@ impl Cluster {
             registry.register(*d, AkBasis::CredentialActivation).unwrap();
         }
         let path = fixture.dir.join("measurements.json");
-        std::fs::write(&path, measurements).unwrap();
-        let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry);
+        let signer = MeasurementsSigner::new(&fixture.dir);
+        signer.write(&path, measurements);
+        let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry, signer.trust(&path));
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
         let mut router = Router::new();
         router.add_service(Arc::clone(&fixture.service));
@@ -139,22 +141,22 @@ impl Cluster {
         )
         .unwrap();
         servers.push(server);
-        Cluster { fixture, addr, validators, measurements: path, _servers: servers }
+        Cluster { fixture, addr, validators, measurements: path, signer, _servers: servers }
     }
 
     fn tokens(&self) -> Vec<PathBuf> {
         std::fs::read_dir(&self.fixture.tokens_dir).unwrap().map(|e| e.unwrap().path()).collect()
     }
 
+    /// Writes a new measurements file with its signature, as an operator would.
     fn write_measurements(&self, text: &str) {
-        write_atomically(&self.measurements, text);
+        self.signer.write(&self.measurements, text);
     }
-}
 
-fn write_atomically(path: &Path, text: &str) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
+    /// Writes a new measurements file without signing it (an attacker who can write the file only).
+    fn write_unsigned_measurements(&self, text: &str) {
+        join_support::replace(&self.measurements, text.as_bytes());
+    }
 }
 
 #[tokio::test]
@@ -266,6 +268,10 @@ async fn measurements_swap_while_joins_run() {
     cluster.write_measurements("{\"4\": {\"expected\": \"zz\"}}");
     assert!(cluster.validators.reload().is_err());
     assert_eq!(cluster.validators.current().generation(), 2);
+    // A well-formed file whose signature does not match (changed without re-signing): rejected as well.
+    cluster.write_unsigned_measurements(&nodes[0].measurements(Some([0xAB; 32]), false));
+    assert!(matches!(cluster.validators.reload(), Err(attest_joinservice::MeasurementsError::Untrusted(_))));
+    assert_eq!(cluster.validators.current().generation(), 2);
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for r in runners {
@@ -292,7 +298,7 @@ async fn measurements_swap_while_joins_run() {
     watcher.await.unwrap();
     let text = cluster.fixture.metrics.render();
     assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"applied\"} 4"), "{text}");
-    assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"rejected\"} 1"), "{text}");
+    assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"rejected\"} 2"), "{text}");
 }
 
 fn a_measurements_with_extra(node: &Node) -> String {

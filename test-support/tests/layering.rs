@@ -29,13 +29,15 @@ const LAYERS: &[&[&str]] = &[
     &["attest-proto", "attest-measurements"],
     // The C ABI; gRPC (knows no attestation); certificate supply; Kubernetes client.
     &["attest-ffi", "attest-grpc", "attest-kds", "attest-k8s"],
-    // Attested TLS; the verifier side of AK trust; the key service.
-    &["attest-atls", "attest-registration", "attest-keyservice"],
+    // Attested TLS; the verifier side of AK trust; the key service; the verifier's trust inputs (signed
+    // measurements, CRLs, launch pinning, waivers) shared by the services and the CLI.
+    &["attest-atls", "attest-registration", "attest-keyservice", "attest-trust"],
     // The attester side (TPM, issuers): implements aTLS's issuer trait.
     &["attest-attester"],
     // The node: bootstrapper (attests).
     &["attest-bootstrapper"],
-    // The join service (verifies; its tests make CSRs with the bootstrapper's key generation).
+    // The join service (verifies joining nodes and, since issue 14, attests itself to them with its node's
+    // TPM: above the attester; its tests make CSRs with the bootstrapper's key generation).
     &["attest-joinservice"],
     // The command-line tool.
     &["attest-cli"],

@@ -6,6 +6,8 @@
 //! | [`LOAD_AKS_FILE`] | the software AKs' PKCS#8 keys (`{"version":1,"aks":[{"kind","pkcs8"}]}`, hex) | the generator |
 //! | [`AK_REGISTRY_FILE`] | the AK registry (`FileAkRegistry`) pinning every AK's digest, basis `pinned` | `--ak-registry` |
 //! | [`MEASUREMENTS_FILE`] | PCRs 0..=15 of [`pcr_bank`], all enforced | `--measurements` |
+//! | [`MEASUREMENTS_SIGNATURE_FILE`], [`MEASUREMENTS_PUBLIC_KEY_FILE`] | its detached ECDSA P-256 signature and the key | `--measurements-signature`, `--measurements-public-key` |
+//! | [`KMS_PKI_DIR`] | the key-service PKI (`attest_keyservice::tls::generate_pki`) | `key-service --tls-*`, `join-service --key-service-*` |
 //! | [`SALT_FILE`] | 32-byte measurement salt | `--measurement-salt` |
 //! | [`MASTER_SECRET_FILE`] | a `kms://cluster-kms?key=…&salt=…` URI | `key-service --master-secret` |
 //! | [`KUBERNETES_FILE`] | Kubernetes version and one component | `--kubernetes-config` |
@@ -31,6 +33,12 @@ pub const LOAD_AKS_FILE: &str = "load-aks.json";
 pub const AK_REGISTRY_FILE: &str = "aks.json";
 /// The measurements file.
 pub const MEASUREMENTS_FILE: &str = "measurements.json";
+/// The measurements file's detached signature (DER).
+pub const MEASUREMENTS_SIGNATURE_FILE: &str = "measurements.json.sig";
+/// The public key the measurements signature verifies under (PEM).
+pub const MEASUREMENTS_PUBLIC_KEY_FILE: &str = "measurements.pub";
+/// The key-service PKI directory (CA, key-service and join-service certificates).
+pub const KMS_PKI_DIR: &str = "kms-pki";
 /// The measurement salt.
 pub const SALT_FILE: &str = "measurement-salt";
 /// The key service's master secret.
@@ -117,13 +125,29 @@ pub fn write_fixture(dir: &Path, aks: usize, kind: AkKind) -> Result<(), BoxErro
     for k in &keys {
         registry.register(k.tpmt_digest(), AkBasis::Pinned)?;
     }
-    write(dir, MEASUREMENTS_FILE, measurements_json(&pcr_bank()).as_bytes())?;
+    let measurements = measurements_json(&pcr_bank());
+    write(dir, MEASUREMENTS_FILE, measurements.as_bytes())?;
+    let group = openssl::ec::EcGroup::from_curve_name(openssl::nid::Nid::X9_62_PRIME256V1)?;
+    let signer = openssl::pkey::PKey::from_ec_key(openssl::ec::EcKey::generate(&group)?)?;
+    let signature = openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), &signer)?
+        .sign_oneshot_to_vec(measurements.as_bytes())?;
+    write(dir, MEASUREMENTS_SIGNATURE_FILE, &signature)?;
+    write(dir, MEASUREMENTS_PUBLIC_KEY_FILE, &signer.public_key_to_pem()?)?;
+    attest_keyservice::tls::generate_pki(&dir.join(KMS_PKI_DIR))?;
     write(dir, SALT_FILE, &MEASUREMENT_SALT)?;
     let secret = MasterSecret::new(Zeroizing::new(MASTER_KEY.to_vec()), Zeroizing::new(MASTER_SALT.to_vec()))?;
     write(dir, MASTER_SECRET_FILE, secret.to_kms_uri().as_bytes())?;
     write(dir, KUBERNETES_FILE, KUBERNETES_JSON.as_bytes())?;
     attest_k8s::generate_pki(&dir.join(PKI_DIR))?;
     Ok(())
+}
+
+/// How the join service trusts the fixture's measurements file: its signature under the fixture's key.
+pub fn measurements_trust(dir: &Path) -> Result<attest_trust::MeasurementsTrust, BoxError> {
+    Ok(attest_trust::MeasurementsTrust::verify_with(
+        &dir.join(MEASUREMENTS_PUBLIC_KEY_FILE),
+        &dir.join(MEASUREMENTS_SIGNATURE_FILE),
+    )?)
 }
 
 /// The issuers of the AKs in `dir`'s [`LOAD_AKS_FILE`], quoting [`pcr_bank`].

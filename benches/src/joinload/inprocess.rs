@@ -17,17 +17,19 @@ use attest_joinservice::{
     load_measurement_salt,
 };
 use attest_k8s::{ClusterCa, DryRunTokenIssuer};
+use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsAcceptor, KmsConnector, TlsFiles};
 use attest_keyservice::{KeyService, MasterSecret};
 use attest_registration::FileAkRegistry;
 
 use super::fixture::{
-    AK_REGISTRY_FILE, BoxError, KUBERNETES_FILE, MASTER_SECRET_FILE, MEASUREMENTS_FILE, PKI_DIR, SALT_FILE,
+    AK_REGISTRY_FILE, BoxError, KMS_PKI_DIR, KUBERNETES_FILE, MASTER_SECRET_FILE, MEASUREMENTS_FILE, PKI_DIR,
+    SALT_FILE, measurements_trust,
 };
 
 /// Where [`Services::start`] has the dry-run token issuer write its Secret manifests (below the fixture).
 pub const TOKENS_DIR: &str = "tokens";
 
-/// A running key service (h2c) and join service (aTLS, the joining node attests) on 127.0.0.1.
+/// A running key service (mutual TLS) and join service (aTLS, the joining node attests) on 127.0.0.1.
 pub struct Services {
     /// The key service's server.
     pub key_service: Server,
@@ -48,11 +50,20 @@ impl Services {
         let mut router = Router::new();
         router.add_service(Arc::new(KeyService::new(MasterSecret::from_file(&dir.join(MASTER_SECRET_FILE))?)));
         let key_service = Server::new(router, ServerConfig::default());
-        let kms_addr = key_service.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await?)?;
+        let kms_acceptor = KmsAcceptor::new(&TlsFiles::server_in(&dir.join(KMS_PKI_DIR)), &[])?;
+        let kms_addr = attest_keyservice::tls::serve(
+            &key_service,
+            tokio::net::TcpListener::bind("127.0.0.1:0").await?,
+            Arc::new(kms_acceptor),
+        )?;
+        let kms_tls = KmsConnector::new(&TlsFiles::client_in(&dir.join(KMS_PKI_DIR)), KEY_SERVICE_NAME)?;
 
         let metrics = Arc::new(Metrics::new());
-        let validator_config =
-            ValidatorConfig::new(vec![Variant::QemuVtpm], Arc::new(FileAkRegistry::open(dir.join(AK_REGISTRY_FILE))?));
+        let validator_config = ValidatorConfig::new(
+            vec![Variant::QemuVtpm],
+            Arc::new(FileAkRegistry::open(dir.join(AK_REGISTRY_FILE))?),
+            measurements_trust(dir)?,
+        );
         let validators =
             Arc::new(Validators::load(validator_config, &dir.join(MEASUREMENTS_FILE), Arc::clone(&metrics))?);
         let settings = TicketSettings {
@@ -63,7 +74,7 @@ impl Services {
         };
         let tokens_dir = dir.join(TOKENS_DIR);
         let service = JoinService::new(
-            KeyServiceClient::new(kms_addr, Duration::from_secs(5), Arc::clone(&metrics)),
+            KeyServiceClient::new(kms_addr, kms_tls, Duration::from_secs(5), Arc::clone(&metrics)),
             Arc::new(DryRunTokenIssuer::new(tokens_dir.clone())?),
             Arc::new(ClusterCa::load(&dir.join(PKI_DIR))?),
             settings,

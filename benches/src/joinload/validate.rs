@@ -78,7 +78,7 @@ fn schedstat() -> (Duration, Duration) {
 /// The verifier `join-service` builds, from the fixture in `dir`.
 pub fn service_verifier(dir: &Path) -> Result<Verifier, BoxError> {
     let registry = Arc::new(FileAkRegistry::open(dir.join(AK_REGISTRY_FILE))?);
-    let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry);
+    let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry, super::fixture::measurements_trust(dir)?);
     let validators = Arc::new(Validators::load(config, &dir.join(MEASUREMENTS_FILE), Arc::new(Metrics::new()))?);
     Ok(Verifier::new(validators.attestation_validators()))
 }

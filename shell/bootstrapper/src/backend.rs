@@ -3,8 +3,11 @@
 //! configuration it would use, creates the cluster PKI `kubeadm init` would create, and runs nothing.
 //!
 //! This module knows only the trait and what its implementations exchange; it names no implementation. The
-//! command ([`crate::cmd`], the binary's wiring) picks one for `--backend kubeadm|dry-run|auto` (`auto`: `kubeadm` when a `kubeadm`
-//! executable is on PATH, the dry run otherwise), so the trait and its implementations form no cycle.
+//! command ([`crate::cmd`], the binary's wiring) picks one for `--backend kubeadm|dry-run` (`auto` is kept as a
+//! name for `kubeadm`: it never falls back to the dry run), so the trait and its implementations form no
+//! cycle. A dry run is never chosen silently: it is the operator's explicit `--backend dry-run`, and
+//! [`ClusterBackend::is_dry_run`] makes the node announce it in its logs, its init stream, its stdout events
+//! and its persisted state.
 //!
 //! Backends are synchronous (they run processes and write files); the node calls them on a blocking thread
 //! and forwards the log lines to the init stream as they come.
@@ -129,6 +132,10 @@ impl From<FileNameError> for BackendError {
 pub trait ClusterBackend: Send + Sync + std::fmt::Debug {
     /// A short name for logs (`kubeadm`, `dry-run`).
     fn name(&self) -> &'static str;
+    /// Whether this backend runs nothing (a dry run): the node then reports itself as a dry run everywhere.
+    fn is_dry_run(&self) -> bool {
+        false
+    }
     /// Initializes the cluster; returns the admin kubeconfig.
     fn init(&self, params: &InitParams, log: &mut dyn FnMut(&str)) -> Result<InitOutput, BackendError>;
     /// Joins the cluster.

@@ -3,10 +3,21 @@
 //!
 //! ```text
 //! attest-bootstrapper --tpm swtpm:host=127.0.0.1,port=2321 --state-dir DIR --init-secret-hash FILE
-//!     [--init-listen 0.0.0.0:9000] [--join-service ADDR] [--registration ADDR] [--node-name NAME]
+//!     [--init-listen 0.0.0.0:9000] [--registration ADDR] [--node-name NAME]
+//!     [--join-service ADDR --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
+//!      | --dangerously-skip-measurements-signature) [--join-service-ek-ca FILE …] [--join-service-variant V …]
+//!      [--snp-policy FILE] [--kds-store DIR] [--kds-url URL|offline] [--allow-stale-crl]
+//!      [--dangerous-allow-unpinned-launch]]
 //!     [--control-plane] [--disk key-file|luks:/dev/X] [--runtime-dir /run/attest]
-//!     [--backend kubeadm|dry-run|auto] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
+//!     [--backend kubeadm|dry-run] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
 //! ```
+//!
+//! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): against
+//! `--measurements` (signature-checked unless explicitly waived), a `qemu-vtpm` service's AK by credential
+//! activation against `--join-service-ek-ca`, an SNP service's launch pinned and its CRLs loaded at start.
+//! The backend is `kubeadm` unless `--backend dry-run` is given; a missing `kubeadm` is a configuration error
+//! (exit 3), never a silent dry run, and a dry run is announced in the logs, the init stream, every stdout
+//! event (`"dry_run": true`) and the node state.
 //!
 //! Stdout carries machine-readable progress: first `listening on ADDR` (the init server's address, useful
 //! with port 0), then one JSON object per line: `{"event":"bootstrapped","path":"init"|"join",
@@ -19,7 +30,8 @@
 //! simply stops; after the lock it waits (up to the grace) for the running init or join to finish.
 //!
 //! Exit codes: 0 bootstrapped (now or before this start) or stopped by a signal before the lock;
-//! 1 runtime failure (TPM, bind); 2 usage; 3 configuration (init secret hash file); 4 bootstrapping failed
+//! 1 runtime failure (TPM, bind); 2 usage; 3 configuration (init secret hash file, kubeadm missing, the join
+//! service's trust inputs: measurements and their signature, launch pinning, CRLs); 4 bootstrapping failed
 //! after the lock (now or before this start: the node needs reinstalling); 5 node state inconsistent
 //! (locked without state, state without lock, PCR 15 mismatch): init and join refused.
 
@@ -35,13 +47,17 @@ use crate::kubeadm::KubeadmBackend;
 use crate::process::find_on_path;
 use crate::registration::AkRegistrationStep;
 use crate::{
-    AtlsTicketSource, ClusterBackend, DiskSetup, InitSecretHash, JoinClient, JoinConfig, JoinError, KeyFileDisk,
-    LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
+    AtlsTicketSource, ClusterBackend, DiskSetup, InitSecretHash, JoinClient, JoinConfig, JoinError, JoinServiceTrust,
+    KeyFileDisk, LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
 };
-use attest_atls::{AtlsConnector, AttestationIssuer};
+use attest_atls::AttestationIssuer;
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, Tpm};
+use attest_engine::SnpVerifier;
+use attest_engine::variant::Variant;
+use attest_registration::EkCaBundle;
+use attest_trust::{Trust, TrustArgs};
 use clap::Parser;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -80,8 +96,9 @@ struct Args {
     /// Init server address (aTLS gRPC).
     #[arg(long, default_value = "0.0.0.0:9000")]
     init_listen: SocketAddr,
-    /// Join service address; without it the node only waits for init.
-    #[arg(long, value_name = "ADDR")]
+    /// Join service address; without it the node only waits for init. Needs --measurements: the join
+    /// service is verified before its ticket is believed.
+    #[arg(long, value_name = "ADDR", requires = "measurements")]
     join_service: Option<SocketAddr>,
     /// AK registration endpoint (h2c), called once before the first join attempt.
     #[arg(long, value_name = "ADDR")]
@@ -101,8 +118,8 @@ struct Args {
     /// Directory of the key file and disk UUID in key-file mode (a tmpfs in production).
     #[arg(long, default_value = "/run/attest", value_name = "DIR")]
     runtime_dir: PathBuf,
-    /// Cluster backend: kubeadm, dry-run, or auto (kubeadm if on PATH).
-    #[arg(long, default_value = "auto")]
+    /// Cluster backend: kubeadm (must be on PATH; `auto` is the same), or dry-run (runs nothing, announced).
+    #[arg(long, default_value = "kubeadm")]
     backend: BackendChoice,
     /// HOST:PORT of the API server of a cluster this node initializes (the admin kubeconfig's server).
     #[arg(long, default_value = "127.0.0.1:6443")]
@@ -113,6 +130,70 @@ struct Args {
     /// Seconds a running init/join and the init stream are given to finish on shutdown.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     shutdown_grace: u64,
+    /// Expected measurements (the file the join service verifies nodes against) the join service itself must
+    /// meet.
+    #[arg(long, value_name = "FILE")]
+    measurements: Option<PathBuf>,
+    /// CA certificate (PEM) of the join service TPM's EK certificate (repeatable: root and intermediates).
+    #[arg(long = "join-service-ek-ca", value_name = "FILE")]
+    join_service_ek_ca: Vec<PathBuf>,
+    /// Attestation variant the join service may attest with (repeatable).
+    #[arg(long = "join-service-variant", default_value = "qemu-vtpm", value_parser = parse_variant)]
+    join_service_variants: Vec<Variant>,
+    /// SNP policy file (TOML or JSON) for an SNP join service variant.
+    #[arg(long, value_name = "FILE")]
+    snp_policy: Option<PathBuf>,
+    /// Measurements signature, launch pinning, CRLs and their waivers (for verifying the join service).
+    #[command(flatten)]
+    trust: TrustArgs,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
+}
+
+/// How the join client verifies the join service, from the flags: measurements (signature checked), SNP
+/// launch pinning, CRLs loaded now, the EK CA for a `qemu-vtpm` service.
+async fn join_service_trust(args: &Args) -> Result<Arc<JoinServiceTrust>, String> {
+    let path = args.measurements.as_deref().ok_or("--join-service needs --measurements")?;
+    let loaded = args.trust.measurements_trust().and_then(|t| t.load(path)).map_err(|e| e.to_string())?;
+    let policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
+    let mut variants = args.join_service_variants.clone();
+    variants.dedup();
+    let snp = Arc::new(SnpVerifier::new());
+    let probes: Vec<attest_engine::variant::Validator> = variants
+        .iter()
+        .map(|&v| {
+            attest_engine::variant::Validator::new(
+                v,
+                Arc::clone(&snp),
+                policy.clone(),
+                attest_engine::variant::PcrPolicy::default(),
+            )
+        })
+        .collect();
+    let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
+    let crls = args.trust.revocation(Arc::clone(&snp), &variants, &policy).await.map_err(|e| e.to_string())?;
+    let trust = Arc::new(Trust {
+        measurements: loaded.signature,
+        launch,
+        revocation: (!crls.wanted().is_empty()).then_some(crls),
+    });
+    let ek_ca = if args.join_service_ek_ca.is_empty() {
+        None
+    } else {
+        Some(EkCaBundle::from_files(&args.join_service_ek_ca).map_err(|e| format!("--join-service-ek-ca: {e}"))?)
+    };
+    let server = JoinServiceTrust::new(&variants, &loaded.document, &snp, &policy, ek_ca, Arc::clone(&trust))
+        .map_err(|e| e.to_string())?;
+    tracing::info!(
+        measurements = %path.display(),
+        measurements_sha256 = %hex::encode(loaded.file_sha256),
+        variants = ?variants,
+        waivers = %trust.waivers_field(),
+        "bootstrapper: the join service will be verified before a ticket is accepted"
+    );
+    Ok(Arc::new(server))
 }
 
 fn event(value: &serde_json::Value) {
@@ -141,6 +222,32 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    // Configuration before the TPM: the cluster backend and how the join service is verified.
+    let backend = match select_backend(args.backend, &args.state_dir) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "bootstrapper: no cluster backend");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "bootstrapper: cannot start the runtime");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
+    let server_trust = match &args.join_service {
+        None => None,
+        Some(_) => match runtime.block_on(join_service_trust(&args)) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
+                event(&serde_json::json!({"event": "refused", "reason": e}));
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+    };
     let (issuer, ek_certificate) = match open_issuer(&args.tpm) {
         Ok(v) => v,
         Err(e) => {
@@ -159,7 +266,6 @@ pub fn main() -> ExitCode {
         DiskChoice::KeyFile => Arc::new(KeyFileDisk::new(&args.runtime_dir)),
         DiskChoice::Luks(dev) => Arc::new(LuksDisk::new(dev)),
     };
-    let backend = select_backend(args.backend, &args.state_dir);
     let config = NodeConfig {
         state_dir: args.state_dir.clone(),
         node_name,
@@ -167,7 +273,12 @@ pub fn main() -> ExitCode {
         api_server_endpoint: args.api_server_endpoint.clone(),
     };
     let node = Arc::new(Node::new(config, lock, disk, backend));
-    tracing::info!(backend = node.backend().name(), state_dir = %args.state_dir.display(), "bootstrapper: starting");
+    tracing::info!(
+        backend = node.backend().name(),
+        dry_run = node.backend().is_dry_run(),
+        state_dir = %args.state_dir.display(),
+        "bootstrapper: starting"
+    );
 
     match node.startup() {
         Err(e) => {
@@ -185,20 +296,13 @@ pub fn main() -> ExitCode {
             tracing::info!(cluster_id = %hex::encode(state.cluster_id), role = %state.role, phase = ?state.phase,
                 "bootstrapper: node already bootstrapped; nothing to serve");
             event(&serde_json::json!({"event": "already-bootstrapped", "cluster_id": hex::encode(state.cluster_id),
-                "role": state.role.to_string(), "failed": failed}));
+                "role": state.role.to_string(), "failed": failed, "dry_run": state.dry_run}));
             return if failed { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS };
         }
         Ok(Ok(Startup::Fresh)) => {}
     }
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!(error = %e, "bootstrapper: cannot start the runtime");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
-    };
-    runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate))
+    runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust))
 }
 
 fn open_issuer(tcti: &str) -> Result<(Arc<QemuVtpmIssuer>, Vec<u8>), attest_attester::tpm::Error> {
@@ -217,7 +321,9 @@ async fn run(
     secret_hash: InitSecretHash,
     issuer: Arc<QemuVtpmIssuer>,
     ek_certificate: Vec<u8>,
+    server_trust: Option<Arc<JoinServiceTrust>>,
 ) -> ExitCode {
+    let dry_run = node.backend().is_dry_run();
     let grace = Duration::from_secs(args.shutdown_grace);
     let mut terminate = match signal(SignalKind::terminate()) {
         Ok(s) => s,
@@ -256,10 +362,15 @@ async fn run(
     }
 
     let mut join_task = None;
-    if let Some(join_addr) = args.join_service {
-        match AtlsConnector::new(Some(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>), None) {
-            Ok(connector) => {
-                let source = Arc::new(AtlsTicketSource::new(join_addr, connector));
+    // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
+    // nextUpdate for as long as the bootstrapper runs.
+    let (_crl_stop, crl_stopped) = tokio::sync::watch::channel(false);
+    let _crl_refresher =
+        server_trust.as_ref().and_then(|t| t.trust().revocation.as_ref()).map(|k| k.spawn(crl_stopped));
+    if let (Some(join_addr), Some(server_trust)) = (args.join_service, server_trust) {
+        match AtlsTicketSource::new(join_addr, Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, server_trust) {
+            Ok(source) => {
+                let source = Arc::new(source);
                 let mut client = JoinClient::new(Arc::clone(&node), source, JoinConfig::default());
                 if let Some(reg) = args.registration {
                     client = client.with_pre_join(Arc::new(AkRegistrationStep::new(
@@ -307,17 +418,33 @@ async fn run(
             ExitCode::SUCCESS
         }
         Some(Outcome::Initialized { cluster_id }) => {
-            event(&serde_json::json!({"event": "bootstrapped", "path": "init", "cluster_id": hex::encode(cluster_id)}));
+            announce_dry_run(dry_run, "init");
+            event(&serde_json::json!({"event": "bootstrapped", "path": "init", "cluster_id": hex::encode(cluster_id),
+                "dry_run": dry_run}));
             ExitCode::SUCCESS
         }
         Some(Outcome::Joined { cluster_id }) => {
-            event(&serde_json::json!({"event": "bootstrapped", "path": "join", "cluster_id": hex::encode(cluster_id)}));
+            announce_dry_run(dry_run, "join");
+            event(&serde_json::json!({"event": "bootstrapped", "path": "join", "cluster_id": hex::encode(cluster_id),
+                "dry_run": dry_run}));
             ExitCode::SUCCESS
         }
         Some(Outcome::Failed { holder, error }) => {
-            event(&serde_json::json!({"event": "failed", "path": holder.to_string(), "error": error}));
+            event(&serde_json::json!({"event": "failed", "path": holder.to_string(), "error": error,
+                "dry_run": dry_run}));
             ExitCode::from(EXIT_FAILED)
         }
+    }
+}
+
+/// A dry-run node says so when it reports itself bootstrapped.
+fn announce_dry_run(dry_run: bool, path: &str) {
+    if dry_run {
+        tracing::warn!(
+            path,
+            "bootstrapper: bootstrapped as a DRY RUN: no kubeadm ran; the node is locked and has \
+            its keys but is part of no Kubernetes cluster"
+        );
     }
 }
 
@@ -338,12 +465,10 @@ async fn stop(node: &Arc<Node>, grace: Duration) -> Option<Outcome> {
 /// The `--backend` choice: the one place that names the [`ClusterBackend`] implementations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BackendChoice {
-    /// The real `kubeadm`.
+    /// The real `kubeadm` (found on PATH at start, or the bootstrapper does not start).
     Kubeadm,
-    /// Write configuration and PKI, run nothing.
+    /// Write configuration and PKI, run nothing: only when chosen, and announced everywhere.
     DryRun,
-    /// `kubeadm` if on PATH, else the dry run.
-    Auto,
 }
 
 impl std::str::FromStr for BackendChoice {
@@ -351,23 +476,27 @@ impl std::str::FromStr for BackendChoice {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "kubeadm" => Ok(BackendChoice::Kubeadm),
+            // `auto` once meant "kubeadm, else a silent dry run"; it now names kubeadm and never falls back.
+            "kubeadm" | "auto" => Ok(BackendChoice::Kubeadm),
             "dry-run" => Ok(BackendChoice::DryRun),
-            "auto" => Ok(BackendChoice::Auto),
-            other => Err(format!("unknown backend {other:?} (kubeadm, dry-run or auto)")),
+            other => Err(format!("unknown backend {other:?} (kubeadm or dry-run)")),
         }
     }
 }
 
-/// The backend for `choice`, working in `state_dir`.
-fn select_backend(choice: BackendChoice, state_dir: &Path) -> Arc<dyn ClusterBackend> {
-    let kubeadm = |program: PathBuf| Arc::new(KubeadmBackend::new(program, state_dir)) as Arc<dyn ClusterBackend>;
+/// The backend for `choice`, working in `state_dir`. `kubeadm` must be on PATH: a node without it refuses to
+/// start instead of locking itself and failing later (or, as before, silently running nothing).
+fn select_backend(choice: BackendChoice, state_dir: &Path) -> Result<Arc<dyn ClusterBackend>, String> {
     match choice {
-        BackendChoice::Kubeadm => kubeadm(PathBuf::from("kubeadm")),
-        BackendChoice::DryRun => Arc::new(DryRunBackend::new(state_dir)),
-        BackendChoice::Auto => match find_on_path("kubeadm") {
-            Some(p) => kubeadm(p),
-            None => Arc::new(DryRunBackend::new(state_dir)),
+        BackendChoice::Kubeadm => match find_on_path("kubeadm") {
+            Some(program) => Ok(Arc::new(KubeadmBackend::new(program, state_dir))),
+            None => Err("kubeadm is not on PATH (install it, or choose --backend dry-run, which runs nothing)".into()),
         },
+        BackendChoice::DryRun => {
+            tracing::warn!(state_dir = %state_dir.display(), "bootstrapper: DRY RUN (--backend dry-run): no kubeadm \
+                will run; an init or join writes configuration and PKI only, and this node will be part of no \
+                Kubernetes cluster");
+            Ok(Arc::new(DryRunBackend::new(state_dir)))
+        }
     }
 }

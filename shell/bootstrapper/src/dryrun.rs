@@ -1,4 +1,5 @@
-//! The dry-run cluster initializer/joiner: the default where no `kubeadm` exists (the local demo, CI).
+//! The dry-run cluster initializer/joiner: chosen only explicitly (`--backend dry-run`: the local demo, CI),
+//! never as a fallback, and announced by the node wherever it reports ([`ClusterBackend::is_dry_run`]).
 //!
 //! It runs nothing, but leaves in the state directory what the real path would have produced, so the rest
 //! of the system (the join service reading the cluster CA, the CLI writing the kubeconfig) works for real:
@@ -41,6 +42,10 @@ impl DryRunBackend {
 impl ClusterBackend for DryRunBackend {
     fn name(&self) -> &'static str {
         "dry-run"
+    }
+
+    fn is_dry_run(&self) -> bool {
+        true
     }
 
     fn init(&self, params: &InitParams, log: &mut dyn FnMut(&str)) -> Result<InitOutput, BackendError> {

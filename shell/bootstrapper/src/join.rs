@@ -4,12 +4,15 @@
 //!         ┌──────────────────────────── back-off (jittered, capped) ◀──────────────┐
 //!         ▼                                                                         │ retryable
 //!  [pre-join hook once: AK registration]                                           │ (UNAVAILABLE, DEADLINE_EXCEEDED,
-//!  fresh kubelet key + CSR                                                          │  aTLS/TCP failure, …)
-//!  IssueJoinTicket{disk UUID, CSR, is_control_plane} over aTLS (this node attests) ─┤
-//!         │ ticket                                                                  │ refused (INVALID_ARGUMENT,
-//!         ▼                                                                         │  PERMISSION_DENIED, bad ticket …):
+//!  fresh kubelet key + CSR                                                          │  TCP failure, …)
+//!  mutual aTLS: this node attests, the join service's attestation is verified       │
+//!    (server_trust: measurements, launch, CRLs; qemu-vtpm: credential activation) ──┤ refused (the join service's
+//!  IssueJoinTicket{disk UUID, CSR, is_control_plane} on that connection ────────────┤  attestation, INVALID_ARGUMENT,
+//!         │ ticket                                                                  │  PERMISSION_DENIED, bad ticket,
+//!         ▼                                                                         │  another cluster's service …):
 //!  check ticket → cluster id = HKDF(measurement secret, salt, "key-clusterID")      │  retried at most MAX_REFUSALS
-//!  NodeLock::try_lock(Join) ── lost (init won) ──▶ stop                             │  times, then the client stops
+//!  the service's PCR 15 = SHA-256(0³² ‖ cluster id)?                                │  times, then the client stops
+//!  NodeLock::try_lock(Join) ── lost (init won) ──▶ stop                             │
 //!         ▼                                                                         │  (the init server keeps serving)
 //!  Node::commit: disk set-up (ticket's key), state, files, `kubeadm join`
 //! ```
@@ -22,9 +25,11 @@
 //!
 //! UNAVAILABLE and friends are what a join service that is not up yet (or a key service behind it that is
 //! down) produces: retried with back-off without limit. INVALID_ARGUMENT, PERMISSION_DENIED (our attestation
-//! refused), FAILED_PRECONDITION and malformed tickets will not fix themselves by asking again; they are
-//! logged as errors and retried [`JoinConfig::max_refusals`] times in total (a measurements update on the
-//! join service can make a refused node acceptable), after which the join client gives up.
+//! refused), FAILED_PRECONDITION, malformed tickets and a join service whose own attestation this node
+//! refuses ([`AttemptError::ServerRefused`]) will not fix themselves by asking again; they are logged as
+//! errors and retried [`JoinConfig::max_refusals`] times in total (a measurements update on either side can
+//! change the verdict), after which the join client gives up. Whatever was refused, the node is untouched:
+//! nothing is locked, written or kept.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -37,10 +42,12 @@ use attest_proto::paths;
 
 use super::lock::{LockError, LockHolder};
 use super::node::{CommitError, Committed, Node, Outcome};
+use super::server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
 use super::state::Role;
 use super::ticket::{KubeletKey, TicketError, check_ticket};
-use attest_atls::AtlsConnector;
+use attest_atls::AttestationIssuer;
 use attest_atls::grpc::{ConnectError, connect};
+use attest_engine::variant::{AkBasis, Variant};
 use attest_grpc::{ChannelConfig, Code, Metadata, Status};
 
 /// First back-off delay.
@@ -92,8 +99,40 @@ pub enum AttemptError {
     Status(Status),
     /// The ticket arrived but is malformed.
     Ticket(TicketError),
+    /// This node refuses the join service: its attestation failed verification, its AK could not be proven,
+    /// or it is not a node of the cluster its ticket names.
+    ServerRefused(String),
     /// A local failure (e.g. the kubelet key could not be generated).
     Local(String),
+}
+
+impl AttemptError {
+    /// The error of a failed connection: the join service's attestation refused by this node is
+    /// [`AttemptError::ServerRefused`]; anything else (TCP, our attestation refused by them, HTTP/2) a
+    /// connection failure.
+    fn from_connect(e: ConnectError) -> AttemptError {
+        use attest_atls::Error as A;
+        match &e {
+            ConnectError::Atls(
+                A::NoPeerCertificate
+                | A::MalformedCertificate { .. }
+                | A::BadSelfSignature
+                | A::MissingExtension
+                | A::UnknownOid { .. }
+                | A::WrongNonce { .. }
+                | A::ReplayedCertificate { .. }
+                | A::KeyMismatch { .. }
+                | A::AttestationFailed { .. },
+            ) => AttemptError::ServerRefused(attest_util::error_chain(&e)),
+            _ => AttemptError::Connect(e),
+        }
+    }
+}
+
+impl From<ServerTrustError> for AttemptError {
+    fn from(e: ServerTrustError) -> AttemptError {
+        AttemptError::ServerRefused(e.to_string())
+    }
 }
 
 impl AttemptError {
@@ -111,7 +150,7 @@ impl AttemptError {
                     | Code::Unknown
                     | Code::Cancelled
             ),
-            AttemptError::Ticket(_) => false,
+            AttemptError::Ticket(_) | AttemptError::ServerRefused(_) => false,
         }
     }
 }
@@ -122,6 +161,7 @@ impl std::fmt::Display for AttemptError {
             AttemptError::Connect(e) => write!(f, "{e}"),
             AttemptError::Status(s) => write!(f, "IssueJoinTicket: {s}"),
             AttemptError::Ticket(e) => write!(f, "{e}"),
+            AttemptError::ServerRefused(e) => write!(f, "join service refused by this node: {e}"),
             AttemptError::Local(e) => write!(f, "{e}"),
         }
     }
@@ -129,26 +169,36 @@ impl std::fmt::Display for AttemptError {
 
 impl std::error::Error for AttemptError {}
 
-/// Where join tickets come from.
+/// Where join tickets come from: each ticket with what the join service proved on the connection it came
+/// over.
 pub trait TicketSource: Send + Sync + std::fmt::Debug {
     /// One IssueJoinTicket call.
-    fn issue(&self, request: IssueJoinTicketRequest) -> BoxFuture<'_, Result<IssueJoinTicketResponse, AttemptError>>;
+    fn issue(
+        &self,
+        request: IssueJoinTicketRequest,
+    ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>>;
 }
 
-/// The join service over aTLS, this node attesting (`AtlsConnector::new(Some(issuer), None)`): a new
-/// connection per attempt.
+/// The join service over mutual aTLS: this node attests with its issuer, the service's attestation is
+/// verified ([`JoinServiceTrust`]) before the call is made. A new connection per attempt.
 #[derive(Debug)]
 pub struct AtlsTicketSource {
     addr: SocketAddr,
-    connector: AtlsConnector,
+    connector: attest_atls::AtlsConnector,
+    server: Arc<JoinServiceTrust>,
     config: ChannelConfig,
     timeout: Duration,
 }
 
 impl AtlsTicketSource {
-    /// The join service at `addr`, reached with `connector`.
-    pub fn new(addr: SocketAddr, connector: AtlsConnector) -> AtlsTicketSource {
-        AtlsTicketSource { addr, connector, config: ChannelConfig::default(), timeout: CALL_TIMEOUT }
+    /// The join service at `addr`: this node attests with `issuer`, the service is verified by `server`.
+    pub fn new(
+        addr: SocketAddr,
+        issuer: Arc<dyn AttestationIssuer>,
+        server: Arc<JoinServiceTrust>,
+    ) -> Result<AtlsTicketSource, attest_atls::Error> {
+        let connector = server.connector(issuer)?;
+        Ok(AtlsTicketSource { addr, connector, server, config: ChannelConfig::default(), timeout: CALL_TIMEOUT })
     }
 
     /// Uses this call timeout and channel configuration (e.g. a short connect timeout in tests).
@@ -160,15 +210,27 @@ impl AtlsTicketSource {
 }
 
 impl TicketSource for AtlsTicketSource {
-    fn issue(&self, request: IssueJoinTicketRequest) -> BoxFuture<'_, Result<IssueJoinTicketResponse, AttemptError>> {
+    fn issue(
+        &self,
+        request: IssueJoinTicketRequest,
+    ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
         Box::pin(async move {
-            let (channel, _) =
-                connect(self.addr, &self.connector, self.config.clone()).await.map_err(AttemptError::Connect)?;
+            let (channel, peer) =
+                connect(self.addr, &self.connector, self.config.clone()).await.map_err(AttemptError::from_connect)?;
+            let peer = peer.ok_or_else(|| AttemptError::ServerRefused("the join service did not attest".into()))?;
+            let proof = self.server.establish(&channel, &peer).await?;
+            tracing::info!(
+                variant = proof.variant.map_or("unknown", Variant::name),
+                ak_digest = %proof.ak_digest.map_or_else(|| "none".to_owned(), hex::encode),
+                ak_basis = proof.ak_basis.map_or("none", AkBasis::name),
+                waivers = %self.server.trust().waivers_field(),
+                "join: the join service's attestation verified"
+            );
             let response = channel
                 .unary(paths::JOIN_ISSUE_JOIN_TICKET, request, Metadata::new(), Some(self.timeout))
                 .await
                 .map_err(AttemptError::Status)?;
-            Ok(response.message)
+            Ok((response.message, proof))
         })
     }
 }
@@ -248,10 +310,12 @@ impl JoinClient {
             is_control_plane: config.control_plane,
             ..IssueJoinTicketRequest::default()
         };
-        let response = self.source.issue(request).await?;
+        let (response, server) = self.source.issue(request).await?;
         let ticket =
             check_ticket(response, &kubelet, &config.node_name, config.control_plane).map_err(AttemptError::Ticket)?;
         let cluster_id = attest_keyservice::cluster_id(&ticket.measurement_secret, &ticket.measurement_salt);
+        // The service must run on a node of the cluster whose keys it just handed out.
+        server.check_cluster(&cluster_id)?;
         Ok((ticket, cluster_id))
     }
 
@@ -383,5 +447,11 @@ mod tests {
         assert!(!AttemptError::Ticket(TicketError { field: "token", reason: "x" }).is_retryable());
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert!(AttemptError::Connect(ConnectError::Tcp(io)).is_retryable());
+        // A join service whose own attestation this node refuses is a refusal, not a transient failure.
+        let refused = AttemptError::from_connect(ConnectError::Atls(attest_atls::Error::MissingExtension));
+        assert!(matches!(refused, AttemptError::ServerRefused(_)) && !refused.is_retryable());
+        // The service refusing our attestation (its alert) stays a connection failure.
+        let alert = attest_atls::Error::AlertReceived { alert: 40, description: "handshake_failure" };
+        assert!(AttemptError::from_connect(ConnectError::Atls(alert)).is_retryable());
     }
 }

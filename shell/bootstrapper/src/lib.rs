@@ -36,6 +36,7 @@
 //! | [`init`] | the `init.API` service |
 //! | [`ticket`] | kubelet key/CSR and join ticket checks |
 //! | [`join`] | the join client with back-off |
+//! | [`server_trust`] | verifying the join service before a ticket is believed (mutual aTLS, credential activation, cluster binding) |
 //! | [`registration`] | the pre-join AK registration step |
 //! | [`node`] | the shared node and the steps after the lock |
 //! | [`atomic`] | atomic file writes |
@@ -69,6 +70,7 @@ pub mod pki;
 pub mod process;
 pub mod registration;
 pub mod request;
+pub mod server_trust;
 pub mod state;
 pub mod ticket;
 
@@ -82,6 +84,7 @@ pub use join::{AtlsTicketSource, JoinClient, JoinConfig, JoinError, PreJoin, Tic
 pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
 pub use node::{Node, NodeConfig, Outcome};
 pub use request::InitSecretHash;
+pub use server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
 pub use state::{NodeState, Phase, Role, Startup, StartupError};
 
 use std::net::SocketAddr;

@@ -202,7 +202,12 @@ impl Node {
             cluster_id: *c.cluster_id,
             disk_uuid: c.disk_uuid.to_owned(),
             phase: Phase::Bootstrapping,
+            dry_run: self.backend.is_dry_run(),
         };
+        if state.dry_run {
+            log("DRY RUN: the dry-run backend runs no kubeadm; this node gets its keys and lock but joins no \
+                 Kubernetes cluster");
+        }
         match self.disk.setup(disk_key) {
             Ok(report) => log(&format!("disk: {report}")),
             Err(e) => {

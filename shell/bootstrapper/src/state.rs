@@ -3,7 +3,13 @@
 //!
 //! ```json
 //! {"version": 1, "role": "control-plane", "measurement_salt": "<hex, 32 bytes>",
-//!  "cluster_id": "<hex, 32 bytes>", "disk_uuid": "…", "phase": "bootstrapped"}
+//!  "cluster_id": "<hex, 32 bytes>", "disk_uuid": "…", "phase": "bootstrapped", "dry_run": true}
+//! ```
+//!
+//! `dry_run` is present (and `true`) only for a node bootstrapped with the dry-run backend: it ran no
+//! `kubeadm`, so it is locked and has its keys but is part of no Kubernetes cluster.
+//!
+//! ```text
 //! ```
 //!
 //! Nothing in it is secret: the salt is public (the join service hands it to every node), the cluster id is
@@ -94,6 +100,15 @@ pub struct NodeState {
     pub disk_uuid: String,
     /// How far bootstrapping got.
     pub phase: Phase,
+    /// Bootstrapped by the dry-run backend (nothing ran; no Kubernetes).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+}
+
+// serde's `skip_serializing_if` passes the field by reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 mod hex32 {
@@ -288,6 +303,7 @@ mod tests {
             cluster_id: [2; 32],
             disk_uuid: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9".into(),
             phase: Phase::Bootstrapping,
+            dry_run: false,
         }
     }
 
@@ -306,6 +322,13 @@ mod tests {
         let text = std::fs::read_to_string(store.path()).unwrap();
         assert!(text.contains("\"role\": \"control-plane\""), "{text}");
         assert!(text.contains(&hex::encode([2u8; 32])), "{text}");
+        // A real node's state does not mention dry runs; a dry-run node's says so.
+        assert!(!text.contains("dry_run"), "{text}");
+        let mut d = state();
+        d.dry_run = true;
+        store.persist(&d).unwrap();
+        assert!(std::fs::read_to_string(store.path()).unwrap().contains("\"dry_run\": true"));
+        assert_eq!(store.load().unwrap(), Some(d));
     }
 
     #[test]

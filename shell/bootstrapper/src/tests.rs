@@ -16,6 +16,7 @@ use super::kubeadm::KubeadmBackend;
 use super::lock::{LockHolder, MemoryPcr, NodeLock, PcrBackend, expected_pcr_value};
 use super::node::{Node, NodeConfig, Outcome};
 use super::request::InitSecretHash;
+use super::server_trust::ServerProof;
 use super::state::{Phase, Role, Startup};
 use super::ticket::tests::{sign_csr, test_pki};
 use super::{InitService, init};
@@ -262,16 +263,27 @@ struct FakeSource {
     pki: super::pki::ClusterPki,
     calls: AtomicUsize,
     requests: Mutex<Vec<IssueJoinTicketRequest>>,
+    /// The PCR 15 the service "quotes" (default: the ticket's cluster binding).
+    server_pcr15: Option<[u8; 32]>,
 }
 
 impl FakeSource {
     fn new(script: Vec<Result<(), Status>>) -> FakeSource {
-        FakeSource { script: Mutex::new(script), pki: test_pki(), calls: 0.into(), requests: Mutex::default() }
+        FakeSource {
+            script: Mutex::new(script),
+            pki: test_pki(),
+            calls: 0.into(),
+            requests: Mutex::default(),
+            server_pcr15: None,
+        }
     }
 }
 
 impl TicketSource for FakeSource {
-    fn issue(&self, request: IssueJoinTicketRequest) -> BoxFuture<'_, Result<IssueJoinTicketResponse, AttemptError>> {
+    fn issue(
+        &self,
+        request: IssueJoinTicketRequest,
+    ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let next = {
             let mut s = self.script.lock().unwrap();
@@ -288,7 +300,15 @@ impl TicketSource for FakeSource {
             ..IssueJoinTicketResponse::default()
         });
         self.requests.lock().unwrap().push(request);
-        Box::pin(async move { ticket.map_err(AttemptError::Status) })
+        // A join service on a node of the ticket's cluster (PCR 15 = its cluster id, extended from zero).
+        let cluster_id = cluster_id(&[0x33; 32], &[0x22; 32]);
+        let proof = ServerProof {
+            variant: Some(attest_engine::variant::Variant::QemuVtpm),
+            ak_digest: Some([0x44; 32]),
+            ak_basis: Some(attest_engine::variant::AkBasis::CredentialActivation),
+            pcr15: Some(self.server_pcr15.unwrap_or_else(|| expected_pcr_value(&cluster_id))),
+        };
+        Box::pin(async move { ticket.map(|t| (t, proof)).map_err(AttemptError::Status) })
     }
 }
 
@@ -321,6 +341,33 @@ async fn join_retries_unavailable_then_joins() {
         assert!(sd.join(f).is_file(), "{f}");
     }
     assert_eq!(std::fs::read(t.dir.join("run/state-disk.key")).unwrap(), [0x11; 32]);
+}
+
+/// A ticket from a join service that is not a node of the ticket's cluster (its PCR 15 holds another cluster
+/// id) is dropped: the node stays unlocked, writes no state and keeps no key.
+#[tokio::test]
+async fn a_ticket_from_a_join_service_of_another_cluster_is_refused() {
+    let t = test_node("other-cluster", |d| Arc::new(DryRunBackend::new(d)));
+    let source =
+        Arc::new(FakeSource { server_pcr15: Some(expected_pcr_value(&[0x77; 32])), ..FakeSource::new(vec![]) });
+    let e = JoinClient::new(t.node.clone(), source.clone(), fast()).run().await.unwrap_err();
+    assert!(matches!(&e, JoinError::GaveUp { attempts: 3, last } if last.contains("not a node of the cluster")), "{e}");
+    assert_eq!(source.calls.load(Ordering::SeqCst), 3);
+    assert!(!t.node.lock().is_locked());
+    assert_eq!(t.pcr.extend_count(), 0);
+    assert_eq!(t.node.store().load().unwrap(), None);
+    assert!(!t.dir.join("run/state-disk.key").exists());
+}
+
+/// The dry-run backend is announced in the node's persisted state.
+#[tokio::test]
+async fn a_dry_run_join_says_so_in_the_node_state() {
+    let t = test_node("dry-run-state", |d| Arc::new(DryRunBackend::new(d)));
+    JoinClient::new(t.node.clone(), Arc::new(FakeSource::new(vec![])), fast()).run().await.unwrap();
+    assert!(t.node.store().load().unwrap().unwrap().dry_run);
+    let real = test_node("real-state", |_| Arc::new(NoopBackend));
+    JoinClient::new(real.node.clone(), Arc::new(FakeSource::new(vec![])), fast()).run().await.unwrap();
+    assert!(!real.node.store().load().unwrap().unwrap().dry_run);
 }
 
 #[tokio::test]

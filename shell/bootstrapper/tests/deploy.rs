@@ -40,4 +40,7 @@ fn bootstrapper_systemd_unit() {
         assert!(used.iter().any(|u| u == r), "the unit lacks --{r}");
     }
     assert!(args.windows(2).any(|w| w == ["--init-listen", "0.0.0.0:9000"]), "init server on port 9000");
+    // The real cluster backend, never a dry run.
+    assert!(args.windows(2).any(|w| w == ["--backend", "kubeadm"]), "the unit must use the kubeadm backend");
+    assert!(!args.iter().any(|a| a.contains("dry-run") || a.contains("dangerous")), "{args:?}");
 }

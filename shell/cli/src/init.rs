@@ -1,7 +1,9 @@
 //! `attest init`: initialize the first node of a cluster through its bootstrapper (`init.API`, `docs/ARCHITECTURE.md`, "Bootstrapper").
 //!
 //! ```text
+//!  measurements ── signature verified (or --dangerously-skip-measurements-signature) ── else exit 2
 //!  master secret ── exists? read : generate 32-byte key + 32-byte salt, write 0600 atomically
+//!  key-service PKI ── OUT/key-service-pki/ exists? keep : create (CA, key-service and join-service certificates)
 //!  measurement salt ← 32 random bytes
 //!  AK known to the registry? ──no──▶ identity connection (aTLS, quote checked, AK not yet trusted)
 //!        │                             CredentialActivation: GetIdentity + Activate (register_remote)
@@ -13,6 +15,11 @@
 //!        ▼ stream: log … log ─ init_success ──▶ write kubeconfig, cluster.json; exit 0
 //!                              └ init_failure ──▶ print the error; exit 1
 //! ```
+//!
+//! The key-service PKI is the cluster-internal CA behind the key service's mutual TLS
+//! (`attest_keyservice::tls`): init creates it once, next to the master secret, and the operator hands its
+//! files to the key service and the join service (Kubernetes Secrets, `deploy/kubernetes/`); its `ca.key`
+//! stays with the operator.
 //!
 //! Secrets: the master secret travels only inside the verified aTLS connection (as the request's KMS URI)
 //! and to its file; the init secret is read from its file (raw bytes, exactly as stored) and sent once.
@@ -37,6 +44,7 @@ use attest_proto::init::{InitRequest, InitResponse, init_response};
 use attest_proto::paths;
 use attest_registration::register_remote;
 use attest_registration::{EkCaBundle, FileAkRegistry, ak_digest};
+use attest_trust::TrustArgs;
 use clap::Args;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -96,6 +104,12 @@ pub struct InitArgs {
     /// Print a machine-readable summary on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The key-service PKI directory; created when missing [default: OUT/key-service-pki].
+    #[arg(long, value_name = "DIR")]
+    pub key_service_pki: Option<PathBuf>,
+    /// Measurements signature, launch pinning, CRLs and their waivers.
+    #[command(flatten)]
+    pub trust: TrustArgs,
 }
 
 /// Runs `attest init`; the summary goes to `stdout`, progress to stderr.
@@ -104,7 +118,7 @@ pub fn run(args: &InitArgs, stdout: &mut dyn Write) -> Result<Status, UsageError
         .enable_all()
         .build()
         .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
-    let prepared = prepare(args)?;
+    let prepared = prepare(args, &rt)?;
     let outcome = rt.block_on(execute(args, &prepared));
     Ok(report(args, &prepared, outcome, stdout))
 }
@@ -113,6 +127,9 @@ pub fn run(args: &InitArgs, stdout: &mut dyn Write) -> Result<Status, UsageError
 struct Prepared {
     addr: SocketAddr,
     policy: attest_engine::variant::PcrPolicy,
+    trust: attest_trust::Trust,
+    kms_pki: PathBuf,
+    kms_pki_created: bool,
     registry: std::sync::Arc<FileAkRegistry>,
     ca: Option<EkCaBundle>,
     master: MasterSecret,
@@ -122,9 +139,12 @@ struct Prepared {
     measurement_salt: [u8; MEASUREMENT_SALT_LEN],
 }
 
-fn prepare(args: &InitArgs) -> Result<Prepared, UsageError> {
+fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, UsageError> {
     let addr = node::resolve(&args.endpoint)?;
-    let policy = node::load_policy(&args.measurements)?;
+    // Only qemu-vtpm today: the launch check and CRLs apply as soon as a variant option selects an SNP one.
+    let checked =
+        super::trust::prepare(&args.trust, attest_engine::variant::Variant::QemuVtpm, &args.measurements, None, rt)?;
+    let (policy, trust) = (checked.pcrs, checked.trust);
     if !args.out.is_dir() {
         std::fs::create_dir_all(&args.out)
             .map_err(|e| UsageError::new(format!("--out {}: {e}", args.out.display())))?;
@@ -137,10 +157,27 @@ fn prepare(args: &InitArgs) -> Result<Prepared, UsageError> {
     };
     let master_path = args.master_secret.clone().unwrap_or_else(|| args.out.join("master-secret.json"));
     let (master, master_generated) = load_or_generate_master_secret(&master_path)?;
+    let kms_pki = args.key_service_pki.clone().unwrap_or_else(|| args.out.join("key-service-pki"));
+    let kms_pki_created = attest_keyservice::tls::generate_pki(&kms_pki)
+        .map_err(|e| UsageError::new(format!("key-service PKI: {e}")))?
+        == attest_keyservice::tls::PkiOutcome::Created;
     let mut measurement_salt = [0u8; MEASUREMENT_SALT_LEN];
     openssl::rand::rand_bytes(&mut measurement_salt)
         .map_err(|e| UsageError::new(format!("random number generator: {e}")))?;
-    Ok(Prepared { addr, policy, registry, ca, master, master_path, master_generated, init_secret, measurement_salt })
+    Ok(Prepared {
+        addr,
+        policy,
+        trust,
+        kms_pki,
+        kms_pki_created,
+        registry,
+        ca,
+        master,
+        master_path,
+        master_generated,
+        init_secret,
+        measurement_salt,
+    })
 }
 
 /// An EK CA bundle from a swtpm-localca directory, a directory of PEM files, or a PEM file.
@@ -367,6 +404,8 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
     let base = json!({
         "endpoint": args.endpoint,
         "masterSecret": {"path": p.master_path.display().to_string(), "generated": p.master_generated},
+        "keyServicePki": {"path": p.kms_pki.display().to_string(), "generated": p.kms_pki_created},
+        "trust": p.trust.to_json(),
     });
     let (status, summary) = match outcome {
         Outcome::Initialized { success, attested, registered } => {
@@ -396,7 +435,13 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
             }
             if !args.json {
                 eprintln!("attest: node attestation\n{}", indent(&attested.describe()));
+                eprintln!(
+                    "attest: measurements signature {}, waivers {}",
+                    p.trust.measurements.name(),
+                    p.trust.waivers_field()
+                );
                 eprintln!("attest: wrote {} and {}", kubeconfig.display(), cluster.display());
+                eprintln!("attest: key-service PKI in {}", p.kms_pki.display());
             }
             let mut s = base;
             s["initialized"] = json!(true);

@@ -151,8 +151,8 @@ impl Progress {
         self.items.push(json!({"object": what, "ok": false, "error": error.to_string()}));
     }
 
-    fn crl(&mut self, product: Product, status: &CrlStatus) {
-        let what = format!("CRL {product}");
+    fn crl(&mut self, product: Product, kind: ChainKind, status: &CrlStatus) {
+        let what = format!("{} CRL {product}", kind.segment());
         match status {
             CrlStatus::Fresh { next_update, .. } => {
                 let n = self.items.len() + 1;
@@ -252,8 +252,9 @@ async fn fetch_product(kds: &Kds, product: Product, kind: ChainKind, skip_crl: b
         Err(e) => p.fail(&what, &e),
     }
     if !skip_crl {
-        let status = kds.crl(product).await;
-        p.crl(product, &status);
+        // The CRL of this key kind: /vcek/v1/{product}/crl for VCEK chains, /vlek/v1/{product}/crl for VLEK ones.
+        let status = kds.crl_of(product, kind, std::time::Duration::ZERO).await;
+        p.crl(product, kind, &status);
     }
 }
 

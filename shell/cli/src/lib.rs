@@ -3,7 +3,7 @@
 //! The `attest` command line: argument definitions (clap derive), exit statuses and dispatch.
 //!
 //! **May depend on:** the verifier-side crates below it (engine, measurements, `attest-grpc`, `attest-atls`,
-//! `attest-kds`, `attest-registration`, `attest-keyservice`, `attest-util`). **Must not depend on:** the
+//! `attest-kds`, `attest-registration`, `attest-keyservice`, `attest-trust`, `attest-util`). **Must not depend on:** the
 //! attester side (`attest-attester`: the CLI verifies nodes, it never attests, so it links no TPM library) or
 //! the service crates (`attest-joinservice`, `attest-bootstrapper`): it talks to them over the wire. The `attest`
 //! binary (`src/main.rs`) is a thin `main` over [`run`].
@@ -23,6 +23,7 @@ pub mod pcs;
 pub mod secret;
 pub mod snp;
 pub mod tdx;
+pub mod trust;
 pub mod verify;
 
 use clap::{Parser, Subcommand};

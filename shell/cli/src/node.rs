@@ -16,7 +16,6 @@
 //! ([`verifying_connector`]).
 
 use super::UsageError;
-use super::input::read_file;
 use attest_atls::nonce::Nonce;
 use attest_atls::{AtlsConnector, AttestationValidator, PeerAttestation, ValidationError, Verifier};
 use attest_engine::crypto::HashAlgorithm;
@@ -40,16 +39,6 @@ pub fn resolve(endpoint: &str) -> Result<SocketAddr, UsageError> {
     let bad = |why: String| UsageError::new(format!("--endpoint {endpoint:?}: {why}"));
     let mut addrs = endpoint.to_socket_addrs().map_err(|e| bad(format!("expected HOST:PORT ({e})")))?;
     addrs.next().ok_or_else(|| bad("the host has no address".into()))
-}
-
-/// The expected PCR values of a measurements file (a map, or a release list with one entry).
-pub fn load_policy(path: &Path) -> Result<PcrPolicy, UsageError> {
-    let bytes = read_file(path, "measurements file")?;
-    let bad = |e: attest_measurements::Error| UsageError::new(format!("{}: {e}", path.display()));
-    let measurements = attest_measurements::parse_document(&bytes)
-        .and_then(attest_measurements::Document::into_single)
-        .map_err(bad)?;
-    measurements.to_pcr_policy().map_err(bad)
 }
 
 /// Opens (or starts) the AK registry file.
@@ -224,17 +213,7 @@ pub fn peer_ak_public(peer: &PeerAttestation) -> Option<Vec<u8>> {
 
 /// The innermost `source()` of an error chain joined into one line (aTLS wraps the validator's reason).
 pub fn reason(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
+    attest_util::error_chain(e)
 }
 
 /// Writes `data` to `path` readable by the owner only (0600), atomically: a temporary file in the same

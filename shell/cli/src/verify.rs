@@ -1,11 +1,13 @@
 //! `attest verify`: remote attestation of a running node. Opens an aTLS connection to the node and verifies
-//! its certificate's attestation — the AK against the AK registry, the PCRs against the measurements file,
-//! the quote against a fresh nonce, the certificate key against the quote — then closes it; no RPC is made.
+//! its certificate's attestation — the AK against the AK registry, the PCRs against the measurements file
+//! (whose signature is verified first: [`crate::trust`]), the quote against a fresh nonce, the certificate key
+//! against the quote — then closes it; no RPC is made. The verdict names every waiver in effect.
 //!
 //! Exit statuses: 0 verified; 1 refused (with the reason) or unreachable; 2 usage.
 
 use super::node::{self, CONNECT_TIMEOUT, reason, verifying_connector};
 use super::{Status, UsageError};
+use attest_trust::TrustArgs;
 use clap::Args;
 use serde_json::json;
 use std::io::Write;
@@ -27,12 +29,22 @@ pub struct VerifyArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Measurements signature, launch pinning, CRLs and their waivers.
+    #[command(flatten)]
+    pub trust: TrustArgs,
 }
 
 /// Runs `attest verify`; the verdict goes to `stdout`.
 pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageError> {
     let addr = node::resolve(&args.endpoint)?;
-    let policy = node::load_policy(&args.measurements)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
+    // Only qemu-vtpm today: the launch check and CRLs apply as soon as a variant option selects an SNP one.
+    let checked =
+        super::trust::prepare(&args.trust, attest_engine::variant::Variant::QemuVtpm, &args.measurements, None, &rt)?;
+    let (policy, trust) = (checked.pcrs, checked.trust);
     if !args.ak_registry.is_file() {
         return Err(UsageError::new(format!(
             "--ak-registry {}: no such file (attest init writes it when it registers the node's AK)",
@@ -40,10 +52,6 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
         )));
     }
     let registry = node::open_registry(&args.ak_registry)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
     let (connector, recorder) =
         verifying_connector(registry, policy).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
     let outcome: Result<(), (bool, String)> = rt.block_on(async {
@@ -69,15 +77,24 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
                 let mut v = summary.to_json();
                 v["verified"] = json!(true);
                 v["endpoint"] = json!(args.endpoint);
+                v["trust"] = trust.to_json();
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
-                let _ = writeln!(stdout, "VERIFIED {}\n{}", args.endpoint, summary.describe());
+                let _ = writeln!(
+                    stdout,
+                    "VERIFIED {}\n{}\nmeasurements {} (signature)\nwaivers      {}",
+                    args.endpoint,
+                    summary.describe(),
+                    trust.measurements.name(),
+                    trust.waivers_field()
+                );
             }
         }
         Err((attested, reason)) => {
             let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
             if args.json {
-                let v = json!({"verified": false, "endpoint": args.endpoint, "refused": attested, "error": reason});
+                let v = json!({"verified": false, "endpoint": args.endpoint, "refused": attested, "error": reason,
+                    "trust": trust.to_json()});
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(stdout, "{kind} {}", args.endpoint);

@@ -1,5 +1,6 @@
 //! `attest secret new`: a fresh master secret, 0600, loadable by the key service, never overwritten and
-//! never printed.
+//! never printed; `attest secret key-service-pki`: the key service's mutual-TLS PKI, keys 0600, never
+//! replaced.
 
 mod common;
 
@@ -39,4 +40,22 @@ fn new_master_secret_is_private_loadable_and_never_overwritten() {
     assert_ne!(MasterSecret::from_file(&other).unwrap().key(), secret.key());
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&other);
+}
+
+#[test]
+fn key_service_pki_is_created_once_with_private_keys() {
+    let dir = scratch("kms-pki");
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let r = attest(&dir, &["secret", "key-service-pki", "--out", &d]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("created"), "{r:?}");
+    for (f, mode) in [("ca.key", 0o600), ("key-service.key", 0o600), ("join-service.key", 0o600), ("ca.crt", 0o644)] {
+        assert_eq!(std::fs::metadata(dir.join(f)).unwrap().permissions().mode() & 0o777, mode, "{f}");
+    }
+    let ca = std::fs::read(dir.join("ca.crt")).unwrap();
+    let r = attest(&dir, &["secret", "key-service-pki", "--out", &d]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("kept"), "{r:?}");
+    assert_eq!(std::fs::read(dir.join("ca.crt")).unwrap(), ca, "an existing CA is never replaced");
 }

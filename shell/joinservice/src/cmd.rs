@@ -2,13 +2,27 @@
 //! `/metrics` endpoint, and (optionally) the AK registration service.
 //!
 //! ```text
-//! join-service --measurements FILE --measurement-salt FILE --ak-registry FILE --pki-dir DIR \
+//! join-service --tpm TCTI --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
+//!       | --dangerously-skip-measurements-signature) --measurement-salt FILE --ak-registry FILE --pki-dir DIR \
 //!     --kubernetes-config FILE --api-server-endpoint HOST:PORT [--key-service 127.0.0.1:9010] \
-//!     [--listen 127.0.0.1:9090] [--metrics-listen 127.0.0.1:9091] [--variant qemu-vtpm …] \
-//!     [--token-issuer dry-run --dry-run-dir DIR | --token-issuer kubernetes [--kube-api-url URL \
-//!      --kube-ca-file FILE --kube-token-file FILE]] [--registration-listen ADDR --ek-ca FILE …] \
+//!     --key-service-ca FILE --key-service-cert FILE --key-service-key FILE \
+//!     [--listen 127.0.0.1:9090] [--metrics-listen 127.0.0.1:9091] [--variant qemu-vtpm …] [--snp-policy FILE] \
+//!     [--kds-store DIR] [--kds-url URL|offline] [--allow-stale-crl] [--dangerous-allow-unpinned-launch] \
+//!     [--token-issuer kubernetes [--kube-api-url URL --kube-ca-file FILE --kube-token-file FILE] \
+//!      | --token-issuer dry-run --dry-run-dir DIR] [--registration-listen ADDR --ek-ca FILE …] \
+//!     [--ssh-principal-domain DOMAIN …] \
 //!     [--tdx-platform FMSPC[:CA] … [--tdx-policy FILE] [--pcs-store DIR] [--pcs-url URL | --pcs-offline]]
 //! ```
+//!
+//! What it refuses to start with (exit 3): an unsigned or badly signed measurements file (unless
+//! `--dangerously-skip-measurements-signature`), an SNP variant whose policy pins no launch measurement
+//! (unless `--dangerous-allow-unpinned-launch`), stale or missing AMD CRLs for its SNP variants (stale only
+//! under `--allow-stale-crl`), key-service TLS files that do not load. Every waiver is logged as a warning at
+//! start, named in every verdict line (`waivers=…`) and exported (`attest_join_waiver`). It attests itself to
+//! joining nodes (mutual aTLS) with the TPM of the control-plane node it runs on (`--tpm`), and serves
+//! `attest.v1.CredentialActivation` on the same port so that nodes can check that TPM's EK certificate. The
+//! dry-run token issuer is never a default; chosen, it is announced at start, in every ticket's log line and
+//! as `attest_join_dry_run 1`.
 //!
 //! TDX variants (`qemu-tdx`, `azure-tdx`) need the collateral of every platform they accept
 //! (`--tdx-platform`): it is loaded from the PCS store (then Intel's PCS) before the service listens — the
@@ -34,14 +48,20 @@ use crate::{
     JoinService, KeyServiceClient, KubernetesSettings, Metrics, MetricsServer, TicketSettings, ValidatorConfig,
     Validators, load_measurement_salt,
 };
-use attest_atls::{AtlsAcceptor, Verifier};
+use attest_atls::{AtlsAcceptor, AttestationIssuer, Verifier};
+use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::registration::ActivationService;
+use attest_attester::tpm::{AkConfig, Tpm};
+use attest_engine::SnpVerifier;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::Variant;
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_k8s::{ClusterCa, DryRunTokenIssuer, KubeClient, KubeConfig, KubeTokenIssuer, TokenIssuer};
+use attest_kds::CrlKeeper;
+use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsConnector, TlsFiles};
 use attest_registration::RegistrationService;
 use attest_registration::{EkCaBundle, FileAkRegistry};
+use attest_trust::{Trust, TrustArgs};
 use clap::{Parser, ValueEnum};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -69,7 +89,7 @@ struct Args {
     /// Address of the Prometheus /metrics endpoint (plain HTTP).
     #[arg(long, default_value = "127.0.0.1:9091")]
     metrics_listen: SocketAddr,
-    /// Address of the key service (kms.API over h2c).
+    /// Address of the key service (kms.API over mutual TLS).
     #[arg(long, default_value = "127.0.0.1:9010")]
     key_service: SocketAddr,
     /// Seconds allowed for one key service call.
@@ -112,8 +132,8 @@ struct Args {
     /// Bootstrap token lifetime in seconds (60..=86400).
     #[arg(long, default_value_t = 900, value_name = "SECONDS")]
     token_ttl: u64,
-    /// How bootstrap tokens are created.
-    #[arg(long, value_enum, default_value = "dry-run")]
+    /// How bootstrap tokens are created (dry-run only when chosen: it is announced everywhere).
+    #[arg(long, value_enum, default_value = "kubernetes")]
     token_issuer: TokenIssuerKind,
     /// Directory for the dry-run token issuer's Secret manifests.
     #[arg(long, value_name = "DIR", default_value = "join-service-tokens")]
@@ -156,6 +176,29 @@ struct Args {
     /// Use the PCS store only; never contact Intel.
     #[arg(long)]
     pcs_offline: bool,
+    /// TPM of this control-plane node (swtpm:host=…,port=… or device:/dev/tpmrm0): the join service attests
+    /// itself to joining nodes with it.
+    #[arg(long, value_name = "TCTI")]
+    tpm: String,
+    /// The cluster's key-service CA certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    key_service_ca: PathBuf,
+    /// The join service's client certificate for the key service (PEM), issued by --key-service-ca.
+    #[arg(long, value_name = "FILE")]
+    key_service_cert: PathBuf,
+    /// The join service's client key for the key service (PEM).
+    #[arg(long, value_name = "FILE")]
+    key_service_key: PathBuf,
+    /// The DNS name the key service's certificate must carry.
+    #[arg(long, value_name = "NAME", default_value = KEY_SERVICE_NAME)]
+    key_service_name: String,
+    /// A domain under which a node may claim `<node name>.<domain>` as an SSH host principal (repeatable;
+    /// without it, only the node name).
+    #[arg(long = "ssh-principal-domain", value_name = "DOMAIN")]
+    ssh_principal_domains: Vec<String>,
+    /// Measurements signature, launch pinning, CRLs and their waivers.
+    #[command(flatten)]
+    trust: TrustArgs,
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -170,21 +213,33 @@ struct Loaded {
     registry: Arc<FileAkRegistry>,
     ek_ca: Option<EkCaBundle>,
     tdx: Arc<TdxVerifier>,
+    crls: Arc<CrlKeeper>,
+    issuer: Arc<QemuVtpmIssuer>,
+    activation: Option<Arc<ActivationService>>,
 }
 
-fn load(args: &Args) -> Result<Loaded, String> {
+/// Opens the TPM and its issuer (the join service's own attestation), with the EK certificate when the TPM
+/// has one (for the credential activation joining nodes run against it).
+fn open_issuer(tcti: &str) -> Result<(Arc<QemuVtpmIssuer>, Vec<u8>), String> {
+    let mut tpm = Tpm::open(tcti).map_err(|e| format!("TPM {tcti}: {e}"))?;
+    let ek = tpm.ek_certificate().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "join service: the TPM has no EK certificate; nodes cannot verify its AK by credential activation");
+        Vec::new()
+    });
+    let issuer = QemuVtpmIssuer::new(tpm, AkConfig::default())
+        .map_err(|e| format!("TPM {tcti}: attestation key: {e}"))?
+        .with_ek_certificate(ek.clone());
+    Ok((Arc::new(issuer), ek))
+}
+
+async fn load(args: &Args) -> Result<Loaded, String> {
     let metrics = Arc::new(Metrics::new());
+    let measurements = args.trust.measurements_trust().map_err(|e| e.to_string())?;
     let registry = FileAkRegistry::open(&args.ak_registry)
         .map_err(|e| format!("AK registry: {e}"))?
         .with_trust_on_first_use(args.ak_trust_on_first_use);
     let registry = Arc::new(registry);
-    let snp_policy = match &args.snp_policy {
-        None => SnpPolicy::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            SnpPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-        }
-    };
+    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
     let tdx_policy = match &args.tdx_policy {
         None => TdxPolicy::default(),
         Some(path) => {
@@ -197,16 +252,30 @@ fn load(args: &Args) -> Result<Loaded, String> {
     if variants.iter().any(|v| v.is_tdx()) && args.tdx_platforms.is_empty() {
         return Err("a TDX variant is configured but no --tdx-platform: no TD quote could be verified".into());
     }
-    let config = ValidatorConfig {
+    let snp = Arc::new(SnpVerifier::new());
+    let mut config = ValidatorConfig {
         variants,
         ak_registry: Arc::clone(&registry),
         record_first_use: args.ak_trust_on_first_use,
-        snp: Arc::new(SnpVerifier::new()),
+        snp: Arc::clone(&snp),
         snp_policy,
         tdx: Arc::new(TdxVerifier::new()),
         tdx_policy,
+        measurements,
+        trust: None,
     };
     let tdx = Arc::clone(&config.tdx);
+    // Refuse to start an SNP variant whose launch is not pinned; load its CRLs or refuse to start. (A TDX
+    // variant's launch is pinned by the measurements file's MRTD, checked when the validators are built.)
+    let launch = attest_trust::check_launch(&config.launch_validators()).map_err(|e| e.to_string())?;
+    let crls = args.trust.revocation(snp, &config.variants, &config.snp_policy).await.map_err(|e| e.to_string())?;
+    let trust = Arc::new(Trust {
+        measurements: config.measurements.state(),
+        launch,
+        revocation: (!crls.wanted().is_empty()).then(|| Arc::clone(&crls)),
+    });
+    config.trust = Some(Arc::clone(&trust));
+    metrics.set_trust(Arc::clone(&trust));
     let validators =
         Arc::new(Validators::load(config, &args.measurements, Arc::clone(&metrics)).map_err(|e| e.to_string())?);
     let salt = load_measurement_salt(&args.measurement_salt).map_err(|e| e.to_string())?;
@@ -215,7 +284,12 @@ fn load(args: &Args) -> Result<Loaded, String> {
         .and_then(|ca| ca.with_kubelet_cert_validity(Duration::from_secs(args.kubelet_cert_validity_days * 86_400)))
         .map_err(|e| format!("cluster CA: {e}"))?;
     let tokens: Arc<dyn TokenIssuer> = match args.token_issuer {
-        TokenIssuerKind::DryRun => Arc::new(DryRunTokenIssuer::new(&args.dry_run_dir).map_err(|e| e.to_string())?),
+        TokenIssuerKind::DryRun => {
+            tracing::warn!(dir = %args.dry_run_dir.display(), "DRY RUN: bootstrap tokens are written as files and \
+                never created in Kubernetes; nodes that receive them cannot join a real cluster");
+            metrics.set_dry_run(true);
+            Arc::new(DryRunTokenIssuer::new(&args.dry_run_dir).map_err(|e| e.to_string())?)
+        }
         TokenIssuerKind::Kubernetes => {
             let config = match (&args.kube_api_url, &args.kube_ca_file, &args.kube_token_file) {
                 (Some(url), Some(ca), Some(token)) => KubeConfig::explicit(url, ca, token),
@@ -234,15 +308,31 @@ fn load(args: &Args) -> Result<Loaded, String> {
         kubernetes,
         token_ttl: Duration::from_secs(args.token_ttl),
     };
-    let keys =
-        KeyServiceClient::new(args.key_service, Duration::from_secs(args.key_service_timeout), Arc::clone(&metrics));
-    let service = Arc::new(JoinService::new(keys, tokens, Arc::new(ca), settings, Arc::clone(&metrics)));
+    let kms_files = TlsFiles {
+        ca: args.key_service_ca.clone(),
+        cert: args.key_service_cert.clone(),
+        key: args.key_service_key.clone(),
+    };
+    let kms_tls = KmsConnector::new(&kms_files, &args.key_service_name).map_err(|e| format!("key service TLS: {e}"))?;
+    let keys = KeyServiceClient::new(
+        args.key_service,
+        kms_tls,
+        Duration::from_secs(args.key_service_timeout),
+        Arc::clone(&metrics),
+    );
+    let service = Arc::new(
+        JoinService::new(keys, tokens, Arc::new(ca), settings, Arc::clone(&metrics))
+            .with_trust(trust)
+            .with_ssh_principal_domains(args.ssh_principal_domains.clone()),
+    );
+    let (issuer, ek) = open_issuer(&args.tpm)?;
+    let activation = (!ek.is_empty()).then(|| Arc::new(ActivationService::new(Arc::clone(&issuer), ek)));
     let ek_ca = if args.registration_listen.is_some() {
         Some(EkCaBundle::from_files(&args.ek_ca).map_err(|e| format!("EK CA bundle: {e}"))?)
     } else {
         None
     };
-    Ok(Loaded { validators, service, metrics, registry, ek_ca, tdx })
+    Ok(Loaded { validators, service, metrics, registry, ek_ca, crls, issuer, activation, tdx })
 }
 
 /// The PCS supply of `--pcs-*`.
@@ -269,8 +359,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    // Loading needs the runtime (the Kubernetes client's connector), not the network.
-    let loaded = match runtime.block_on(async { load(&args) }) {
+    // Loading needs the runtime (the Kubernetes client's connector; the KDS client, when the store holds no
+    // fresh CRL).
+    let loaded = match runtime.block_on(load(&args)) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(error = %e, "join service: cannot load the configuration");
@@ -300,6 +391,7 @@ pub fn main() -> ExitCode {
         variants = ?args.variants,
         pki_dir = %args.pki_dir.display(),
         token_issuer = ?args.token_issuer,
+        waivers = %loaded.service_waivers(),
         "join service: configuration loaded"
     );
     match runtime.block_on(serve(&args, loaded, tdx_installed)) {
@@ -308,6 +400,12 @@ pub fn main() -> ExitCode {
             tracing::error!(error = %e, "join service: stopped with an error");
             ExitCode::from(EXIT_RUNTIME)
         }
+    }
+}
+
+impl Loaded {
+    fn service_waivers(&self) -> String {
+        self.service.waivers_field()
     }
 }
 
@@ -323,15 +421,23 @@ async fn serve(
     tdx_installed: Option<(attest_kds::Pcs, Vec<attest_engine::tdx::CollateralInfo>)>,
 ) -> std::io::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
-    let Loaded { validators, service, metrics, registry, ek_ca, tdx } = loaded;
+    let Loaded { validators, service, metrics, registry, ek_ca, crls, issuer, activation, tdx } = loaded;
 
+    // Mutual aTLS: the joining node attests to us (verifier), and we attest to it (issuer) before it accepts
+    // a ticket.
     let verifier = Arc::new(Verifier::new(validators.attestation_validators()));
-    let acceptor = Arc::new(AtlsAcceptor::new(None, Some(verifier)).map_err(std::io::Error::other)?);
+    let acceptor = Arc::new(
+        AtlsAcceptor::new(Some(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>), Some(verifier))
+            .map_err(std::io::Error::other)?,
+    );
     let mut router = Router::new();
     router.add_service(service);
+    if let Some(a) = activation {
+        router.add_service(a);
+    }
     let server = Server::new(router, ServerConfig::default());
     let addr = attest_atls::grpc::serve(&server, tokio::net::TcpListener::bind(args.listen).await?, acceptor)?;
-    tracing::info!(%addr, "join service: listening (aTLS)");
+    tracing::info!(%addr, "join service: listening (mutual aTLS)");
     announce(addr)?;
 
     let metrics_server =
@@ -353,11 +459,12 @@ async fn serve(
     };
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let watcher = validators.watch(Duration::from_secs(args.measurements_poll_interval.max(1)), stopped.clone());
+    let crl_refresher = crls.spawn(stopped.clone());
     let refresher = tdx_installed.map(|(pcs, installed)| {
         let margin = crate::tdx::DEFAULT_REFRESH_MARGIN;
-        crate::tdx::spawn_refresh(pcs, tdx, args.tdx_platforms.clone(), installed, margin, stopped)
+        crate::tdx::spawn_refresh(pcs, tdx, args.tdx_platforms.clone(), installed, margin, stopped.clone())
     });
+    let watcher = validators.watch(Duration::from_secs(args.measurements_poll_interval.max(1)), stopped);
 
     let signal_name = tokio::select! {
         r = tokio::signal::ctrl_c() => { r?; "SIGINT" }
@@ -377,6 +484,7 @@ async fn serve(
     if let Some(r) = refresher {
         let _ = r.await;
     }
+    let _ = crl_refresher.await;
     if drained && registration_drained {
         tracing::info!("join service: stopped");
     } else {

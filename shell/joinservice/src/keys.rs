@@ -1,5 +1,6 @@
-//! The key service client: `kms.API/GetDataKey` over h2c, one shared HTTP/2 connection, re-established
-//! when it breaks.
+//! The key service client: `kms.API/GetDataKey` over mutual TLS (the join service's client certificate of the
+//! cluster's key-service CA, [`attest_keyservice::tls`]), one shared HTTP/2 connection, re-established when
+//! it breaks. There is no plaintext mode.
 //!
 //! Every call is bounded by the smaller of the configured timeout and what is left of the joining node's
 //! own deadline, and its latency is recorded. The key service's failures keep their meaning:
@@ -15,6 +16,7 @@ use zeroize::Zeroizing;
 
 use super::metrics::Metrics;
 use attest_grpc::{Channel, ChannelConfig, Code, Metadata, Status};
+use attest_keyservice::tls::KmsConnector;
 
 /// Default time allowed for one key service call (connect included).
 pub const DEFAULT_KEY_SERVICE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -60,15 +62,16 @@ impl std::error::Error for KeyServiceError {}
 #[derive(Debug)]
 pub struct KeyServiceClient {
     addr: SocketAddr,
+    tls: KmsConnector,
     timeout: Duration,
     channel: tokio::sync::Mutex<Option<Channel>>,
     metrics: Arc<Metrics>,
 }
 
 impl KeyServiceClient {
-    /// A client for the key service at `addr`; connects on first use.
-    pub fn new(addr: SocketAddr, timeout: Duration, metrics: Arc<Metrics>) -> KeyServiceClient {
-        KeyServiceClient { addr, timeout, channel: tokio::sync::Mutex::new(None), metrics }
+    /// A client for the key service at `addr`, reached over mutual TLS with `tls`; connects on first use.
+    pub fn new(addr: SocketAddr, tls: KmsConnector, timeout: Duration, metrics: Arc<Metrics>) -> KeyServiceClient {
+        KeyServiceClient { addr, tls, timeout, channel: tokio::sync::Mutex::new(None), metrics }
     }
 
     /// The data key `id` of `length` bytes, within `deadline` (the caller's) and the configured timeout.
@@ -137,7 +140,7 @@ impl KeyServiceClient {
             connect_timeout: budget,
             ..ChannelConfig::default()
         };
-        let channel = Channel::connect(self.addr, config).await.map_err(KeyServiceError::Unavailable)?;
+        let channel = self.tls.connect(self.addr, config).await.map_err(KeyServiceError::Unavailable)?;
         *slot = Some(channel.clone());
         Ok((channel, false))
     }

@@ -3,20 +3,26 @@
 //! The join service: `join.API/IssueJoinTicket` and `join.API/IssueRejoinTicket` (`docs/ARCHITECTURE.md`, "Join service") for nodes
 //! that proved their state over aTLS.
 //!
-//! **May depend on:** `attest-grpc`, `attest-atls`, `attest-registration` (the AK registry, never the TPM),
-//! `attest-keyservice` (key ids and lengths), `attest-k8s`, `attest-kds` (Intel PCS collateral for the TDX
-//! variants, [`tdx`]), `attest-engine`, `attest-measurements`, `attest-util`. **Must not depend on:** `attest-attester` (the join service verifies; it never attests) or the
-//! bootstrapper (its tests use the bootstrapper's CSR maker as a dev-dependency). The `join-service` command
-//! ([`cmd`]) wires it up; the binary's `main` only calls it.
+//! **May depend on:** `attest-grpc`, `attest-atls`, `attest-registration` (the AK registry of joining nodes),
+//! `attest-keyservice` (key ids, lengths, the mutual-TLS client), `attest-k8s`, `attest-engine`,
+//! `attest-measurements`, `attest-trust` (signed measurements, CRLs, launch pinning, waivers), `attest-kds` (AMD CRLs; Intel PCS
+//! collateral for the TDX variants, [`tdx`]),
+//! `attest-attester` (its own TPM issuer: the join service attests itself to joining nodes), `attest-util`.
+//! **Must not depend on:** the bootstrapper (its tests use the bootstrapper's CSR maker as a
+//! dev-dependency) or the CLI. The `join-service` command ([`cmd`]) wires it up; the binary's `main` only
+//! calls it.
 //!
 //! # Where the trust comes from
 //!
-//! The service is served with [`attest_atls::grpc::serve`] and an acceptor that verifies the *client*
-//! (`AtlsAcceptor::new(None, Some(verifier))`): a node that cannot present a valid attestation for the
-//! current measurements never completes the TLS handshake, so it never reaches a handler. The verifier's
-//! validators come from [`validators::Validators`], which swaps them atomically when the measurements file
-//! changes. A handler additionally requires the connection's verified [`PeerAttestation`]; a call without
-//! one (served over plain h2c by mistake) is `UNAUTHENTICATED`.
+//! The service is served with [`attest_atls::grpc::serve`] and a **mutual** acceptor
+//! (`AtlsAcceptor::new(Some(issuer), Some(verifier))`): a node that cannot present a valid attestation for the
+//! current measurements never completes the TLS handshake, so it never reaches a handler; and the node, in
+//! turn, verifies this service's own attestation (the TPM of the control-plane node it runs on) against the
+//! same measurements before it accepts a ticket. The verifier's validators come from
+//! [`validators::Validators`], which swaps them atomically when the (signed) measurements file changes. A
+//! handler additionally requires the connection's verified [`PeerAttestation`]; a call without one (served
+//! over plain h2c by mistake) is `UNAUTHENTICATED`. The keys come from the key service over mutual TLS
+//! ([`keys`]).
 //!
 //! # A join
 //!
@@ -98,6 +104,7 @@ use attest_atls::PeerAttestation;
 use attest_grpc::{Request, Response, Router, Service, Status};
 use attest_k8s::{BootstrapToken, ClusterCa, TokenIssuer};
 use attest_keyservice::{MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH, STATE_DISK_KEY_LENGTH};
+use attest_trust::Trust;
 
 pub use config::{ConfigError, KubernetesSettings, is_uuid, load_measurement_salt};
 pub use error::JoinError;
@@ -130,6 +137,8 @@ pub struct JoinService {
     ca: Arc<ClusterCa>,
     settings: TicketSettings,
     metrics: Arc<Metrics>,
+    trust: Option<Arc<Trust>>,
+    ssh_principal_domains: Vec<String>,
 }
 
 /// What the log says about the peer: never the document itself.
@@ -231,7 +240,31 @@ impl JoinService {
         settings: TicketSettings,
         metrics: Arc<Metrics>,
     ) -> JoinService {
-        JoinService { keys, tokens, ca, settings, metrics }
+        JoinService { keys, tokens, ca, settings, metrics, trust: None, ssh_principal_domains: Vec::new() }
+    }
+
+    /// Reports `trust` (measurements signature, launch pinning, revocation and every waiver) in each
+    /// verdict's log line.
+    pub fn with_trust(mut self, trust: Arc<Trust>) -> JoinService {
+        self.trust = Some(trust);
+        self
+    }
+
+    /// Lets a node claim `<node name>.<domain>` for each of `domains` as an SSH host certificate principal,
+    /// besides its node name ([`ssh`]).
+    pub fn with_ssh_principal_domains(mut self, domains: Vec<String>) -> JoinService {
+        self.ssh_principal_domains = domains;
+        self
+    }
+
+    /// Whether tickets carry dry-run tokens (written as files, never created in Kubernetes).
+    pub fn is_dry_run(&self) -> bool {
+        self.tokens.kind() == attest_k8s::DRY_RUN_ISSUER_KIND
+    }
+
+    /// The waivers in effect as one log field (`none`, or their names; `unreported` without a [`Trust`]).
+    pub fn waivers_field(&self) -> String {
+        self.trust.as_deref().map_or_else(|| "unreported".to_owned(), Trust::waivers_field)
     }
 
     /// The metrics this service records into.
@@ -260,9 +293,13 @@ impl JoinService {
                     ak_digest = %facts.ak_digest,
                     control_plane = request.message.is_control_plane,
                     token_id = %token_id,
+                    token_issuer = self.tokens.kind(),
+                    dry_run = self.is_dry_run(),
+                    waivers = %self.waivers_field(),
                     elapsed_ms = started.elapsed().as_millis(),
                     outcome = "issued",
-                    "join ticket issued"
+                    "{}",
+                    if self.is_dry_run() { "join ticket issued (DRY RUN: the token exists only as a file)" } else { "join ticket issued" }
                 );
                 Ok(Response::new(response))
             }
@@ -301,6 +338,7 @@ impl JoinService {
                     variant = facts.variant,
                     variant_oid = %facts.oid,
                     ak_digest = %facts.ak_digest,
+                    waivers = %self.waivers_field(),
                     outcome = "issued",
                     "rejoin ticket issued"
                 );
@@ -323,6 +361,7 @@ impl JoinService {
             reason = e.reason().label(),
             code = %status.code,
             error = %e,
+            waivers = %self.waivers_field(),
             "ticket refused"
         );
         status
@@ -409,7 +448,12 @@ impl JoinService {
             Vec::new()
         } else {
             ssh_ca
-                .sign_host_key(&m.host_public_key, &m.host_certificate_principals, &csr.node_name)
+                .sign_host_key(
+                    &m.host_public_key,
+                    &m.host_certificate_principals,
+                    &csr.node_name,
+                    &self.ssh_principal_domains,
+                )
                 .map_err(JoinError::Ssh)?
         };
         Ok(IssueJoinTicketResponse {

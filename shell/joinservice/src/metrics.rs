@@ -19,6 +19,8 @@
 //! | `attest_join_key_service_calls_total` | counter | `outcome` = `ok` \| `error` |
 //! | `attest_join_measurements_reloads_total` | counter | `outcome` = `applied` \| `rejected` |
 //! | `attest_join_measurements_generation` | gauge | — |
+//! | `attest_join_waiver` | gauge (1 per waiver in effect) | `waiver` (`attest_trust::Trust::waivers`) |
+//! | `attest_join_dry_run` | gauge | — (1: tickets carry dry-run tokens that exist only as files) |
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -145,6 +147,8 @@ pub struct Metrics {
     reloads_applied: AtomicU64,
     reloads_rejected: AtomicU64,
     generation: AtomicU64,
+    trust: std::sync::OnceLock<Arc<attest_trust::Trust>>,
+    dry_run: std::sync::atomic::AtomicBool,
 }
 
 impl Metrics {
@@ -206,6 +210,16 @@ impl Metrics {
         }
     }
 
+    /// Reports `trust`'s waivers (once, at start; the revocation state is read at each scrape).
+    pub fn set_trust(&self, trust: Arc<attest_trust::Trust>) {
+        let _ = self.trust.set(trust);
+    }
+
+    /// Reports whether tickets carry dry-run tokens.
+    pub fn set_dry_run(&self, dry_run: bool) {
+        self.dry_run.store(dry_run, Ordering::Relaxed);
+    }
+
     /// The text exposition (format 0.0.4).
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
@@ -260,6 +274,19 @@ impl Metrics {
             "# HELP attest_join_measurements_generation Generation of the validator set in use (1 = the startup file).\n\
              # TYPE attest_join_measurements_generation gauge\nattest_join_measurements_generation {}",
             load(&self.generation)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP attest_join_waiver Trust waivers in effect (explicit flags), one sample each.\n# TYPE attest_join_waiver gauge"
+        );
+        for waiver in self.trust.get().map(|t| t.waivers()).unwrap_or_default() {
+            let _ = writeln!(out, "attest_join_waiver{{waiver=\"{waiver}\"}} 1");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP attest_join_dry_run 1 when tickets carry dry-run tokens (files only, nothing joins).\n\
+             # TYPE attest_join_dry_run gauge\nattest_join_dry_run {}",
+            u8::from(self.dry_run.load(Ordering::Relaxed))
         );
         out
     }
@@ -380,6 +407,27 @@ mod tests {
             let (_, value) = l.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{l}");
         }
-        assert_eq!(text.matches("# TYPE").count(), 8);
+        assert_eq!(text.matches("# TYPE").count(), 10);
+        // No waiver reported, no dry run.
+        assert!(!text.contains("attest_join_waiver{"), "{text}");
+        assert!(text.lines().any(|l| l == "attest_join_dry_run 0"), "{text}");
+        // Each waiver in effect is a sample; a dry run says so.
+        m.set_trust(Arc::new(attest_trust::Trust {
+            measurements: attest_trust::SignatureState::DangerouslyUnsigned,
+            launch: vec![(
+                attest_engine::variant::Variant::AwsSevSnp,
+                attest_engine::LaunchPinning::DangerouslyUnpinned,
+            )],
+            revocation: None,
+        }));
+        m.set_dry_run(true);
+        let text = m.render();
+        for line in [
+            "attest_join_waiver{waiver=\"measurements-unsigned\"} 1",
+            "attest_join_waiver{waiver=\"launch-unpinned:aws-sev-snp\"} 1",
+            "attest_join_dry_run 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
     }
 }

@@ -13,6 +13,14 @@
 //! extensions, and an Ed25519 signature by the CA. An empty principal list would make a host certificate
 //! valid for *every* host name, so the node name is used when the request names none.
 //!
+//! # Which principals a node may claim
+//!
+//! Only its own names: its node name (the one its kubelet CSR names, which the join service checks) and
+//! `<node name>.<domain>` for each domain the service is configured with. Anything else — another node's
+//! name, an IP address the service cannot check, a wildcard (`*`, `?`: OpenSSH matches host principals as
+//! patterns), a negation (`!`) — is refused, so one attested node cannot obtain a host certificate that
+//! lets it impersonate another host.
+//!
 //! # Why not the `ssh-key` crate
 //!
 //! The encoding here is the SSH wire format's strings and integers (≈ 100 lines) around one OpenSSL Ed25519
@@ -57,8 +65,8 @@ pub enum SshError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// A principal is empty, too long, or contains whitespace, commas or control characters; or there are
-    /// too many.
+    /// A principal is empty, too long, contains whitespace, commas, control or pattern characters, or is not
+    /// one of the node's own names; or there are too many.
     BadPrincipals {
         /// What is wrong.
         reason: &'static str,
@@ -127,11 +135,18 @@ impl SshCa {
     }
 
     /// A host certificate for `host_key` (wire format or `authorized_keys` line) with `principals` (the node
-    /// name when empty), as an `authorized_keys` line.
-    pub fn sign_host_key(&self, host_key: &[u8], principals: &[String], node_name: &str) -> Result<Vec<u8>, SshError> {
+    /// name when empty), as an `authorized_keys` line. Each principal must be `node_name` or
+    /// `<node_name>.<domain>` for one of `domains` (see the [module docs](self)).
+    pub fn sign_host_key(
+        &self,
+        host_key: &[u8],
+        principals: &[String],
+        node_name: &str,
+        domains: &[String],
+    ) -> Result<Vec<u8>, SshError> {
         let wire = parse_host_key(host_key)?;
         let (key_type, fields) = split_key(&wire)?;
-        let principals = check_principals(principals, node_name)?;
+        let principals = check_principals(principals, node_name, domains)?;
         let cert_type = format!("{key_type}-cert-v01@openssh.com");
 
         let mut nonce = [0u8; 32];
@@ -259,7 +274,7 @@ fn split_key(wire: &[u8]) -> Result<(&str, &[u8]), SshError> {
     Ok((key_type, fields))
 }
 
-fn check_principals(principals: &[String], node_name: &str) -> Result<Vec<String>, SshError> {
+fn check_principals(principals: &[String], node_name: &str, domains: &[String]) -> Result<Vec<String>, SshError> {
     if principals.len() > MAX_PRINCIPALS {
         return Err(SshError::BadPrincipals { reason: "too many" });
     }
@@ -270,6 +285,18 @@ fn check_principals(principals: &[String], node_name: &str) -> Result<Vec<String
         }
         if !p.bytes().all(|b| b.is_ascii_graphic() && b != b',') {
             return Err(SshError::BadPrincipals { reason: "a principal contains whitespace, commas or non-ASCII" });
+        }
+        if p.bytes().any(|b| matches!(b, b'*' | b'?' | b'!')) {
+            return Err(SshError::BadPrincipals { reason: "a principal contains a pattern character (*, ?, !)" });
+        }
+        let own = p == node_name
+            || p.strip_prefix(node_name)
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|domain| domains.iter().any(|d| d == domain));
+        if !own {
+            return Err(SshError::BadPrincipals {
+                reason: "a principal is not the node's own name (its node name, or <node name>.<configured domain>)",
+            });
         }
     }
     Ok(list)
@@ -297,14 +324,17 @@ mod tests {
             };
             assert!(status.success());
             let public = std::fs::read(key.with_extension("pub")).unwrap();
-            let cert = ca.sign_host_key(&public, &["node-1".into(), "10.0.0.7".into()], "node-1").unwrap();
+            let domains = ["cluster.example".to_owned()];
+            let cert = ca
+                .sign_host_key(&public, &["node-1".into(), "node-1.cluster.example".into()], "node-1", &domains)
+                .unwrap();
             let cert_path = dir.join(format!("host_{key_type}-cert.pub"));
             std::fs::write(&cert_path, &cert).unwrap();
             let out = std::process::Command::new("ssh-keygen").arg("-L").arg("-f").arg(&cert_path).output().unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             assert!(text.contains("host certificate"), "{text}");
-            assert!(text.contains("node-1") && text.contains("10.0.0.7"), "{text}");
+            assert!(text.contains("node-1") && text.contains("node-1.cluster.example"), "{text}");
             assert!(text.contains("Key ID: \"attest-join:node-1\""), "{text}");
             let ca_line = String::from_utf8(ca.authorized_key()).unwrap();
             let ca_b64 = ca_line.split_whitespace().nth(1).unwrap();
@@ -318,8 +348,41 @@ mod tests {
             let b64 = String::from_utf8(public).unwrap();
             let wire =
                 base64::engine::general_purpose::STANDARD.decode(b64.split_whitespace().nth(1).unwrap()).unwrap();
-            assert!(ca.sign_host_key(&wire, &[], "node-1").is_ok());
+            assert!(ca.sign_host_key(&wire, &[], "node-1", &[]).is_ok());
         }
+    }
+
+    /// A node may claim its own names only: no wildcard, no other host, no IP address it cannot prove.
+    #[test]
+    fn principals_are_limited_to_the_nodes_own_names() {
+        let ca = SshCa::from_seed(&[3u8; 32]).unwrap();
+        let mut wire = Vec::new();
+        put_string(&mut wire, b"ssh-ed25519");
+        put_string(&mut wire, &[9u8; 32]);
+        let domains = ["cluster.example".to_owned()];
+        for ok in [&["worker-1"][..], &["worker-1", "worker-1.cluster.example"], &[]] {
+            let list: Vec<String> = ok.iter().map(|s| (*s).to_owned()).collect();
+            assert!(ca.sign_host_key(&wire, &list, "worker-1", &domains).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            "*",
+            "*.cluster.example",
+            "worker-?",
+            "!worker-2",
+            "worker-2",
+            "control-plane-1",
+            "10.0.0.7",
+            "worker-1.other.example",
+            "worker-1.",
+            "worker-10",
+            "xworker-1",
+            "WORKER-1",
+        ] {
+            let e = ca.sign_host_key(&wire, &["worker-1".into(), bad.into()], "worker-1", &domains).unwrap_err();
+            assert!(matches!(e, SshError::BadPrincipals { .. }), "{bad}: {e:?}");
+        }
+        // Without configured domains, only the node name itself.
+        assert!(ca.sign_host_key(&wire, &["worker-1.cluster.example".into()], "worker-1", &[]).is_err());
     }
 
     #[test]
@@ -328,17 +391,17 @@ mod tests {
         let mut wire = Vec::new();
         put_string(&mut wire, b"ssh-ed25519");
         put_string(&mut wire, &[9u8; 32]);
-        assert!(ca.sign_host_key(&wire, &[], "n").is_ok());
+        assert!(ca.sign_host_key(&wire, &[], "n", &[]).is_ok());
         let mut trailing = wire.clone();
         trailing.push(0);
-        assert!(matches!(ca.sign_host_key(&trailing, &[], "n"), Err(SshError::BadHostKey { .. })));
-        assert!(matches!(ca.sign_host_key(&wire[..wire.len() - 1], &[], "n"), Err(SshError::BadHostKey { .. })));
+        assert!(matches!(ca.sign_host_key(&trailing, &[], "n", &[]), Err(SshError::BadHostKey { .. })));
+        assert!(matches!(ca.sign_host_key(&wire[..wire.len() - 1], &[], "n", &[]), Err(SshError::BadHostKey { .. })));
         let mut dsa = Vec::new();
         put_string(&mut dsa, b"ssh-dss");
-        assert!(matches!(ca.sign_host_key(&dsa, &[], "n"), Err(SshError::BadHostKey { .. })));
-        assert!(matches!(ca.sign_host_key(&[0; MAX_HOST_KEY_SIZE + 1], &[], "n"), Err(SshError::HostKeyTooLarge)));
-        for bad in [vec![String::new()], vec!["a b".into()], vec!["a,b".into()], vec!["x".into(); MAX_PRINCIPALS + 1]] {
-            assert!(matches!(ca.sign_host_key(&wire, &bad, "n"), Err(SshError::BadPrincipals { .. })), "{bad:?}");
+        assert!(matches!(ca.sign_host_key(&dsa, &[], "n", &[]), Err(SshError::BadHostKey { .. })));
+        assert!(matches!(ca.sign_host_key(&[0; MAX_HOST_KEY_SIZE + 1], &[], "n", &[]), Err(SshError::HostKeyTooLarge)));
+        for bad in [vec![String::new()], vec!["a b".into()], vec!["a,b".into()], vec!["n".into(); MAX_PRINCIPALS + 1]] {
+            assert!(matches!(ca.sign_host_key(&wire, &bad, "n", &[]), Err(SshError::BadPrincipals { .. })), "{bad:?}");
         }
         assert!(SshCa::from_seed(&[0u8; 31]).is_err());
         assert_eq!(SshCa::from_seed(&[1u8; 32]).unwrap().authorized_key(), ca.authorized_key());

@@ -1,9 +1,9 @@
 //! The joining nodes' validators, rebuilt when the measurements file changes and swapped atomically.
 //!
 //! ```text
-//!   measurements file ──poll──► changed bytes? ──► parse (measurements crate) ──► PcrPolicy per variant
-//!                                                         │ error: keep the old set, log, count          │
-//!                                                         ▼                                              ▼
+//!   measurements file + signature ──poll──► changed bytes? ──► signature (attest-trust) ──► parse ──► PcrPolicy per variant
+//!                                                                   │ error (bad signature, unparsable): keep the old set, log, count
+//!                                                                   ▼                                              ▼
 //!                               ValidatorSet { generation, EngineValidator per variant }  ──► store (swap the Arc)
 //!
 //!   aTLS handshake ──► SwappingValidator::validate ──► load: read-lock, clone the Arc, unlock
@@ -16,10 +16,12 @@
 //! This is `arc-swap`'s pattern without the crate: with one writer every few seconds and a quote
 //! verification (≈ 0.1–1 ms) per read, the lock is never contended long enough to matter.
 //!
-//! The file is compared by content (SHA-256), not by mtime, so replacing it by rename, rewriting it in the
-//! same second, or touching it without change all do the right thing. An invalid new file (unparsable, no
-//! map for a configured variant, SHA-384 values) keeps the old validators, logs an error and counts a
-//! rejected reload; the next valid content is applied.
+//! The file (and its signature file) is compared by content (SHA-256), not by mtime, so replacing it by
+//! rename, rewriting it in the same second, or touching it without change all do the right thing. Every
+//! content is signature-checked before it is parsed ([`MeasurementsTrust`]); an invalid new file (a bad or
+//! missing signature, unparsable, no map for a configured variant, SHA-384 values) keeps the old validators,
+//! logs an error and counts a rejected reload; the next valid content is applied. A file changed before its
+//! signature is refused until the matching signature arrives.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,12 +31,12 @@ use std::time::{Duration, Instant};
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
-use attest_measurements::{AttestationVariant, Csp, Document};
 
 use super::metrics::Metrics;
 use attest_atls::{AttestationValidator, BoxError, EngineValidator, FirstUseRecorder, ValidationError, nonce::Nonce};
 use attest_engine::variant::Validated;
 use attest_registration::FileAkRegistry;
+use attest_trust::{LoadedMeasurements, MeasurementsTrust, Trust, TrustError};
 
 /// Pins AKs trusted on first use in the file registry, once their document fully validated (aTLS's hook; the
 /// registry lives in `attest-registration`, which aTLS does not know).
@@ -53,13 +55,8 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// Why a measurements file could not be turned into validators.
 #[derive(Debug)]
 pub enum MeasurementsError {
-    /// The file could not be read.
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The file or its signature could not be read, or the signature does not verify (nothing was parsed).
+    Untrusted(TrustError),
     /// The file is not a valid measurements document, or lacks a map for a configured variant.
     Invalid {
         /// The file.
@@ -82,7 +79,7 @@ pub enum MeasurementsError {
 impl std::fmt::Display for MeasurementsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            MeasurementsError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            MeasurementsError::Untrusted(e) => write!(f, "{e}"),
             MeasurementsError::Invalid { path, variant: Some(v), source } => {
                 write!(f, "{} (for {v}): {source}", path.display())
             }
@@ -119,24 +116,37 @@ pub struct ValidatorConfig {
     /// The TDX policy of the TDX variants. For `qemu-tdx` the measurements file's TD measurements (0 = MRTD,
     /// 1–4 = RTMR0–3) replace its MRTD and RTMRs; `azure-tdx` is measured by its vTPM PCRs.
     pub tdx_policy: TdxPolicy,
+    /// How the measurements file is trusted (its signature, or the explicit waiver).
+    pub measurements: MeasurementsTrust,
+    /// What the service trusts and waives, for every verdict's log line (`None`: not reported).
+    pub trust: Option<Arc<Trust>>,
 }
 
 impl ValidatorConfig {
-    /// A configuration accepting `variants`, with `qemu-vtpm` AKs looked up in `ak_registry` and every other
-    /// field at its default: AKs trusted on first use are not recorded, a fresh [`SnpVerifier`] (AMD's embedded
-    /// roots), and the default [`SnpPolicy`]. Override fields with struct update syntax:
+    /// A configuration accepting `variants`, with `qemu-vtpm` AKs looked up in `ak_registry`, measurements
+    /// trusted as `measurements` says, and every other field at its default: AKs trusted on first use are not
+    /// recorded, a fresh [`SnpVerifier`] (AMD's embedded roots), and the default [`SnpPolicy`]. Override fields
+    /// with struct update syntax:
     ///
     /// ```no_run
     /// # use std::sync::Arc;
     /// # use attest_engine::variant::Variant;
     /// # use attest_joinservice::ValidatorConfig;
     /// # use attest_registration::FileAkRegistry;
+    /// # use attest_trust::MeasurementsTrust;
     /// let registry = Arc::new(FileAkRegistry::open("aks.json")?.with_trust_on_first_use(true));
-    /// let config =
-    ///     ValidatorConfig { record_first_use: true, ..ValidatorConfig::new(vec![Variant::QemuVtpm], registry) };
+    /// let signed = MeasurementsTrust::verify_with("measurements.pub".as_ref(), "measurements.json.sig".as_ref())?;
+    /// let config = ValidatorConfig {
+    ///     record_first_use: true,
+    ///     ..ValidatorConfig::new(vec![Variant::QemuVtpm], registry, signed)
+    /// };
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(variants: Vec<Variant>, ak_registry: Arc<FileAkRegistry>) -> ValidatorConfig {
+    pub fn new(
+        variants: Vec<Variant>,
+        ak_registry: Arc<FileAkRegistry>,
+        measurements: MeasurementsTrust,
+    ) -> ValidatorConfig {
         ValidatorConfig {
             variants,
             ak_registry,
@@ -145,20 +155,20 @@ impl ValidatorConfig {
             snp_policy: SnpPolicy::default(),
             tdx: Arc::new(TdxVerifier::new()),
             tdx_policy: TdxPolicy::default(),
+            measurements,
+            trust: None,
         }
     }
-}
 
-/// The CSP a variant's release-list entry is selected by.
-fn csp_of(variant: Variant) -> (Csp, AttestationVariant) {
-    match variant {
-        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
-        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
-        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
-        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
-        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
-        Variant::AzureTdx => (Csp::Azure, AttestationVariant::AzureTdx),
-        Variant::QemuTdx => (Csp::Qemu, AttestationVariant::QemuTdx),
+    /// One validator per configured variant with no PCR expectations: what the launch check at start
+    /// ([`attest_trust::check_launch`]) looks at (launch pinning depends on the variant and SNP policy only). A TDX variant's launch is pinned by
+    /// the measurements file's MRTD, checked when the set is built.
+    pub fn launch_validators(&self) -> Vec<Validator> {
+        self.variants
+            .iter()
+            .filter(|v| !v.is_tdx())
+            .map(|&v| Validator::new(v, Arc::clone(&self.snp), self.snp_policy.clone(), PcrPolicy::default()))
+            .collect()
     }
 }
 
@@ -171,30 +181,24 @@ pub struct ValidatorSet {
 }
 
 impl ValidatorSet {
-    /// Builds validators for `config.variants` from measurements file `bytes`: a map applies to every
-    /// variant; a release list is searched for each variant's (CSP, variant) entry. A `qemu-tdx` map holds TD
-    /// measurements (48-byte MRTD and RTMRs), every other variant's SHA-256 PCRs; a TDX validator whose launch
-    /// nothing pins is refused ([`MeasurementsError::LaunchUnpinned`]).
+    /// Builds validators for `config.variants` from a loaded (signature-checked) measurements document: a
+    /// map applies to every variant; a release list is searched for each variant's (CSP, variant) entry. A
+    /// `qemu-tdx` map holds TD measurements (48-byte MRTD and RTMRs), every other variant's SHA-256 PCRs; a
+    /// TDX validator whose launch nothing pins is refused ([`MeasurementsError::LaunchUnpinned`]).
     pub fn build(
         config: &ValidatorConfig,
         path: &Path,
-        bytes: &[u8],
+        loaded: &LoadedMeasurements,
         generation: u64,
     ) -> Result<ValidatorSet, MeasurementsError> {
         if config.variants.is_empty() {
             return Err(MeasurementsError::NoVariants);
         }
         let invalid = |variant, source| MeasurementsError::Invalid { path: path.to_owned(), variant, source };
-        let document = attest_measurements::parse_document(bytes).map_err(|e| invalid(None, e))?;
         let mut validators = BTreeMap::new();
         for &variant in &config.variants {
-            let measurements = match &document {
-                Document::Map(map) => map,
-                Document::List(_) => {
-                    let (csp, v) = csp_of(variant);
-                    document.select(csp, v).map_err(|e| invalid(Some(variant), e))?
-                }
-            };
+            let measurements =
+                attest_trust::measurements_for(&loaded.document, variant).map_err(|e| invalid(Some(variant), e))?;
             let (pcrs, tdx_policy) = if variant.has_vtpm() {
                 (measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?, config.tdx_policy.clone())
             } else {
@@ -217,7 +221,7 @@ impl ValidatorSet {
             }
             validators.insert(variant.oid(), engine);
         }
-        Ok(ValidatorSet { generation, digest: openssl::sha::sha256(bytes), validators })
+        Ok(ValidatorSet { generation, digest: loaded.inputs_sha256, validators })
     }
 
     /// The generation (1 for the startup file, +1 per applied change).
@@ -239,9 +243,11 @@ impl Validators {
     /// Loads the measurements file at `path` (which must be valid: a service without validators cannot
     /// start).
     pub fn load(config: ValidatorConfig, path: &Path, metrics: Arc<Metrics>) -> Result<Validators, MeasurementsError> {
-        let bytes = read(path)?;
-        let set = ValidatorSet::build(&config, path, &bytes, 1)?;
+        let loaded = config.measurements.load(path).map_err(MeasurementsError::Untrusted)?;
+        let set = ValidatorSet::build(&config, path, &loaded, 1)?;
         metrics.measurements_reload(Some(1));
+        tracing::info!(file = %path.display(), sha256 = %hex::encode(loaded.file_sha256),
+            signature = loaded.signature.name(), "measurements loaded");
         Ok(Validators { config, path: path.to_owned(), current: RwLock::new(Arc::new(set)), metrics })
     }
 
@@ -254,13 +260,20 @@ impl Validators {
     /// when one was applied, `Ok(None)` when nothing changed, and the error (old set kept) when the new
     /// content is invalid.
     pub fn reload(&self) -> Result<Option<u64>, MeasurementsError> {
-        let bytes = read(&self.path)?;
         let old = self.current();
-        if openssl::sha::sha256(&bytes) == old.digest {
+        if self.config.measurements.inputs_sha256(&self.path) == Some(old.digest) {
             return Ok(None);
         }
-        match ValidatorSet::build(&self.config, &self.path, &bytes, old.generation + 1) {
-            Ok(set) => {
+        let built =
+            self.config.measurements.load(&self.path).map_err(MeasurementsError::Untrusted).and_then(|loaded| {
+                if loaded.inputs_sha256 == old.digest {
+                    return Ok(None);
+                }
+                ValidatorSet::build(&self.config, &self.path, &loaded, old.generation + 1).map(Some)
+            });
+        match built {
+            Ok(None) => Ok(None),
+            Ok(Some(set)) => {
                 let generation = set.generation;
                 *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(set);
                 self.metrics.measurements_reload(Some(generation));
@@ -304,7 +317,7 @@ impl Validators {
                 let worker = Arc::clone(&this);
                 // Parsing a file of up to 1 MiB and hashing it: off the async workers.
                 let outcome = tokio::task::spawn_blocking(move || {
-                    let digest = read(&worker.path).ok().map(|b| openssl::sha::sha256(&b));
+                    let digest = worker.config.measurements.inputs_sha256(&worker.path);
                     (worker.reload(), digest)
                 })
                 .await;
@@ -321,15 +334,6 @@ impl Validators {
             }
         })
     }
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, MeasurementsError> {
-    use std::io::Read as _;
-    let io = |source| MeasurementsError::Io { path: path.to_owned(), source };
-    let limit = attest_measurements::MAX_FILE_SIZE as u64 + 1;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path).map_err(io)?.take(limit).read_to_end(&mut bytes).map_err(io)?;
-    Ok(bytes)
 }
 
 /// Validates one variant's documents with whatever set is current when the handshake validates, and records
@@ -366,8 +370,12 @@ impl AttestationValidator for SwappingValidator {
             None => Err(ValidationError::Rejected(Box::new(VariantNotConfigured(self.variant)))),
         };
         self.validators.metrics.attestation(started.elapsed(), result.is_ok());
+        let trust = self.validators.config.trust.as_deref();
+        let waivers = trust.map_or_else(|| "unreported".to_owned(), Trust::waivers_field);
+        let launch = trust.and_then(|t| t.launch_of(self.variant)).map_or("unreported", |l| l.name());
         match &result {
-            Ok(_) => tracing::debug!(variant = %self.variant, generation = set.generation, "attestation accepted"),
+            Ok(_) => tracing::debug!(variant = %self.variant, generation = set.generation, launch, waivers = %waivers,
+                "attestation accepted"),
             Err(e) => {
                 let reason = match e {
                     ValidationError::NonceMismatch => "nonce mismatch".to_owned(),
@@ -378,6 +386,8 @@ impl AttestationValidator for SwappingValidator {
                     variant_oid = self.variant.oid(),
                     generation = set.generation,
                     reason = %reason,
+                    launch,
+                    waivers = %waivers,
                     outcome = "refused",
                     "joining node's attestation refused"
                 );

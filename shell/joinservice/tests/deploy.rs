@@ -13,14 +13,33 @@ fn join_service_manifest() {
         env!("CARGO_BIN_EXE_join-service"),
         &[
             "listen",
+            "tpm",
             "measurements",
+            "measurements-signature",
+            "measurements-public-key",
             "measurement-salt",
             "ak-registry",
             "pki-dir",
             "api-server-endpoint",
             "kubernetes-config",
+            "key-service-ca",
+            "key-service-cert",
+            "key-service-key",
         ],
     );
+    // The node's TPM reaches the unprivileged container through a device plugin.
+    let resources = &ds["spec"]["template"]["spec"]["containers"][0]["resources"];
+    assert_eq!(resources["limits"]["squat.ai/tpm"].as_u64(), Some(1));
+    // Real backends only: bootstrap tokens through the API server, never the dry run; no waiver flags.
+    let args = strs(&ds["spec"]["template"]["spec"]["containers"][0]["args"]);
+    assert!(args.contains(&"--token-issuer=kubernetes"), "{args:?}");
+    assert!(!args.iter().any(|a| a.contains("dry-run") || a.contains("dangerous")), "{args:?}");
+    // Its pod carries the label the key service's NetworkPolicy admits, and joining nodes reach it on the
+    // node port.
+    assert_eq!(ds["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"], "attest-join-service");
+    let service = find(&docs, "Service");
+    assert_eq!(service["spec"]["type"], "NodePort");
+    assert_eq!(service["spec"]["ports"][0]["nodePort"].as_u64(), Some(30090));
     // The pod's service account may create and delete Secrets in kube-system (bootstrap tokens), nothing
     // else, and the binding grants exactly that role to exactly that account.
     let role = find(&docs, "Role");

@@ -45,9 +45,7 @@ async fn slow_key_service(delay: Duration) -> (Server, SocketAddr) {
         tokio::time::sleep(delay).await;
         Ok::<_, Status>(Response::new(GetDataKeyResponse { data_key: vec![0; req.message.length as usize] }))
     });
-    let server = Server::new(router, ServerConfig::default());
-    let addr = server.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
-    (server, addr)
+    join_support::serve_kms(router).await
 }
 
 fn closed_port() -> SocketAddr {
@@ -107,7 +105,7 @@ fn join_request(node: &str, control_plane: bool) -> Request<IssueJoinTicketReque
         certificate_request: csr(node),
         is_control_plane: control_plane,
         host_public_key: host_key(),
-        host_certificate_principals: vec![node.into(), "10.0.0.7".into()],
+        host_certificate_principals: vec![node.into()],
     });
     r.peer = Some(Arc::new(PeerAttestation { oid: QEMU_OID.into(), document: Vec::new(), spki_sha256: [7; 32] }));
     r
@@ -189,7 +187,8 @@ async fn control_plane_files_only_for_control_plane_nodes() {
         let partial = Arc::new(ClusterCa::load(&f.dir.join("pki")).unwrap());
         let metrics = Arc::new(Metrics::new());
         let tokens = Arc::new(DryRunTokenIssuer::new(f.dir.join("tokens2")).unwrap());
-        let keys = KeyServiceClient::new(addr, Duration::from_secs(5), Arc::clone(&metrics));
+        let keys =
+            KeyServiceClient::new(addr, join_support::kms_connector(), Duration::from_secs(5), Arc::clone(&metrics));
         JoinService::new(keys, tokens, partial, ticket_settings(&f.dir.join("salt")), metrics)
     };
     let e = g.issue_join_ticket(join_request("cp-3", true)).await.unwrap_err();

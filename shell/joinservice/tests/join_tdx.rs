@@ -29,7 +29,7 @@ use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use attest_proto::paths;
 use attest_registration::FileAkRegistry;
 use attest_test_support::intel::{IntelPki, PckSpec, QuoteSpec, pem, qe_identity_json, tcb_info_json};
-use join_support::{Captured, csr, fixture};
+use join_support::{Captured, MeasurementsSigner, csr, fixture};
 use prost::Message as _;
 use zeroize::Zeroizing;
 
@@ -212,12 +212,13 @@ async fn a_td_joins_and_tampered_or_foreign_tds_do_not() {
         hex::encode(RTMRS[2])
     );
     let path = fixture.dir.join("measurements.json");
-    std::fs::write(&path, &measurements).unwrap();
+    let signer = MeasurementsSigner::new(&fixture.dir);
+    signer.write(&path, &measurements);
     let registry = Arc::new(FileAkRegistry::open(fixture.dir.join("aks.json")).unwrap());
     let config = ValidatorConfig {
         tdx: Arc::clone(&tdx),
         tdx_policy: TdxPolicy::default(),
-        ..ValidatorConfig::new(vec![Variant::QemuTdx], registry)
+        ..ValidatorConfig::new(vec![Variant::QemuTdx], registry, signer.trust(&path))
     };
     let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
     let mut router = Router::new();
@@ -255,7 +256,7 @@ async fn a_td_joins_and_tampered_or_foreign_tds_do_not() {
     assert_eq!(tokens, 1, "one token, the good TD's");
 
     // A measurements file that pins no MRTD is refused (the validators stay).
-    std::fs::write(&path, format!(r#"{{"1": {{"expected": "{}"}}}}"#, hex::encode(RTMRS[0]))).unwrap();
+    signer.write(&path, &format!(r#"{{"1": {{"expected": "{}"}}}}"#, hex::encode(RTMRS[0])));
     let e = validators.reload().unwrap_err();
     assert!(e.to_string().contains("nothing pins the TD's launch"), "{e}");
     join(addr, &pki, Td::Good).await.expect("the old validators still admit the expected TD");

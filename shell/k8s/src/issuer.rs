@@ -96,10 +96,14 @@ impl TokenIssuer for KubeTokenIssuer {
     }
 }
 
+/// The [`TokenIssuer::kind`] of [`DryRunTokenIssuer`]: services check it to announce a dry run.
+pub const DRY_RUN_ISSUER_KIND: &str = "dry-run";
+
 /// Writes the Secret manifest of each token to `<dir>/bootstrap-token-<id>.json` (mode 0600: it holds the
-/// token secret) instead of creating it, and removes the file on delete. The default where there is no
-/// Kubernetes (the local demo): the rest of the join runs unchanged, and the files show what would have been
-/// created.
+/// token secret) instead of creating it, and removes the file on delete. Never a default: a join service
+/// uses it only when told to (`--token-issuer dry-run`, the local demo without Kubernetes), and announces it
+/// in every ticket it issues ([`DRY_RUN_ISSUER_KIND`]). The rest of the join runs unchanged, and the files
+/// show what would have been created.
 #[derive(Debug)]
 pub struct DryRunTokenIssuer {
     dir: PathBuf,
@@ -200,6 +204,6 @@ impl TokenIssuer for DryRunTokenIssuer {
     }
 
     fn kind(&self) -> &'static str {
-        "dry-run"
+        DRY_RUN_ISSUER_KIND
     }
 }

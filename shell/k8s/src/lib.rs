@@ -43,5 +43,5 @@ pub use ca::{CaError, CheckedCsr, ClusterCa, PkiFile, discovery_token_ca_cert_ha
 pub use client::KubeClient;
 pub use config::KubeConfig;
 pub use error::{ApiStatus, K8sError, Phase};
-pub use issuer::{DryRunTokenIssuer, KubeTokenIssuer, TokenIssuer};
+pub use issuer::{DRY_RUN_ISSUER_KIND, DryRunTokenIssuer, KubeTokenIssuer, TokenIssuer};
 pub use token::{BootstrapToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, MIN_TOKEN_TTL};

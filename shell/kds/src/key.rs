@@ -7,7 +7,8 @@
 //! | VCEK, Turin | `/vcek/v1/Turin/{hwID: 8 bytes hex}?fmcSPL=&blSPL=&teeSPL=&snpSPL=&ucodeSPL=` |
 //! | ASK + ARK | `/vcek/v1/{product}/cert_chain` (PEM, ASK first) |
 //! | ASVK + ARK | `/vlek/v1/{product}/cert_chain` (PEM, ASVK first) |
-//! | CRL | `/vcek/v1/{product}/crl` (DER, signed by the ARK) |
+//! | CRL of ASK + VCEKs | `/vcek/v1/{product}/crl` (DER, signed by the ARK) |
+//! | CRL of ASVK + VLEKs | `/vlek/v1/{product}/crl` (DER, signed by the ARK) |
 //!
 //! SPLs are decimal without padding, hwIDs lower-case hex (KDS accepts either case).
 
@@ -167,6 +168,11 @@ impl ChainKind {
         format!("/{}/v1/{}/cert_chain", self.segment(), product.name())
     }
 
+    /// The KDS path of the ARK-signed CRL covering this kind's intermediate and leaves.
+    pub fn crl_path(self, product: Product) -> String {
+        format!("/{}/v1/{}/crl", self.segment(), product.name())
+    }
+
     /// AMD's common name of the intermediate: `SEV-<product>` or `SEV-VLEK-<product>`.
     pub fn intermediate_common_name(self, product: Product) -> String {
         match self {
@@ -176,9 +182,9 @@ impl ChainKind {
     }
 }
 
-/// The KDS path of a product's CRL.
+/// The KDS path of a product's VCEK CRL (the ASK and VCEKs; [`ChainKind::crl_path`] for either kind).
 pub fn crl_path(product: Product) -> String {
-    format!("/vcek/v1/{}/crl", product.name())
+    ChainKind::Vcek.crl_path(product)
 }
 
 /// Every object this module fetches: the single-flight and negative-cache key.
@@ -186,7 +192,7 @@ pub fn crl_path(product: Product) -> String {
 pub(crate) enum ObjectKey {
     Vcek(VcekKey),
     Chain(Product, ChainKind),
-    Crl(Product),
+    Crl(Product, ChainKind),
 }
 
 impl ObjectKey {
@@ -194,7 +200,7 @@ impl ObjectKey {
         match self {
             Self::Vcek(k) => k.kds_path(),
             Self::Chain(p, kind) => kind.kds_path(*p),
-            Self::Crl(p) => crl_path(*p),
+            Self::Crl(p, kind) => kind.crl_path(*p),
         }
     }
 }
@@ -204,7 +210,7 @@ impl fmt::Display for ObjectKey {
         match self {
             Self::Vcek(k) => k.fmt(f),
             Self::Chain(p, kind) => write!(f, "{} cert_chain {p}", kind.segment()),
-            Self::Crl(p) => write!(f, "CRL {p}"),
+            Self::Crl(p, kind) => write!(f, "{} CRL {p}", kind.segment()),
         }
     }
 }
@@ -225,6 +231,7 @@ mod tests {
         assert_eq!(k.kds_path(), "/vcek/v1/Turin/1e550a8ee5cf9f4d?fmcSPL=1&blSPL=0&teeSPL=0&snpSPL=0&ucodeSPL=9");
         assert_eq!(ChainKind::Vlek.kds_path(Product::Genoa), "/vlek/v1/Genoa/cert_chain");
         assert_eq!(crl_path(Product::Turin), "/vcek/v1/Turin/crl");
+        assert_eq!(ChainKind::Vlek.crl_path(Product::Genoa), "/vlek/v1/Genoa/crl");
     }
 
     #[test]

@@ -36,9 +36,10 @@
 //! - Store layout and atomicity: [`Store`].
 //! - Evidence formats: the extended-report certificate table ([`CertTable`]) and Azure's THIM JSON
 //!   ([`parse_thim`]).
-//! - URLs: [`VcekKey::kds_path`], [`ChainKind::kds_path`], [`crl_path`].
-//! - CRLs: [`Kds::crl`] returns a [`CrlStatus`] (fresh / stale / unavailable) and the caller's [`CrlPolicy`]
-//!   decides; the default fails closed.
+//! - URLs: [`VcekKey::kds_path`], [`ChainKind::kds_path`], [`ChainKind::crl_path`].
+//! - CRLs: [`Kds::crl_of`] returns a [`CrlStatus`] (fresh / stale / unavailable) and the caller's [`CrlPolicy`]
+//!   decides; the default fails closed. [`CrlKeeper`] keeps a verifier's CRL set loaded at start and replaced
+//!   before its nextUpdate.
 //!
 //! The base URL is configurable (default [`DEFAULT_BASE_URL`]; `None` means offline). Plain `http://` is
 //! accepted (tests, mirrors): integrity does not rest on TLS, since everything is verified to AMD's pinned
@@ -62,6 +63,7 @@ mod flight;
 mod http;
 mod key;
 mod pcs;
+mod revocation;
 mod store;
 mod thim;
 mod vet;
@@ -78,6 +80,9 @@ pub use key::{ChainKind, HWID_LEN, HwId, TURIN_HWID_LEN, VcekKey, crl_path, hw_i
 pub use pcs::{
     DEFAULT_INTEL_CERTS_URL, DEFAULT_PCS_BASE_URL, PckCa, Pcs, PcsCollateral, PcsConfig, PcsKey, decode_issuer_chain,
     quote_platform,
+};
+pub use revocation::{
+    CRL_REFRESH_MARGIN, CrlKeeper, CrlWanted, MAX_CRL_REFRESH_INTERVAL, MIN_CRL_REFRESH_INTERVAL, RevocationState,
 };
 pub use store::{MAX_STORED_FILE, Store};
 pub use thim::{MAX_THIM_SIZE, parse_thim};
@@ -256,6 +261,8 @@ impl SnpCertificates {
 }
 
 type FlightResult = Result<(Vec<u8>, Source), KdsError>;
+/// A verified CRL in memory: its DER and dates.
+type CachedCrl = (Vec<u8>, CrlDates);
 
 struct Inner {
     store: Option<Store>,
@@ -263,7 +270,7 @@ struct Inner {
     vetter: Vetter,
     flights: Flights<ObjectKey, FlightResult>,
     negative: NegativeCache<ObjectKey>,
-    crls: Mutex<HashMap<Product, (Vec<u8>, CrlDates)>>,
+    crls: Mutex<HashMap<(Product, ChainKind), CachedCrl>>,
     clock: Clock,
 }
 
@@ -419,23 +426,34 @@ impl Kds {
         Err(KdsError::ProductUnknown)
     }
 
-    /// A product's CRL: the cached one until its nextUpdate, then KDS; if KDS cannot deliver, the old one
+    /// A product's VCEK CRL: the cached one until its nextUpdate, then KDS; if KDS cannot deliver, the old one
     /// as [`CrlStatus::Stale`] or [`CrlStatus::Unavailable`]. Call it when installing or refreshing the
-    /// verifier's CRL (at start and after nextUpdate), not per verification.
+    /// verifier's CRL (at start and after nextUpdate), not per verification. [`Kds::crl_of`] for either kind
+    /// and for refreshing ahead of nextUpdate.
     pub async fn crl(&self, product: Product) -> CrlStatus {
+        self.crl_of(product, ChainKind::Vcek, Duration::ZERO).await
+    }
+
+    /// A product's CRL of one key kind (`/vcek/v1/{product}/crl` or `/vlek/v1/{product}/crl`). The memory
+    /// or store copy is used while it stays fresh for `ahead` more (offline first); otherwise KDS is asked,
+    /// and when KDS cannot deliver, the copy comes back as [`CrlStatus::Fresh`] while its nextUpdate has not
+    /// passed, else as [`CrlStatus::Stale`] (no copy at all: [`CrlStatus::Unavailable`]). A refresher passes
+    /// its margin as `ahead` so that a new CRL is in place before the old one expires.
+    pub async fn crl_of(&self, product: Product, kind: ChainKind, ahead: Duration) -> CrlStatus {
         let now = self.now();
-        let cached = self.cached_crl(product, now);
+        let later = UnixTime::from_secs(now.as_secs().saturating_add(ahead.as_secs()));
+        let cached = self.cached_crl(product, kind, now);
         if let Some((der, dates)) = &cached {
-            if let (true, Some(next_update)) = (dates.is_fresh(now), dates.next_update) {
+            if let (true, Some(next_update)) = (dates.is_fresh(later), dates.next_update) {
                 return CrlStatus::Fresh { der: der.clone(), next_update };
             }
         }
-        let key = ObjectKey::Crl(product);
+        let key = ObjectKey::Crl(product, kind);
         let fetched = if self.inner.negative.contains(&key) {
             Err(KdsError::NotFound)
         } else {
             let this = self.clone();
-            self.inner.flights.run(&key, move || async move { this.fetch_crl(product).await }).await
+            self.inner.flights.run(&key, move || async move { this.fetch_crl(product, kind, later).await }).await
         };
         let fetched = fetched.and_then(|(der, _)| Ok((self.inner.vetter.crl(&der, product, now)?, der)));
         match (fetched, cached) {
@@ -443,19 +461,26 @@ impl Kds {
                 Some(next_update) if dates.is_fresh(now) => CrlStatus::Fresh { der, next_update },
                 next_update => CrlStatus::Stale { der, next_update },
             },
-            (Err(_), Some((der, dates))) => CrlStatus::Stale { der, next_update: dates.next_update },
+            (Err(e), Some((der, dates))) => match dates.next_update {
+                Some(next_update) if dates.is_fresh(now) => {
+                    tracing::warn!(%product, kind = kind.segment(), error = %e,
+                        "could not fetch a newer CRL; the current one is still fresh");
+                    CrlStatus::Fresh { der, next_update }
+                }
+                next_update => CrlStatus::Stale { der, next_update },
+            },
             (Err(reason), None) => CrlStatus::Unavailable { reason },
         }
     }
 
     /// The newest verified CRL in memory or the store, fresh or not.
-    fn cached_crl(&self, product: Product, now: UnixTime) -> Option<(Vec<u8>, CrlDates)> {
-        let mem = self.inner.crls.lock().unwrap_or_else(PoisonError::into_inner).get(&product).cloned();
+    fn cached_crl(&self, product: Product, kind: ChainKind, now: UnixTime) -> Option<(Vec<u8>, CrlDates)> {
+        let mem = self.inner.crls.lock().unwrap_or_else(PoisonError::into_inner).get(&(product, kind)).cloned();
         if mem.as_ref().is_some_and(|(_, d)| d.is_fresh(now)) {
             return mem;
         }
         let disk = self.inner.store.as_ref().and_then(|s| {
-            let path = s.crl_path(product);
+            let path = s.crl_path_of(product, kind);
             let der = s.read(&path).ok()??;
             match self.inner.vetter.crl(&der, product, now) {
                 Ok(dates) => Some((der, dates)),
@@ -470,24 +495,30 @@ impl Kds {
             (m, d) => m.or(d),
         };
         if let Some(b) = &best {
-            self.inner.crls.lock().unwrap_or_else(PoisonError::into_inner).insert(product, b.clone());
+            self.inner.crls.lock().unwrap_or_else(PoisonError::into_inner).insert((product, kind), b.clone());
         }
         best
     }
 
-    async fn fetch_crl(&self, product: Product) -> FlightResult {
+    /// The flight body of a CRL: the cached copy if it is fresh until `later`, else KDS (vetted, and kept
+    /// when it is newer than the cached copy).
+    async fn fetch_crl(&self, product: Product, kind: ChainKind, later: UnixTime) -> FlightResult {
         let now = self.now();
-        let cached = self.cached_crl(product, now);
+        let cached = self.cached_crl(product, kind, now);
         if let Some((der, dates)) = &cached {
-            if dates.is_fresh(now) {
+            if dates.is_fresh(later) {
                 return Ok((der.clone(), Source::Store));
             }
         }
-        let key = ObjectKey::Crl(product);
+        let key = ObjectKey::Crl(product, kind);
         let der = self.download(&key).await?;
         let dates = self.inner.vetter.crl(&der, product, now)?;
         if cached.as_ref().is_none_or(|(_, c)| c.this_update <= dates.this_update) {
-            self.inner.crls.lock().unwrap_or_else(PoisonError::into_inner).insert(product, (der.clone(), dates));
+            self.inner
+                .crls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert((product, kind), (der.clone(), dates));
             self.persist(&key, &der).await;
         }
         Ok((der, Source::Kds))
@@ -537,7 +568,7 @@ impl Kds {
         match key {
             ObjectKey::Vcek(k) => v.vcek(bytes, k, now).map(drop),
             ObjectKey::Chain(p, kind) => v.chain(bytes, *p, *kind, now).map(drop),
-            ObjectKey::Crl(p) => v.crl(bytes, *p, now).map(drop),
+            ObjectKey::Crl(p, _) => v.crl(bytes, *p, now).map(drop),
         }
     }
 
@@ -546,7 +577,7 @@ impl Kds {
         Some(match key {
             ObjectKey::Vcek(k) => s.vcek_path(k),
             ObjectKey::Chain(p, kind) => s.chain_path(*p, *kind),
-            ObjectKey::Crl(p) => s.crl_path(*p),
+            ObjectKey::Crl(p, kind) => s.crl_path_of(*p, *kind),
         })
     }
 

@@ -4,6 +4,7 @@
 //! <root>/<Product>/cert_chain.pem                  ASK then ARK, the body of /vcek/v1/<Product>/cert_chain
 //! <root>/<Product>/vlek/cert_chain.pem             ASVK then ARK, the body of /vlek/v1/<Product>/cert_chain
 //! <root>/<Product>/crl.der                         the ARK-signed CRL, the body of /vcek/v1/<Product>/crl
+//! <root>/<Product>/vlek/crl.der                    the ARK-signed CRL, the body of /vlek/v1/<Product>/crl
 //! <root>/<Product>/vcek/<hwid-hex>/<tcb-hex>.der   one VCEK (DER, as KDS serves it)
 //! ```
 //!
@@ -68,9 +69,18 @@ impl Store {
         }
     }
 
-    /// The path of a product's CRL.
+    /// The path of a product's VCEK CRL.
     pub fn crl_path(&self, product: Product) -> PathBuf {
-        self.root.join(product.name()).join("crl.der")
+        self.crl_path_of(product, ChainKind::Vcek)
+    }
+
+    /// The path of a product's CRL of one key kind.
+    pub fn crl_path_of(&self, product: Product, kind: ChainKind) -> PathBuf {
+        let dir = self.root.join(product.name());
+        match kind {
+            ChainKind::Vcek => dir.join("crl.der"),
+            ChainKind::Vlek => dir.join("vlek").join("crl.der"),
+        }
     }
 
     /// Whether the store has a VCEK directory for this chip under `product` (used to guess the product of

@@ -7,7 +7,10 @@ mod kds_support;
 use attest_engine::crypto::default_provider;
 use attest_engine::snp::OwnedTrustAnchors;
 use attest_engine::{Product, SnpVerifier, UnixTime};
-use attest_kds::{Clock, CrlPolicy, CrlStatus, Kds, KdsConfig, KdsError};
+use attest_kds::{
+    CRL_REFRESH_MARGIN, ChainKind, Clock, CrlKeeper, CrlPolicy, CrlStatus, CrlWanted, Kds, KdsConfig, KdsError,
+    MAX_CRL_REFRESH_INTERVAL, MIN_CRL_REFRESH_INTERVAL, RevocationState,
+};
 use attest_test_support::{CrlSpec, SigningKeyKind, TestPki};
 use kds_support::{Fault, KdsServer, assert_store_clean, dead_base_url, fast_config, temp_store};
 use std::borrow::Cow;
@@ -182,4 +185,94 @@ async fn concurrent_crl_refreshes_share_one_request() {
     }
     assert_eq!(w.server.total(), 1);
     assert_store_clean(&w.store, UnixTime::from_secs(secs(T0)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vlek_crls_have_their_own_url_and_store_path() {
+    let pki = pki();
+    let c = crl(&pki, T0 - DAY, T0 + 7 * DAY);
+    let Some(w) = World::with_pki("crl-vlek", pki, None).await else { return };
+    let extra: HashMap<String, Vec<u8>> = [("crl-vlek|Milan".to_owned(), c.clone())].into_iter().collect();
+    let server = KdsServer::start_with(&kds_support::testdata().unwrap(), extra).await;
+    let kds = w.kds(Some(server.base_url.clone()));
+    let status = kds.crl_of(Product::Milan, ChainKind::Vlek, std::time::Duration::ZERO).await;
+    assert!(status.is_fresh(), "{status:?}");
+    assert_eq!(std::fs::read(w.store.join("Milan/vlek/crl.der")).unwrap(), c);
+    assert_eq!(server.count("crl-vlek|Milan"), 1);
+    // The VCEK CRL is another object: not found on this server, and not confused with the VLEK one.
+    let vcek = kds.crl_of(Product::Milan, ChainKind::Vcek, std::time::Duration::ZERO).await;
+    assert_eq!(vcek, CrlStatus::Unavailable { reason: KdsError::NotFound });
+    // Offline, from the store.
+    assert!(w.kds(None).crl_of(Product::Milan, ChainKind::Vlek, std::time::Duration::ZERO).await.is_fresh());
+    assert_store_clean(&w.store, UnixTime::from_secs(secs(T0)));
+}
+
+/// Writes `der` as the store's VCEK CRL of Milan (a pre-filled offline store).
+fn prefill(w: &World, der: &[u8]) {
+    std::fs::create_dir_all(w.store.join("Milan")).unwrap();
+    std::fs::write(w.store.join("Milan/crl.der"), der).unwrap();
+}
+
+fn milan_vcek() -> Vec<CrlWanted> {
+    vec![CrlWanted { product: Product::Milan, kind: ChainKind::Vcek }]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keeper_loads_from_the_offline_store_and_refreshes_before_next_update() {
+    let pki = pki();
+    let first = crl(&pki, T0 - DAY, T0 + 7 * DAY);
+    let Some(w) = World::with_pki("crl-keeper", pki, None).await else { return };
+    prefill(&w, &first);
+    let verifier = Arc::new(w.verifier());
+    // Offline: the store is enough.
+    let keeper = CrlKeeper::new(w.kds(None), Arc::clone(&verifier), milan_vcek(), CrlPolicy::RequireFresh);
+    assert_eq!(keeper.state(), RevocationState::NotLoaded);
+    let installed = keeper.refresh().await.unwrap();
+    assert_eq!(installed.len(), 1);
+    assert_eq!(keeper.state(), RevocationState::Fresh);
+    assert_eq!(verifier.installed_crls()[0].this_update, UnixTime::from_secs(secs(T0 - DAY)));
+    // The next refresh is due the margin before nextUpdate (but at least once a day).
+    assert_eq!(keeper.next_refresh_in(UnixTime::from_secs(secs(T0))), MAX_CRL_REFRESH_INTERVAL);
+    let expected = std::time::Duration::from_secs(secs(DAY)).checked_sub(CRL_REFRESH_MARGIN).unwrap();
+    assert_eq!(keeper.next_refresh_in(UnixTime::from_secs(secs(T0 + 6 * DAY))), expected);
+    // Within the margin, KDS is asked (the store copy is still fresh but about to expire) and its newer CRL
+    // replaces the installed one.
+    let second = crl(&w.pki, T0 + 6 * DAY, T0 + 14 * DAY);
+    w.server.set_always(Some(Fault::Replace(second.clone())));
+    w.set_time(T0 + 7 * DAY - 3600);
+    let keeper = CrlKeeper::new(w.online(), Arc::clone(&verifier), milan_vcek(), CrlPolicy::RequireFresh);
+    keeper.refresh().await.unwrap();
+    assert_eq!(verifier.installed_crls()[0].this_update, UnixTime::from_secs(secs(T0 + 6 * DAY)));
+    assert_eq!(std::fs::read(w.store.join("Milan/crl.der")).unwrap(), second);
+    // Refreshing never waits less than the minimum interval, even when due.
+    assert_eq!(keeper.next_refresh_in(UnixTime::from_secs(secs(T0 + 14 * DAY))), MIN_CRL_REFRESH_INTERVAL);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keeper_fails_closed_and_reports_every_waiver() {
+    let pki = pki();
+    let stale = crl(&pki, T0 - 2 * DAY, T0 - DAY);
+    let Some(w) = World::with_pki("crl-keeper-closed", pki, None).await else { return };
+    // No CRL at all: refused by default, nothing installed; the best-effort waiver proceeds and says so.
+    let verifier = Arc::new(w.verifier());
+    let strict = CrlKeeper::new(w.kds(None), Arc::clone(&verifier), milan_vcek(), CrlPolicy::RequireFresh);
+    assert!(matches!(strict.refresh().await, Err(KdsError::CrlUnavailable { .. })));
+    assert!(verifier.installed_crls().is_empty());
+    assert_eq!(strict.state(), RevocationState::NotLoaded);
+    let lax = CrlKeeper::new(w.kds(None), Arc::clone(&verifier), milan_vcek(), CrlPolicy::BestEffort);
+    assert!(lax.refresh().await.unwrap().is_empty());
+    assert_eq!(lax.state(), RevocationState::MissingWaived);
+    assert!(lax.state().is_waived());
+    // A stale CRL in the store (offline): refused by default; installed under the stale waiver, reported.
+    prefill(&w, &stale);
+    assert!(matches!(strict.refresh().await, Err(KdsError::CrlStale { .. })));
+    assert!(verifier.installed_crls().is_empty(), "a refused refresh installs nothing");
+    let allow = CrlKeeper::new(w.kds(None), Arc::clone(&verifier), milan_vcek(), CrlPolicy::AllowStale);
+    assert_eq!(allow.refresh().await.unwrap().len(), 1);
+    assert_eq!(allow.state(), RevocationState::StaleWaived);
+    // A failed refresh keeps the set that is installed.
+    std::fs::write(w.store.join("Milan/crl.der"), b"junk").unwrap();
+    let again = CrlKeeper::new(w.kds(None), Arc::clone(&verifier), milan_vcek(), CrlPolicy::AllowStale);
+    assert!(again.refresh().await.is_err());
+    assert_eq!(verifier.installed_crls().len(), 1);
 }

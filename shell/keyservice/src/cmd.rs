@@ -1,8 +1,12 @@
-//! `key-service`: serves `kms.API/GetDataKey` (`docs/ARCHITECTURE.md`, "Keys") over h2c.
+//! `key-service`: serves `kms.API/GetDataKey` (`docs/ARCHITECTURE.md`, "Keys") over mutual TLS only
+//! ([`crate::tls`]): callers present a client certificate of the cluster's key-service CA for an allowed name.
 //!
 //! ```text
-//! key-service --listen 127.0.0.1:9010 --master-secret FILE [--log-level info] [--shutdown-grace 5]
+//! key-service --listen 127.0.0.1:9010 --master-secret FILE --tls-ca FILE --tls-cert FILE --tls-key FILE
+//!     [--allowed-client attest-join-service …] [--log-level info] [--shutdown-grace 5]
 //! ```
+//!
+//! There is no plaintext mode: a plaintext HTTP/2 (h2c) client fails in the TLS handshake.
 //!
 //! The master-secret file holds a KMS URI, Constellation-style JSON or raw bytes (see
 //! `crate::secret`). Once listening, the address is printed to stdout as `listening on ADDR`
@@ -10,7 +14,8 @@
 //! calls finish for the grace period.
 //!
 //! Exit codes: 0 after a graceful shutdown, 1 when the service cannot run (bind failure, signal setup), 2 for a
-//! usage error, 3 when the master secret cannot be loaded (unreadable, malformed, shorter than 16 bytes).
+//! usage error, 3 when the master secret or the TLS files cannot be loaded (unreadable, malformed, a master
+//! key shorter than 16 bytes, a key that does not match its certificate).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -19,6 +24,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::tls::{KmsAcceptor, TlsFiles};
 use crate::{KeyService, MasterSecret};
 use attest_grpc::{Router, Server, ServerConfig};
 use clap::Parser;
@@ -26,14 +32,14 @@ use tokio::signal::unix::{SignalKind, signal};
 
 /// Exit code: the service could not run.
 const EXIT_RUNTIME: u8 = 1;
-/// Exit code: the master secret could not be loaded.
+/// Exit code: the master secret or the TLS files could not be loaded.
 const EXIT_MASTER_SECRET: u8 = 3;
 
 /// The key service: derives data keys from a master secret (HKDF-SHA256) and serves them over gRPC.
 #[derive(Parser, Debug)]
 #[command(name = "key-service", version)]
 struct Args {
-    /// Address to listen on (h2c gRPC).
+    /// Address to listen on (gRPC over mutual TLS).
     #[arg(long, default_value = "127.0.0.1:9010")]
     listen: SocketAddr,
     /// Master-secret file: a kms://cluster-kms?key=…&salt=… URI, JSON {"key": base64, "salt": base64}, or raw
@@ -46,6 +52,18 @@ struct Args {
     /// Seconds in-flight calls are given to finish on shutdown.
     #[arg(long, default_value_t = 5, value_name = "SECONDS")]
     shutdown_grace: u64,
+    /// The cluster's key-service CA certificate (PEM): the only issuer of accepted client certificates.
+    #[arg(long, value_name = "FILE")]
+    tls_ca: PathBuf,
+    /// The key service's certificate (PEM), issued by --tls-ca.
+    #[arg(long, value_name = "FILE")]
+    tls_cert: PathBuf,
+    /// The key service's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    tls_key: PathBuf,
+    /// CommonName of a client certificate that may call (repeatable; default: attest-join-service only).
+    #[arg(long = "allowed-client", value_name = "NAME")]
+    allowed_clients: Vec<String>,
 }
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
@@ -62,6 +80,15 @@ pub fn main() -> ExitCode {
         }
     };
     tracing::info!(master_secret_file = %args.master_secret.display(), "key service: master secret loaded");
+    let files = TlsFiles { ca: args.tls_ca.clone(), cert: args.tls_cert.clone(), key: args.tls_key.clone() };
+    let acceptor = match KmsAcceptor::new(&files, &args.allowed_clients) {
+        Ok(a) => Arc::new(a),
+        Err(e) => {
+            tracing::error!(error = %e, "key service: cannot load the TLS files");
+            return ExitCode::from(EXIT_MASTER_SECRET);
+        }
+    };
+    tracing::info!(allowed_clients = ?acceptor.allowed(), "key service: mutual TLS configured");
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -70,7 +97,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    match runtime.block_on(serve(&args, secret)) {
+    match runtime.block_on(serve(&args, secret, acceptor)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "key service: stopped with an error");
@@ -79,14 +106,14 @@ pub fn main() -> ExitCode {
     }
 }
 
-async fn serve(args: &Args, secret: MasterSecret) -> std::io::Result<()> {
+async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) -> std::io::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     let mut router = Router::new();
     router.add_service(Arc::new(KeyService::new(secret)));
     let server = Server::new(router, ServerConfig::default());
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
-    let addr = server.serve(listener)?;
-    tracing::info!(%addr, "key service: listening");
+    let addr = crate::tls::serve(&server, listener, acceptor)?;
+    tracing::info!(%addr, "key service: listening (mutual TLS)");
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening on {addr}")?;

@@ -2,7 +2,8 @@
 //!
 //! The key service: `kms.API/GetDataKey` (`docs/ARCHITECTURE.md`, "Keys").
 //!
-//! **May depend on:** `attest-grpc`, `attest-proto`, `attest-util`, aws-lc-rs (HKDF). **Must not depend on:**
+//! **May depend on:** `attest-grpc`, `attest-proto`, `attest-util`, aws-lc-rs (HKDF), OpenSSL (mutual TLS,
+//! [`tls`]). **Must not depend on:**
 //! aTLS, the attester side or another service; the join service and the bootstrapper use its derivations.
 //! The `key-service` command is [`cmd`]; the binary is a thin `main` over it.
 //!
@@ -10,6 +11,9 @@
 //! L = requested length) — deterministic, so the service keeps no state: the same master secret always gives the
 //! same keys, and a restarted service (or a second replica) answers identically. The derivations other services
 //! need (state-disk key, measurement secret, cluster id) are in [`derive`](mod@derive) and re-exported here.
+//!
+//! Only callers holding a client certificate of the cluster's key-service CA reach it: the `key-service` binary
+//! serves over mutual TLS only ([`tls`]), never plaintext HTTP/2.
 //!
 //! The master secret ([`MasterSecret`], formats in [`secret`]) is held in zeroized buffers, redacted in `Debug`,
 //! and never logged: the service logs the data key id and length of each request, never key material.
@@ -30,8 +34,10 @@
 pub mod cmd;
 pub mod derive;
 pub mod secret;
+pub mod tls;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use attest_proto::kms::{GetDataKeyRequest, GetDataKeyResponse};
 use attest_proto::paths;
@@ -49,12 +55,18 @@ pub use secret::{MIN_MASTER_SECRET_LENGTH, MasterSecret, MasterSecretError};
 #[derive(Debug)]
 pub struct KeyService {
     secret: MasterSecret,
+    served: AtomicU64,
 }
 
 impl KeyService {
     /// A key service deriving from `secret`.
     pub fn new(secret: MasterSecret) -> KeyService {
-        KeyService { secret }
+        KeyService { secret, served: AtomicU64::new(0) }
+    }
+
+    /// How many data keys this service has handed out (over gRPC or [`KeyService::get_data_key`]).
+    pub fn keys_served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 
     /// `kms.API/GetDataKey`: validates the request (an empty or too long id, a length of 0 or above
@@ -65,6 +77,7 @@ impl KeyService {
             .and_then(|length| derive_data_key(&self.secret, id, length));
         match derived {
             Ok(key) => {
+                self.served.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(data_key_id = ?id, length = request.length, "kms: data key derived");
                 // The response message owns a plain Vec (prost); the zeroized buffer is wiped here, the
                 // response's copy when the server has encoded and dropped it.
@@ -99,7 +112,18 @@ impl Service for KeyService {
         router.unary(paths::KMS_GET_DATA_KEY, move |request: Request<GetDataKeyRequest>| {
             let this = Arc::clone(&self);
             // HKDF of at most 4 KiB is microseconds of work: no need to leave the async task.
-            async move { this.get_data_key(&request.message).map(Response::new).map_err(Status::from) }
+            async move {
+                // Only over a mutually authenticated connection (`tls::serve`): a route reached any other way
+                // (plaintext by a wiring mistake) answers nothing.
+                let Some(caller) = request.peer::<tls::KmsCaller>() else {
+                    tracing::warn!(outcome = "refused", "kms: call without an authenticated caller");
+                    return Err(Status::unauthenticated(
+                        "the key service serves only mutually authenticated TLS callers",
+                    ));
+                };
+                tracing::debug!(caller = %caller.name, "kms: call");
+                this.get_data_key(&request.message).map(Response::new).map_err(Status::from)
+            }
         });
     }
 }

@@ -1,7 +1,7 @@
 //! The key service (`docs/ARCHITECTURE.md`, "Keys"): known-answer tests of the HKDF derivations (expected values computed
 //! independently with `openssl kdf … HKDF`, OpenSSL 3.0), the master-secret formats, every refusal with its gRPC
-//! code over a real h2c connection on 127.0.0.1, concurrency, and the `key-service` binary, whose captured logs
-//! are scanned for the secret and the derived keys.
+//! code over a real mutual-TLS connection on 127.0.0.1, concurrency, and the `key-service` binary, whose captured
+//! logs are scanned for the secret and the derived keys. Who may connect at all is `tests/keyservice_tls.rs`.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use attest_grpc::{Channel, ChannelConfig, Code, Metadata, Router, Server, ServerConfig, Status};
+use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsAcceptor, KmsConnector, TlsFiles, generate_pki};
 use attest_keyservice::{
     KeyRequestError, KeyService, MAX_DATA_KEY_ID_LENGTH, MAX_DATA_KEY_LENGTH, MasterSecret, MasterSecretError,
     cluster_id, derive_data_key, hkdf_sha256, measurement_secret, state_disk_key,
@@ -285,13 +286,30 @@ fn debug_is_redacted() {
 // ---------------------------------------------------------------------------------------------------------------
 // Over gRPC on 127.0.0.1.
 
+/// One key-service PKI for the whole test binary (generated once).
+fn pki() -> &'static PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("keyservice-pki-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        generate_pki(&dir).unwrap();
+        dir
+    })
+}
+
 async fn start_service(secret: MasterSecret) -> (Server, SocketAddr) {
     let mut router = Router::new();
     router.add_service(Arc::new(KeyService::new(secret)));
     let server = Server::new(router, ServerConfig::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = server.serve(listener).unwrap();
+    let acceptor = Arc::new(KmsAcceptor::new(&TlsFiles::server_in(pki()), &[]).unwrap());
+    let addr = attest_keyservice::tls::serve(&server, listener, acceptor).unwrap();
     (server, addr)
+}
+
+/// The join service's side of the connection: mutual TLS with its client certificate.
+async fn connect(addr: SocketAddr, config: ChannelConfig) -> Result<Channel, Status> {
+    KmsConnector::new(&TlsFiles::client_in(pki()), KEY_SERVICE_NAME).unwrap().connect(addr, config).await
 }
 
 async fn get(channel: &Channel, id: &str, length: u32) -> Result<Vec<u8>, Status> {
@@ -310,7 +328,7 @@ async fn get(channel: &Channel, id: &str, length: u32) -> Result<Vec<u8>, Status
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_success_and_every_refusal() {
     let (server, addr) = start_service(kat_secret()).await;
-    let channel = Channel::connect(addr, ChannelConfig::default()).await.unwrap();
+    let channel = connect(addr, ChannelConfig::default()).await.unwrap();
 
     let key = get(&channel, "3c7bbc4b-8e2f-4f53-9d1f-6a2d4e0b7c11", 32).await.unwrap();
     assert_eq!(hex::encode(&key), "aebb3ea5bf947c26893129f1b222dcc041169a4ef01f051d9fa6996cb9c7d5f9");
@@ -348,17 +366,16 @@ async fn grpc_success_and_every_refusal() {
 
     assert!(server.shutdown(Duration::from_secs(5)).await);
     // After shutdown: UNAVAILABLE for a new connection.
-    let status =
-        Channel::connect(addr, ChannelConfig { connect_timeout: Duration::from_secs(2), ..Default::default() })
-            .await
-            .unwrap_err();
+    let status = connect(addr, ChannelConfig { connect_timeout: Duration::from_secs(2), ..Default::default() })
+        .await
+        .unwrap_err();
     assert_eq!(status.code, Code::Unavailable, "{status}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_requests() {
     let (server, addr) = start_service(kat_secret()).await;
-    let shared = Channel::connect(addr, ChannelConfig::default()).await.unwrap();
+    let shared = connect(addr, ChannelConfig::default()).await.unwrap();
     let mut tasks = Vec::new();
     for i in 0..50u32 {
         // Half share one connection (50 / 2 concurrent HTTP/2 streams), half open their own.
@@ -366,7 +383,7 @@ async fn fifty_concurrent_requests() {
         tasks.push(tokio::spawn(async move {
             let channel = match channel {
                 Some(c) => c,
-                None => Channel::connect(addr, ChannelConfig::default()).await.unwrap(),
+                None => connect(addr, ChannelConfig::default()).await.unwrap(),
             };
             let id = format!("disk-{i}");
             let length = 16 + i;
@@ -390,6 +407,19 @@ async fn fifty_concurrent_requests() {
 
 const BIN: &str = env!("CARGO_BIN_EXE_key-service");
 
+/// The binary's TLS flags for the test PKI.
+fn tls_args() -> Vec<std::ffi::OsString> {
+    let files = TlsFiles::server_in(pki());
+    vec![
+        "--tls-ca".into(),
+        files.ca.into(),
+        "--tls-cert".into(),
+        files.cert.into(),
+        "--tls-key".into(),
+        files.key.into(),
+    ]
+}
+
 /// Collects a pipe on a thread of its own, so the child never blocks on a full pipe.
 fn collect(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
@@ -410,6 +440,7 @@ fn binary_serves_and_never_logs_secrets() {
     let mut child = Command::new(BIN)
         .args(["--listen", "127.0.0.1:0", "--log-level", "trace", "--master-secret"])
         .arg(&path)
+        .args(tls_args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -427,7 +458,7 @@ fn binary_serves_and_never_logs_secrets() {
     let ids = ["3c7bbc4b-8e2f-4f53-9d1f-6a2d4e0b7c11", "measurementSecret", "a", "big"];
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let derived: Vec<Vec<u8>> = runtime.block_on(async {
-        let channel = Channel::connect(addr, ChannelConfig::default()).await.unwrap();
+        let channel = connect(addr, ChannelConfig::default()).await.unwrap();
         let mut derived = Vec::new();
         for (id, len) in ids.iter().zip([32u32, 32, 16, 4096]) {
             let got = get(&channel, id, len).await.unwrap();
@@ -468,25 +499,58 @@ fn binary_exit_codes() {
     // A short secret: exit 3, the reason in the log, not the bytes.
     let short = b"only15bytes-abc";
     let path = tmp_file("bin-short", short);
-    let out = Command::new(BIN).args(["--listen", "127.0.0.1:0", "--master-secret"]).arg(&path).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--master-secret"])
+        .arg(&path)
+        .args(tls_args())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
     assert!(text.contains("at least 16"), "{text}");
     assert!(!text.contains("only15bytes"), "{text}");
     // A missing file: exit 3.
-    let out = Command::new(BIN).args(["--master-secret", "/nonexistent/secret"]).output().unwrap();
+    let out = Command::new(BIN).args(["--master-secret", "/nonexistent/secret"]).args(tls_args()).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
     // Usage errors: exit 2.
     let out = Command::new(BIN).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(BIN).args(["--listen", "not-an-address", "--master-secret", "x"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["--listen", "not-an-address", "--master-secret", "x"])
+        .args(tls_args())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // No TLS files: a usage error (there is no plaintext mode).
+    let key_path = tmp_file("bin-no-tls", &[9u8; 32]);
+    let out = Command::new(BIN).args(["--listen", "127.0.0.1:0", "--master-secret"]).arg(&key_path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    // A key that is not the certificate's: exit 3.
+    let files = TlsFiles::server_in(pki());
+    let out = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--master-secret"])
+        .arg(&key_path)
+        .arg("--tls-ca")
+        .arg(&files.ca)
+        .arg("--tls-cert")
+        .arg(&files.cert)
+        .arg("--tls-key")
+        .arg(pki().join("join-service.key"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not belong"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A port already taken: exit 1.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let key_path = tmp_file("bin-ok", &[9u8; 32]);
     let out = Command::new(BIN)
         .args(["--listen", &taken.local_addr().unwrap().to_string(), "--master-secret"])
         .arg(&key_path)
+        .args(tls_args())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));

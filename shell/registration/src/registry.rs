@@ -57,12 +57,14 @@ pub fn ak_digest(ak_tpm2b_public: &[u8]) -> Result<[u8; 32], Error> {
     Ok(openssl::sha::sha256(tpmt.as_bytes()))
 }
 
-/// An AK registry kept in a JSON file.
+/// An AK registry kept in a JSON file (or, [`FileAkRegistry::in_memory`], in memory only).
 #[derive(Debug)]
 pub struct FileAkRegistry {
     path: PathBuf,
     entries: RwLock<BTreeMap<[u8; 32], AkBasis>>,
     trust_on_first_use: bool,
+    /// Whether registrations are written to `path` (false: an in-memory registry).
+    persist: bool,
     /// Serializes writers so two registrations never race on the temporary file.
     write_lock: Mutex<()>,
 }
@@ -76,7 +78,25 @@ impl FileAkRegistry {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(source) => return Err(Error::Io { path, source }),
         };
-        Ok(Self { path, entries: RwLock::new(entries), trust_on_first_use: false, write_lock: Mutex::new(()) })
+        Ok(Self {
+            path,
+            entries: RwLock::new(entries),
+            trust_on_first_use: false,
+            persist: true,
+            write_lock: Mutex::new(()),
+        })
+    }
+
+    /// An empty registry that lives in memory only (registrations are never written): for a verifier that
+    /// registers its peer's AK for one connection, as a joining node does with the join service's.
+    pub fn in_memory() -> Self {
+        Self {
+            path: PathBuf::new(),
+            entries: RwLock::new(BTreeMap::new()),
+            trust_on_first_use: false,
+            persist: false,
+            write_lock: Mutex::new(()),
+        }
     }
 
     /// Turns trust on first use on or off (off by default).
@@ -85,7 +105,7 @@ impl FileAkRegistry {
         self
     }
 
-    /// The registry file.
+    /// The registry file (empty for [`FileAkRegistry::in_memory`]).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -105,7 +125,9 @@ impl FileAkRegistry {
             _ => {}
         }
         next.insert(digest, basis);
-        write_atomically(&self.path, &serialize(&next))?;
+        if self.persist {
+            write_atomically(&self.path, &serialize(&next))?;
+        }
         *self.entries.write().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
         Ok(())
     }
@@ -117,7 +139,9 @@ impl FileAkRegistry {
         if next.remove(digest).is_none() {
             return Ok(false);
         }
-        write_atomically(&self.path, &serialize(&next))?;
+        if self.persist {
+            write_atomically(&self.path, &serialize(&next))?;
+        }
         *self.entries.write().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
         Ok(true)
     }
@@ -301,6 +325,16 @@ mod tests {
         let names: Vec<_> =
             std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("aks.json")]);
+    }
+
+    #[test]
+    fn an_in_memory_registry_writes_nothing() {
+        let r = FileAkRegistry::in_memory();
+        r.register([3; 32], AkBasis::CredentialActivation).unwrap();
+        assert_eq!(r.lookup(&[3; 32]), Some(AkBasis::CredentialActivation));
+        assert_eq!(r.lookup(&[4; 32]), None);
+        assert!(r.remove(&[3; 32]).unwrap());
+        assert_eq!(r.path(), Path::new(""));
     }
 
     #[test]

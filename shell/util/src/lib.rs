@@ -1,7 +1,8 @@
 //! # attest-util
 //!
 //! Small host helpers the services share: atomic file replacement ([`fs`]), the service binaries' log
-//! output ([`init_service_logging`]), and what the HTTP/1.1 clients share in their errors ([`http::Phase`]).
+//! output ([`init_service_logging`]), what the HTTP/1.1 clients share in their errors ([`http::Phase`]), and
+//! one-line error chains ([`error_chain`]).
 //!
 //! **May depend on:** the standard library and `tracing-subscriber`. **Must not depend on:** any other
 //! crate of the workspace, or grow attestation, network or service logic — it sits below every crate that
@@ -11,6 +12,22 @@
 
 pub mod fs;
 pub mod http;
+
+/// An error and its chain of sources in one line (`outer: inner: innermost`), each source's text added only
+/// when the text so far does not already contain it (wrappers often repeat their source).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = s.source();
+    }
+    out
+}
 
 /// Logging of the service binaries (`key-service`, `join-service`, `attest-bootstrapper`): `tracing` events
 /// up to `level`, with their structured fields, to stderr (stdout carries machine-readable lines), coloured

@@ -8,6 +8,7 @@
 //! library cannot serve the join service's own tests, since it depends on the join service. It lives next to
 //! the service's own tests; both suites already depend on everything it uses (the shell crates, `openssl`,
 //! `hex`, `tokio`, `tracing-subscriber`), so it must not use anything else.
+#![allow(dead_code)] // each suite uses a different part
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -20,7 +21,59 @@ use attest_joinservice::{
     JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, load_measurement_salt,
 };
 use attest_k8s::{ClusterCa, DryRunTokenIssuer, TokenIssuer, generate_pki};
+use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsAcceptor, KmsConnector, TlsFiles};
 use attest_keyservice::{KeyService, MasterSecret};
+
+/// Signs measurements files as an operator would (a detached ECDSA P-256 signature over the file, next to it
+/// as `<file>.sig`): the join service refuses unsigned ones.
+pub(crate) struct MeasurementsSigner {
+    key: openssl::pkey::PKey<openssl::pkey::Private>,
+    /// The public key file (PEM) the service verifies with.
+    pub(crate) public_key: PathBuf,
+}
+
+impl MeasurementsSigner {
+    /// A fresh key, its public half written to `dir/measurements.pub`.
+    pub(crate) fn new(dir: &Path) -> MeasurementsSigner {
+        use openssl::ec::{EcGroup, EcKey};
+        let group = EcGroup::from_curve_name(openssl::nid::Nid::X9_62_PRIME256V1).unwrap();
+        let key = openssl::pkey::PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
+        let public_key = dir.join("measurements.pub");
+        std::fs::write(&public_key, key.public_key_to_pem().unwrap()).unwrap();
+        MeasurementsSigner { key, public_key }
+    }
+
+    /// The signature file of `path`.
+    pub(crate) fn signature_path(path: &Path) -> PathBuf {
+        let mut name = path.file_name().unwrap().to_owned();
+        name.push(".sig");
+        path.with_file_name(name)
+    }
+
+    /// The DER signature over `data`.
+    pub(crate) fn sign(&self, data: &[u8]) -> Vec<u8> {
+        let mut s = openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), &self.key).unwrap();
+        s.sign_oneshot_to_vec(data).unwrap()
+    }
+
+    /// Writes `text` to `path` and its signature next to it (each replaced atomically, the file first).
+    pub(crate) fn write(&self, path: &Path, text: &str) {
+        replace(path, text.as_bytes());
+        replace(&Self::signature_path(path), &self.sign(text.as_bytes()));
+    }
+
+    /// How the service trusts files at `path`: their signature under this key.
+    pub(crate) fn trust(&self, path: &Path) -> attest_trust::MeasurementsTrust {
+        attest_trust::MeasurementsTrust::verify_with(&self.public_key, &Self::signature_path(path)).unwrap()
+    }
+}
+
+/// Replaces `path` with `data` by rename (a reader never sees half a file).
+pub(crate) fn replace(path: &Path, data: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, data).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
 
 /// The measurement salt of every fixture's tickets.
 pub(crate) const MEASUREMENT_SALT: [u8; 32] = [0x5A; 32];
@@ -36,13 +89,36 @@ pub(crate) fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
-/// A key service holding `master`, on 127.0.0.1 (h2c). It serves until the `Server` is dropped.
+/// The key-service PKI (CA, key-service and join-service certificates) every fixture of this process uses,
+/// generated once.
+pub(crate) fn kms_pki() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = temp_dir("kms-pki");
+        attest_keyservice::tls::generate_pki(&dir).unwrap();
+        dir
+    })
+}
+
+/// The join service's mutual-TLS connector to the fixture key services.
+pub(crate) fn kms_connector() -> KmsConnector {
+    KmsConnector::new(&TlsFiles::client_in(kms_pki()), KEY_SERVICE_NAME).unwrap()
+}
+
+/// Serves `router` over mutual TLS (the key service's side of [`kms_pki`]) on 127.0.0.1.
+pub(crate) async fn serve_kms(router: Router) -> (Server, SocketAddr) {
+    let server = Server::new(router, ServerConfig::default());
+    let acceptor = Arc::new(KmsAcceptor::new(&TlsFiles::server_in(kms_pki()), &[]).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = attest_keyservice::tls::serve(&server, listener, acceptor).unwrap();
+    (server, addr)
+}
+
+/// A key service holding `master`, on 127.0.0.1 over mutual TLS. It serves until the `Server` is dropped.
 pub(crate) async fn key_service(master: MasterSecret) -> (Server, SocketAddr) {
     let mut router = Router::new();
     router.add_service(Arc::new(KeyService::new(master)));
-    let server = Server::new(router, ServerConfig::default());
-    let addr = server.serve(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
-    (server, addr)
+    serve_kms(router).await
 }
 
 /// The Kubernetes version and components of every fixture's tickets.
@@ -95,7 +171,7 @@ pub(crate) fn fixture(kms: SocketAddr, key_timeout: Duration, tokens: Option<Arc
     let tokens_dir = dir.join("tokens");
     let tokens = tokens.unwrap_or_else(|| Arc::new(DryRunTokenIssuer::new(&tokens_dir).unwrap()));
     let metrics = Arc::new(Metrics::new());
-    let keys = KeyServiceClient::new(kms, key_timeout, Arc::clone(&metrics));
+    let keys = KeyServiceClient::new(kms, kms_connector(), key_timeout, Arc::clone(&metrics));
     let settings = ticket_settings(&dir.join("salt"));
     let service = Arc::new(JoinService::new(keys, tokens, Arc::clone(&ca), settings, Arc::clone(&metrics)));
     Fixture { dir, service, metrics, ca, tokens_dir }

@@ -194,6 +194,7 @@ fn route(path: &str, query: Option<&str>) -> Option<String> {
     match seg[..] {
         [kind @ ("vcek" | "vlek"), "v1", product, "cert_chain"] => Some(format!("chain|{kind}|{product}")),
         ["vcek", "v1", product, "crl"] => Some(format!("crl|{product}")),
+        ["vlek", "v1", product, "crl"] => Some(format!("crl-vlek|{product}")),
         ["vcek", "v1", product, hw] => {
             let product = Product::from_name(product)?;
             let want_len = if product == Product::Turin { 16 } else { 128 };
@@ -378,7 +379,7 @@ pub fn assert_store_clean(root: &Path, now: UnixTime) -> Vec<String> {
                 assert_eq!(certs.len(), 2, "{rel}");
                 assert_eq!(certs[1], product.trust_anchors().ark, "{rel}: not the pinned ARK");
             }
-            ["crl.der"] => {
+            ["crl.der"] | ["vlek", "crl.der"] => {
                 attest_engine::x509::Crl::from_der(&bytes).unwrap_or_else(|e| panic!("{rel}: {e}"));
             }
             _ => panic!("unexpected file in the store: {rel}"),

@@ -1,0 +1,227 @@
+//! Verifying the join service before anything it hands out is believed (mutual aTLS on join).
+//!
+//! A node that accepted a ticket from whoever answered would take a disk key an attacker chose and lock
+//! PCR 15 for good. So the join client checks the join service the way the join service checks it — against
+//! the same measurements file (signature-checked, [`attest_trust`]) and the same kind of evidence — and only
+//! then asks for a ticket:
+//!
+//! ```text
+//!  aTLS handshake (mutual): this node attests; the join service attests with its node's TPM
+//!     │ its document fails the measurements / launch / revocation / nonce / key checks ──► refused (no call made)
+//!     ▼
+//!  qemu-vtpm: the service's AK is trusted only after TPM2 credential activation over this very connection
+//!     │ (GetIdentity, MakeCredential against its EK certificate, which must chain to --join-service-ek-ca;
+//!     │  the activated AK must be the one that signed this handshake) ──────────────────────────────► refused
+//!     ▼
+//!  IssueJoinTicket on the same connection ──► ticket checks ──► cluster id = HKDF(measurement secret, salt)
+//!     │ the service's quoted PCR 15 ≠ SHA-256(0³² ‖ cluster id): it is not a node of the cluster whose
+//!     │ keys it hands out ────────────────────────────────────────────────────────────────────────► refused
+//!     ▼
+//!  lock (PCR 15), disk, state …
+//! ```
+//!
+//! PCR 15 is left out of the handshake's PCR policy for the join service: a join service necessarily runs
+//! on a bootstrapped control-plane node, whose PCR 15 holds its cluster id, which this node learns only from
+//! the ticket — and then checks exactly (the last step above). A refusal at any step leaves the node
+//! untouched: no lock, no state, no key kept.
+
+use std::sync::Arc;
+
+use attest_atls::{AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
+use attest_engine::variant::{AkBasis, AkRegistry, PcrPolicy, Validator, Variant};
+use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_grpc::Channel;
+use attest_measurements::Document;
+use attest_proto::attest::v1::AttestationDocument;
+use attest_registration::{EkCaBundle, FileAkRegistry, ak_digest, register_remote};
+use attest_trust::Trust;
+use prost::Message as _;
+
+use super::lock::{BOOTSTRAP_PCR, expected_pcr_value};
+
+/// TPM_ALG_SHA256: the PCR bank the cluster binding is read from.
+const SHA256_BANK: u32 = 0x000B;
+
+/// Why the join service is not trusted (or the verification cannot be set up).
+#[derive(Debug)]
+pub enum ServerTrustError {
+    /// The measurements file has no entry for a variant, or an unusable one.
+    Measurements {
+        /// The variant.
+        variant: Variant,
+        /// The measurements crate's reason.
+        reason: String,
+    },
+    /// A `qemu-vtpm` join service can be trusted only through its EK certificate; none was configured.
+    NoEkCa,
+    /// No variant configured.
+    NoVariants,
+    /// The join service's AK could not be registered by credential activation, or the AK it activated is not
+    /// the one that signed its attestation.
+    Activation(String),
+    /// The verified attestation cannot be read back (cannot happen for a document the validator accepted).
+    Document(String),
+    /// The join service's PCR 15 is not this cluster's: it is not a bootstrapped node of the cluster whose
+    /// ticket it issued.
+    NotInCluster {
+        /// What PCR 15 would hold on a node of the ticket's cluster.
+        expected: [u8; 32],
+        /// What the join service quoted (`None`: it quoted no SHA-256 PCR 15).
+        found: Option<[u8; 32]>,
+    },
+}
+
+impl std::fmt::Display for ServerTrustError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Measurements { variant, reason } => write!(f, "measurements for {variant}: {reason}"),
+            Self::NoEkCa => f.write_str(
+                "verifying a qemu-vtpm join service needs the CA of its TPM's EK certificate (--join-service-ek-ca)",
+            ),
+            Self::NoVariants => f.write_str("no join service variant configured"),
+            Self::Activation(e) => write!(f, "the join service's AK is not trusted: {e}"),
+            Self::Document(e) => write!(f, "the join service's attestation: {e}"),
+            Self::NotInCluster { expected, found } => write!(
+                f,
+                "the join service's PCR 15 is {} but a node of this ticket's cluster has {}: it is not a node of \
+                 the cluster whose keys it hands out",
+                found.map_or_else(|| "not quoted".to_owned(), hex::encode),
+                hex::encode(expected)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ServerTrustError {}
+
+/// An AK registry that admits any AK *provisionally*: the handshake's quote, nonce, key binding and PCRs are
+/// checked under the AK the service presents, and [`JoinServiceTrust::establish`] then requires that AK to be
+/// proven by credential activation over the same connection before anything is sent on it.
+#[derive(Debug)]
+struct PendingActivation;
+
+impl AkRegistry for PendingActivation {
+    fn lookup(&self, _ak_digest: &[u8; 32]) -> Option<AkBasis> {
+        Some(AkBasis::TrustOnFirstUse)
+    }
+}
+
+/// What the join service proved on the connection a ticket came over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerProof {
+    /// Its variant.
+    pub variant: Option<Variant>,
+    /// SHA-256 of its AK's TPMT_PUBLIC.
+    pub ak_digest: Option<[u8; 32]>,
+    /// How its AK is trusted (credential activation for `qemu-vtpm`, the hardware report for SNP variants).
+    pub ak_basis: Option<AkBasis>,
+    /// Its quoted SHA-256 PCR 15 (its node's cluster binding).
+    pub pcr15: Option<[u8; 32]>,
+}
+
+impl ServerProof {
+    /// Reads the proof from the service's verified attestation.
+    pub fn of(peer: &PeerAttestation) -> Result<ServerProof, ServerTrustError> {
+        let doc = AttestationDocument::decode(&peer.document[..])
+            .map_err(|e| ServerTrustError::Document(format!("not an attestation document: {e}")))?;
+        let variant = Variant::from_oid(&peer.oid);
+        let tpm = doc.tpm.as_ref();
+        let ak_digest = tpm.filter(|t| !t.ak_public.is_empty()).and_then(|t| ak_digest(&t.ak_public).ok());
+        // The PCR values in a verified document are the quoted ones: the engine recomputed the quote's
+        // pcrDigest from exactly these values.
+        let pcr15 = tpm.and_then(|t| {
+            t.pcrs
+                .iter()
+                .find(|p| p.hash_alg == SHA256_BANK && p.index == u32::from(BOOTSTRAP_PCR))
+                .and_then(|p| <[u8; 32]>::try_from(p.value.as_slice()).ok())
+        });
+        // A `qemu-vtpm` AK is trusted only once `establish` has activated it.
+        let ak_basis = match variant {
+            Some(Variant::QemuVtpm) | None => None,
+            Some(_) => Some(AkBasis::HardwareReport),
+        };
+        Ok(ServerProof { variant, ak_digest, ak_basis, pcr15 })
+    }
+
+    /// Checks that the service runs on a node of the cluster `cluster_id` (its PCR 15 holds that id).
+    pub fn check_cluster(&self, cluster_id: &[u8; 32]) -> Result<(), ServerTrustError> {
+        let expected = expected_pcr_value(cluster_id);
+        if self.pcr15 == Some(expected) {
+            Ok(())
+        } else {
+            Err(ServerTrustError::NotInCluster { expected, found: self.pcr15 })
+        }
+    }
+}
+
+/// How a joining node verifies the join service (see the [module docs](self)).
+#[derive(Debug)]
+pub struct JoinServiceTrust {
+    verifier: Arc<Verifier>,
+    ek_ca: Option<EkCaBundle>,
+    trust: Arc<Trust>,
+}
+
+impl JoinServiceTrust {
+    /// Verification of a join service of `variants` against `measurements` (PCR 15 left out, see the module
+    /// docs), SNP evidence with `snp` (CRLs loaded) under `snp_policy`, a `qemu-vtpm` service's AK through
+    /// credential activation against `ek_ca`. `trust` is reported with every outcome.
+    pub fn new(
+        variants: &[Variant],
+        measurements: &Document,
+        snp: &Arc<SnpVerifier>,
+        snp_policy: &SnpPolicy,
+        ek_ca: Option<EkCaBundle>,
+        trust: Arc<Trust>,
+    ) -> Result<JoinServiceTrust, ServerTrustError> {
+        if variants.is_empty() {
+            return Err(ServerTrustError::NoVariants);
+        }
+        let mut validators: Vec<Arc<dyn attest_atls::AttestationValidator>> = Vec::new();
+        for &variant in variants {
+            let mut pcrs: PcrPolicy = attest_trust::pcr_policy_for(measurements, variant)
+                .map_err(|e| ServerTrustError::Measurements { variant, reason: e.to_string() })?;
+            pcrs.entries.retain(|e| e.index != BOOTSTRAP_PCR);
+            let mut validator = Validator::new(variant, Arc::clone(snp), snp_policy.clone(), pcrs);
+            if variant == Variant::QemuVtpm {
+                if ek_ca.is_none() {
+                    return Err(ServerTrustError::NoEkCa);
+                }
+                validator = validator.with_ak_registry(Arc::new(PendingActivation));
+            }
+            validators.push(Arc::new(EngineValidator::new(validator)));
+        }
+        Ok(JoinServiceTrust { verifier: Arc::new(Verifier::new(validators)), ek_ca, trust })
+    }
+
+    /// What is trusted and waived (for the log).
+    pub fn trust(&self) -> &Arc<Trust> {
+        &self.trust
+    }
+
+    /// The mutual connector: this node attests with `issuer`, the service is verified.
+    pub fn connector(&self, issuer: Arc<dyn AttestationIssuer>) -> Result<AtlsConnector, attest_atls::Error> {
+        AtlsConnector::new(Some(issuer), Some(Arc::clone(&self.verifier)))
+    }
+
+    /// After the handshake verified `peer`: for `qemu-vtpm`, registers its AK by credential activation over
+    /// `channel` (in memory) and requires it to be the AK that signed the handshake. Returns what the service
+    /// proved.
+    pub async fn establish(&self, channel: &Channel, peer: &PeerAttestation) -> Result<ServerProof, ServerTrustError> {
+        let mut proof = ServerProof::of(peer)?;
+        if proof.variant == Some(Variant::QemuVtpm) {
+            let ca = self.ek_ca.as_ref().ok_or(ServerTrustError::NoEkCa)?;
+            let registry = FileAkRegistry::in_memory();
+            let activated = register_remote(channel, ca, &registry)
+                .await
+                .map_err(|e| ServerTrustError::Activation(e.to_string()))?;
+            if Some(activated) != proof.ak_digest {
+                return Err(ServerTrustError::Activation(
+                    "the AK proven by credential activation is not the AK of the service's attestation".into(),
+                ));
+            }
+            proof.ak_basis = Some(AkBasis::CredentialActivation);
+        }
+        Ok(proof)
+    }
+}

@@ -1,0 +1,114 @@
+//! What `attest init` and `attest verify` trust before they verify a node, shared with the services
+//! (`attest_trust`): the measurements file only with a valid signature (or the explicit waiver
+//! `--dangerously-skip-measurements-signature`), an SNP-based variant only with a pinned launch measurement
+//! (or `--dangerous-allow-unpinned-launch`), and AMD's CRLs loaded from the KDS store (then KDS) for the SNP
+//! variants, fresh unless `--allow-stale-crl`. Every waiver is printed as a warning and named in the verdict
+//! (`trust.waivers` in JSON output).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::UsageError;
+use attest_engine::variant::{PcrPolicy, Validator, Variant};
+use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_trust::{Trust, TrustArgs};
+
+/// Everything a verifying command prepared before it touches the network.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The expected PCRs of the variant.
+    pub pcrs: PcrPolicy,
+    /// The SNP verifier (CRLs installed for SNP variants).
+    pub snp: Arc<SnpVerifier>,
+    /// The SNP policy (waivers applied).
+    pub snp_policy: SnpPolicy,
+    /// What is trusted and waived, for the verdict.
+    pub trust: Trust,
+}
+
+/// Loads the measurements at `path` under `args` (signature or waiver), checks `variant`'s launch pinning
+/// under the SNP policy in `snp_policy` (or the defaults) and loads the CRLs it needs. Any refusal is a usage
+/// error: the command does not start.
+pub fn prepare(
+    args: &TrustArgs,
+    variant: Variant,
+    path: &Path,
+    snp_policy: Option<&Path>,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Prepared, UsageError> {
+    let loaded = args
+        .measurements_trust()
+        .and_then(|t| t.load(path))
+        .map_err(|e| UsageError::new(format!("--measurements: {e}")))?;
+    if loaded.signature == attest_trust::SignatureState::DangerouslyUnsigned {
+        eprintln!(
+            "attest: WARNING: the measurements file is not signature-checked (--dangerously-skip-measurements-signature)"
+        );
+    }
+    let pcrs = attest_trust::pcr_policy_for(&loaded.document, variant)
+        .map_err(|e| UsageError::new(format!("{}: {e}", path.display())))?;
+    let policy = args.snp_policy(snp_policy).map_err(|e| UsageError::new(e.to_string()))?;
+    let snp = Arc::new(SnpVerifier::new());
+    let probe = Validator::new(variant, Arc::clone(&snp), policy.clone(), PcrPolicy::default());
+    let launch = attest_trust::check_launch([&probe]).map_err(|e| UsageError::new(e.to_string()))?;
+    if launch.iter().any(|(_, l)| *l == attest_engine::LaunchPinning::DangerouslyUnpinned) {
+        eprintln!(
+            "attest: WARNING: {variant}: the launch measurement is not pinned (--dangerous-allow-unpinned-launch)"
+        );
+    }
+    let keeper = rt
+        .block_on(args.revocation(Arc::clone(&snp), &[variant], &policy))
+        .map_err(|e| UsageError::new(e.to_string()))?;
+    let trust =
+        Trust { measurements: loaded.signature, launch, revocation: (!keeper.wanted().is_empty()).then_some(keeper) };
+    if trust.revocation_state().is_waived() {
+        eprintln!("attest: WARNING: revocation {} (--allow-stale-crl)", trust.revocation_state().name());
+    }
+    Ok(Prepared { pcrs, snp, snp_policy: policy, trust })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    }
+
+    /// A measurements map in a fresh directory (unsigned: these tests exercise the other checks).
+    fn measurements(tag: &str) -> (attest_test_support::TempDir, std::path::PathBuf) {
+        let dir = attest_test_support::TempDir::new(tag);
+        let path = dir.path().join("m.json");
+        std::fs::write(&path, format!(r#"{{"4":{{"expected":"{}","warnOnly":false}}}}"#, "11".repeat(32))).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn unsigned_measurements_refuse_to_start_unless_waived() {
+        let (_d, path) = measurements("cli-trust-unsigned");
+        let e = prepare(&TrustArgs::default(), Variant::QemuVtpm, &path, None, &rt()).unwrap_err();
+        assert!(e.0.contains("must be signed"), "{e}");
+        let waived = TrustArgs { dangerously_skip_measurements_signature: true, ..TrustArgs::default() };
+        let p = prepare(&waived, Variant::QemuVtpm, &path, None, &rt()).unwrap();
+        assert_eq!(p.trust.waivers(), ["measurements-unsigned"]);
+        assert_eq!(p.pcrs.entries.len(), 1);
+    }
+
+    #[test]
+    fn snp_variants_refuse_to_start_without_a_pinned_launch() {
+        let (_d, path) = measurements("cli-trust-launch");
+        let base = TrustArgs {
+            dangerously_skip_measurements_signature: true,
+            kds_url: "offline".into(),
+            ..TrustArgs::default()
+        };
+        for variant in [Variant::AzureSevSnp, Variant::AwsSevSnp, Variant::GcpSevSnp] {
+            let e = prepare(&base, variant, &path, None, &rt()).unwrap_err();
+            assert!(e.0.contains("pins no launch measurement"), "{variant}: {e}");
+            // Waived, the launch check passes; CRLs then have to load (none offline without a store).
+            let waived = TrustArgs { dangerous_allow_unpinned_launch: true, ..base.clone() };
+            let e = prepare(&waived, variant, &path, None, &rt()).unwrap_err();
+            assert!(e.0.contains("AMD CRLs"), "{variant}: {e}");
+        }
+    }
+}
