@@ -71,10 +71,25 @@ fx=$work/fixture
 $bin/join-load setup --dir "$fx" --aks 8 >&2
 
 # The join service attests itself (mutual aTLS) with a TPM: a swtpm of its own on loopback.
+# Its EK certificate comes from a local CA of this run (not /var/lib/swtpm-localca): the generator checks the
+# service's AK by credential activation against it, as a joining qemu-vtpm node does.
 tpm_dir=$work/join-service-tpm
-mkdir -p "$tpm_dir"
+ek_ca=$work/ek-ca
+mkdir -p "$tpm_dir" "$ek_ca"
+printf 'statedir = %s\nsigningkey = %s/signkey.pem\nissuercert = %s/issuercert.pem\ncertserial = %s/certserial\n' \
+  "$ek_ca" "$ek_ca" "$ek_ca" "$ek_ca" >"$work/swtpm-localca.conf"
+printf 'create_certs_tool = /usr/bin/swtpm_localca\ncreate_certs_tool_config = %s\ncreate_certs_tool_options = /etc/swtpm-localca.options\nactive_pcr_banks = sha256\n' \
+  "$work/swtpm-localca.conf" >"$work/swtpm_setup.conf"
 swtpm_setup --tpm2 --tpmstate "$tpm_dir" --createek --create-ek-cert --create-platform-cert --lock-nvram \
-  --overwrite >"$work/swtpm_setup.log" 2>&1
+  --overwrite --config "$work/swtpm_setup.conf" >"$work/swtpm_setup.log" 2>&1
+# Every join verifies the service's attestation in the handshake (mutual aTLS: the service quotes its swtpm for
+# each client's nonce). ACTIVATE=1 also activates the service's AK per join, as a qemu-vtpm node does: two
+# swtpm commands per join then make the TPM the bottleneck (≈ 17 joins/s here), so it is off by default.
+if [ "${ACTIVATE:-0}" = 1 ]; then
+  server_check=(--server-ek-ca "$ek_ca/swtpm-localca-rootca-cert.pem" --server-ek-ca "$ek_ca/issuercert.pem")
+else
+  server_check=(--verify-server)
+fi
 tpm_port=$(python3 -c 'import socket
 for _ in range(64):
     a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]; b = socket.socket()
@@ -86,7 +101,8 @@ swtpm socket --tpm2 --tpmstate dir="$tpm_dir" --server type=tcp,port="$tpm_port"
   --ctrl type=tcp,port=$((tpm_port + 1)),bindaddr=127.0.0.1 --flags not-need-init,startup-clear --daemon \
   --pid file="$tpm_dir/swtpm.pid"
 for _ in $(seq 100); do [ -s "$tpm_dir/swtpm.pid" ] && break; sleep 0.05; done
-pids+=("$(cat "$tpm_dir/swtpm.pid")")
+tpm_pid=$(cat "$tpm_dir/swtpm.pid")
+pids+=("$tpm_pid")
 tpm_tcti="swtpm:host=127.0.0.1,port=$tpm_port"
 
 # wait_listen FILE PID: the first `listening on ADDR` line of FILE (10 s bound).
@@ -150,19 +166,26 @@ measure() {
   local label=$1 cpus=$2; shift 2
   local la0 la1 c0 c1 t0 t1 rc=0
   la0=$(load_avg); c0=$(cpu_ticks "$js_pid"); t0=$(date +%s.%N)
+  local k0 p0 k1 p1
+  k0=$(cpu_ticks "$ks_pid"); p0=$(cpu_ticks "$tpm_pid")
   log "$label: join-load $* (load $la0)"
   # In the background and waited for, so that a signal to this script runs the cleanup trap at once.
-  taskset -c "$cpus" $bin/join-load run --fixture "$fx" --addr "$js_addr" --json "$@" >"$out/$label.json" &
+  taskset -c "$cpus" $bin/join-load run --fixture "$fx" --addr "$js_addr" --json "${server_check[@]}" "$@" >"$out/$label.json" &
   local gen=$!; pids+=("$gen")
   wait "$gen" || rc=$?
   forget "$gen"
   t1=$(date +%s.%N); c1=$(cpu_ticks "$js_pid"); la1=$(load_avg)
+  k1=$(cpu_ticks "$ks_pid"); p1=$(cpu_ticks "$tpm_pid")
   [ "$rc" -eq 0 ] || { failed=1; log "$label: join-load exited with $rc"; }
-  python3 - "$out/$label.json" "$label" "$la0" "$la1" "$c0" "$c1" "$t0" "$t1" "$clk_tck" <<'PY'
+  python3 - "$out/$label.json" "$label" "$la0" "$la1" "$c0" "$c1" "$t0" "$t1" "$clk_tck" "$k0" "$k1" "$p0" "$p1" <<'PY'
 import json, sys
-path, label, la0, la1, c0, c1, t0, t1, tck = sys.argv[1:]
+path, label, la0, la1, c0, c1, t0, t1, tck, k0, k1, p0, p1 = sys.argv[1:]
 r = json.load(open(path))
 cpu = (float(c1) - float(c0)) / float(tck)
+n = max(1, r["joins_ok"] + r["warmup_joins"])
+# The key service (mutual TLS, HKDF) and the service's swtpm (one quote per handshake) run beside it.
+r.update(key_service_cpu_ms_per_join=round((float(k1) - float(k0)) / float(tck) * 1000 / n, 3),
+         tpm_cpu_ms_per_join=round((float(p1) - float(p0)) / float(tck) * 1000 / n, 3))
 wall = float(t1) - float(t0)
 r.update(label=label, load_before=la0, load_after=la1, server_cpu_s=round(cpu, 2),
          server_cores=round(cpu / wall, 2), server_cpu_ms_per_join=round(cpu * 1000 / max(1, r["joins_ok"] + r["warmup_joins"]), 2),
@@ -170,7 +193,8 @@ r.update(label=label, load_before=la0, load_after=la1, server_cpu_s=round(cpu, 2
 json.dump(r, open(path, "w"))
 t = r["latency_ms"]["total"]
 print(f'run.sh: {label}: {r["joins_ok"]} ok, {r["errors_total"]} errors, {r["throughput_per_s"]}/s, p50 {t["p50"]} ms, '
-      f'p99 {t["p99"]} ms, server {r["server_cores"]} cores, {r["server_cpu_ms_per_join"]} ms CPU/join', file=sys.stderr)
+      f'p99 {t["p99"]} ms, server {r["server_cores"]} cores, {r["server_cpu_ms_per_join"]} ms CPU/join '
+      f'(key service {r["key_service_cpu_ms_per_join"]}, swtpm {r["tpm_cpu_ms_per_join"]})', file=sys.stderr)
 PY
 }
 
@@ -195,14 +219,15 @@ table() {
   python3 - "$out" "$@" <<'PY'
 import json, os, sys
 out, labels = sys.argv[1], sys.argv[2:]
-print("| run | load before → after | joins ok | errors | joins/s | p50 ms | p90 ms | p99 ms | max ms | handshake p50 | rpc p50 | server cores | server CPU ms/join | generator CPU ms/join |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| run | load before → after | joins ok | errors | joins/s | p50 ms | p90 ms | p99 ms | max ms | handshake p50 | rpc p50 | server cores | server CPU ms/join | joins/s per server core | key service CPU ms/join | swtpm CPU ms/join | generator CPU ms/join |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for label in labels:
     r = json.load(open(os.path.join(out, label + ".json")))
     t, h, c = r["latency_ms"]["total"], r["latency_ms"]["handshake"], r["latency_ms"]["rpc"]
     errors = r["errors_total"] + sum(r["warmup_errors"].values())
     print(f'| {label} | {r["load_before"]} → {r["load_after"]} | {r["joins_ok"]} | {errors} | {r["throughput_per_s"]} | '
-          f'{t["p50"]} | {t["p90"]} | {t["p99"]} | {t["max"]} | {h["p50"]} | {c["p50"]} | {r["server_cores"]} | {r["server_cpu_ms_per_join"]} | {r.get("client_cpu_ms_per_join", "–")} |')
+          f'{t["p50"]} | {t["p90"]} | {t["p99"]} | {t["max"]} | {h["p50"]} | {c["p50"]} | {r["server_cores"]} | {r["server_cpu_ms_per_join"]} | '
+          f'{round(r["throughput_per_s"] / r["server_cores"]) if r["server_cores"] else "–"} | {r.get("key_service_cpu_ms_per_join", "–")} | {r.get("tpm_cpu_ms_per_join", "–")} | {r.get("client_cpu_ms_per_join", "–")} |')
 PY
 }
 

@@ -26,8 +26,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use attest_benches::joinload::{self, LoadConfig, fixture};
+use attest_benches::joinload::{self, LoadConfig, ServerCheck, fixture};
+use attest_registration::EkCaBundle;
 use clap::{Parser, Subcommand};
+use std::sync::Arc;
 
 #[derive(Parser, Debug)]
 #[command(name = "join-load", version, about = "Load generator for the join service")]
@@ -95,6 +97,14 @@ enum Command {
         /// Print the report as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Verify the join service's own attestation in each handshake (mutual aTLS, as a node does; needed
+        /// against a join service that attests itself with `--tpm`).
+        #[arg(long)]
+        verify_server: bool,
+        /// CA certificates (PEM) of the join service TPM's EK certificate: each join also activates the
+        /// service's AK over the connection, as a `qemu-vtpm` node does (implies --verify-server; repeatable).
+        #[arg(long = "server-ek-ca", value_name = "FILE")]
+        server_ek_ca: Vec<PathBuf>,
     },
     /// Measure the join service's handshake validation path on 1, 2, … threads (in-process).
     Validate {
@@ -170,7 +180,16 @@ fn main() -> ExitCode {
             progress,
             worker_threads,
             json,
+            verify_server,
+            server_ek_ca,
         } => {
+            let server = match server_check(verify_server, &server_ek_ca) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("join-load: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let config = (|| {
                 Ok::<_, String>(LoadConfig {
                     addr,
@@ -196,7 +215,7 @@ fn main() -> ExitCode {
             }
             match runtime.enable_all().build() {
                 Err(e) => Err(e.into()),
-                Ok(rt) => rt.block_on(run(&fixture, &config, aks, nodes, verify_certs)).map(|report| {
+                Ok(rt) => rt.block_on(run(&fixture, &config, aks, nodes, verify_certs, server)).map(|report| {
                     if json {
                         println!("{}", report.json());
                     } else {
@@ -223,6 +242,7 @@ async fn run(
     aks: Option<usize>,
     nodes: usize,
     verify_certs: bool,
+    server: Option<Arc<ServerCheck>>,
 ) -> Result<joinload::Report, joinload::BoxError> {
     let mut issuers = joinload::load_issuers(dir)?;
     if let Some(n) = aks {
@@ -239,5 +259,14 @@ async fn run(
         None
     };
     let requests = joinload::node_requests(nodes.max(1))?;
-    joinload::load::run(config, &issuers, requests, ca).await
+    joinload::load::run_checking_server(config, &issuers, requests, ca, server).await
+}
+
+/// The check of the join service that `--verify-server` / `--server-ek-ca` ask for.
+fn server_check(verify: bool, ek_ca: &[PathBuf]) -> Result<Option<Arc<ServerCheck>>, String> {
+    if ek_ca.is_empty() {
+        return Ok(verify.then(|| Arc::new(ServerCheck::new(None))));
+    }
+    let bundle = EkCaBundle::from_files(ek_ca).map_err(|e| format!("--server-ek-ca: {e}"))?;
+    Ok(Some(Arc::new(ServerCheck::new(Some(bundle)))))
 }

@@ -2,8 +2,8 @@
 //! rate), every join the way a joining node does it:
 //!
 //! ```text
-//!  TCP connect ─► aTLS handshake (client attests: fresh P-256 key, quote by a software AK, certificate)
-//!     ─► HTTP/2 handshake ─► join.API/IssueJoinTicket { disk_uuid, kubelet CSR } ─► check the ticket ─► close
+//!  TCP connect ─► aTLS handshake (client attests: fresh P-256 key, quote by a software AK, certificate;
+//!     with a [`ServerCheck`]: the service attests too, verified, and its AK activated) ─► HTTP/2 handshake ─► join.API/IssueJoinTicket { disk_uuid, kubelet CSR } ─► check the ticket ─► close
 //!  |◄────────────── handshake ──────────────►|◄──────────────── rpc ─────────────────►|
 //! ```
 //!
@@ -36,6 +36,7 @@ use openssl::x509::X509;
 
 use super::fixture::BoxError;
 use super::issuer::SoftAkIssuer;
+use super::server_check::ServerCheck;
 
 /// How a load run is shaped.
 #[derive(Clone, Debug)]
@@ -310,6 +311,7 @@ pub fn process_cpu() -> Duration {
 struct Shared {
     addr: SocketAddr,
     connectors: Vec<AtlsConnector>,
+    server: Option<Arc<ServerCheck>>,
     nodes: Vec<NodeRequest>,
     ca: Option<PKey<Public>>,
     timeout: Duration,
@@ -357,7 +359,7 @@ async fn join_once(shared: &Shared, k: u64) -> Result<(u32, u32), Failure> {
     let node = &shared.nodes[(k % shared.nodes.len() as u64) as usize];
     let started = Instant::now();
     let config = ChannelConfig { connect_timeout: shared.timeout, ..ChannelConfig::default() };
-    let (channel, _) = connect(shared.addr, connector, config).await.map_err(|e| {
+    let (channel, peer) = connect(shared.addr, connector, config).await.map_err(|e| {
         let kind = match &e {
             ConnectError::Tcp(io) => format!("tcp {:?}", io.kind()),
             ConnectError::Atls(a) => format!("atls {}", variant_name(&format!("{a:?}"))),
@@ -365,6 +367,12 @@ async fn join_once(shared: &Shared, k: u64) -> Result<(u32, u32), Failure> {
         };
         Failure { kind, message: e.to_string() }
     })?;
+    if let Some(server) = &shared.server {
+        server
+            .establish(&channel, peer.as_ref())
+            .await
+            .map_err(|e| Failure { kind: "server trust".into(), message: e.to_string() })?;
+    }
     let connected = Instant::now();
     let request = IssueJoinTicketRequest {
         disk_uuid: node.disk_uuid.clone(),
@@ -501,14 +509,32 @@ pub async fn run(
     nodes: Vec<NodeRequest>,
     ca: Option<PKey<Public>>,
 ) -> Result<Report, BoxError> {
+    run_checking_server(config, issuers, nodes, ca, None).await
+}
+
+/// [`run`], each client also verifying the join service (mutual aTLS) and, when `server` has EK CAs,
+/// activating its AK over the connection before the call (the handshake latency includes both).
+pub async fn run_checking_server(
+    config: &LoadConfig,
+    issuers: &[Arc<SoftAkIssuer>],
+    nodes: Vec<NodeRequest>,
+    ca: Option<PKey<Public>>,
+    server: Option<Arc<ServerCheck>>,
+) -> Result<Report, BoxError> {
     if config.concurrency == 0 || issuers.is_empty() || nodes.is_empty() {
         return Err("concurrency, AKs and node requests must be at least 1".into());
     }
     let connectors = issuers
         .iter()
-        .map(|i| AtlsConnector::new(Some(Arc::clone(i) as Arc<dyn AttestationIssuer>), None))
+        .map(|i| {
+            let issuer = Arc::clone(i) as Arc<dyn AttestationIssuer>;
+            match &server {
+                Some(check) => check.connector(issuer),
+                None => AtlsConnector::new(Some(issuer), None),
+            }
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let shared = Arc::new(Shared { addr: config.addr, connectors, nodes, ca, timeout: config.timeout });
+    let shared = Arc::new(Shared { addr: config.addr, connectors, server, nodes, ca, timeout: config.timeout });
     let cpu_before = process_cpu();
 
     let mut report =
