@@ -88,36 +88,7 @@ static SEEDS: LazyLock<Seeds> = LazyLock::new(|| {
     Seeds { certs, crls, pems, reports, hcl, policies }
 });
 
-/// Up to 8 byte edits (position seed, XOR mask) and an optional new length (shorter or longer).
-#[derive(Clone, Debug)]
-struct Mutation {
-    pick: usize,
-    edits: Vec<(usize, u8)>,
-    resize: Option<usize>,
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    (any::<usize>(), proptest::collection::vec((any::<usize>(), 1u8..=255), 0..8), proptest::option::of(any::<usize>()))
-        .prop_map(|(pick, edits, resize)| Mutation { pick, edits, resize })
-}
-
-impl Mutation {
-    /// Applies the mutation to one of `seeds`.
-    fn apply(&self, seeds: &[Vec<u8>]) -> Vec<u8> {
-        let mut v = seeds[self.pick % seeds.len()].clone();
-        if !v.is_empty() {
-            for (pos, mask) in &self.edits {
-                let n = v.len();
-                v[pos % n] ^= mask;
-            }
-        }
-        if let Some(r) = self.resize {
-            let n = v.len();
-            v.resize(r % (n + 64), 0xA5);
-        }
-        v
-    }
-}
+use common::mutation;
 
 fn bytes() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(any::<u8>(), 0..1600)

@@ -160,6 +160,17 @@ pub enum PublicKey<'a> {
 }
 
 impl<'a> PublicKey<'a> {
+    /// The bit length of an RSA key's modulus (its most significant set bit counts); `None` for EC keys.
+    pub fn rsa_modulus_bits(&self) -> Option<u32> {
+        let Self::Rsa { pkcs1 } = self else { return None };
+        // Structure checked by `from_spki`: SEQUENCE { INTEGER modulus, INTEGER exponent }.
+        let mut k = Reader::new(pkcs1, "RSAPublicKey");
+        let modulus = k.sequence("RSAPublicKey").and_then(|mut s| s.integer()).ok()?;
+        let first = modulus.iter().position(|b| *b != 0)?;
+        let bytes = u32::try_from(modulus.len() - first).ok()?;
+        Some(bytes * 8 - modulus[first].leading_zeros())
+    }
+
     /// Parses a SubjectPublicKeyInfo value (the contents of the SEQUENCE).
     pub(crate) fn from_spki(value: &'a [u8]) -> Result<Self, Error> {
         let mut r = Reader::new(value, "SubjectPublicKeyInfo");

@@ -20,27 +20,34 @@
 //! - the CSR's self-signature verifies (the node holds the key);
 //! - the subject is exactly `O=system:nodes, CN=system:node:<nodename>` and `<nodename>` is a DNS-1123
 //!   subdomain;
-//! - the key is EC P-256/P-384 or RSA of 2048–8192 bits.
+//! - the key is EC P-256/P-384 or RSA of 2048–8192 bits;
+//! - it is signed with ECDSA/SHA-256 (P-256 keys), ECDSA/SHA-384 (P-384), RSA PKCS #1 v1.5 with SHA-256/384 or
+//!   RSASSA-PSS/SHA-384 (what the engine verifies; a kubelet signs P-256 with SHA-256).
+//!
+//! Reading and checking the CSR and building and signing the certificate happen in [`crate::kubelet`],
+//! without OpenSSL (the engine's DER reader and crypto provider, a template prepared at [`ClusterCa::load`],
+//! aws-lc-rs signatures with the CA key's algorithm: ECDSA P-256/SHA-256, P-384/SHA-384 or RSA
+//! PKCS #1 v1.5/SHA-256).
 //!
 //! Requested extensions are ignored: the certificate gets this module's, never the requester's —
 //! keyUsage digitalSignature (+ keyEncipherment for RSA, critical), extKeyUsage clientAuth, basicConstraints
-//! CA:FALSE (critical), subject and authority key identifiers, a random 127-bit serial, validity from
-//! [`CLOCK_SKEW_ALLOWANCE`] ago for the configured duration, signed with SHA-256.
+//! CA:FALSE (critical), subject and authority key identifiers, a random 16-octet positive serial, validity
+//! from [`CLOCK_SKEW_ALLOWANCE`] ago for the configured duration.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::kubelet::KubeletTemplate;
 
 use openssl::asn1::Asn1Time;
 use openssl::bn::{BigNum, MsbOption};
 use openssl::ec::EcKey;
 use openssl::hash::MessageDigest;
 use openssl::nid::Nid;
-use openssl::pkey::{Id, PKey, Private, Public};
-use openssl::x509::extension::{
-    AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectKeyIdentifier,
-};
-use openssl::x509::{X509, X509NameBuilder, X509Req};
+use openssl::pkey::{PKey, Private};
+use openssl::x509::extension::{BasicConstraints, KeyUsage, SubjectKeyIdentifier};
+use openssl::x509::{X509, X509NameBuilder};
 use zeroize::Zeroizing;
 
 /// Largest CSR accepted, in bytes (a kubelet's P-256 CSR is ≈ 250 bytes DER, an RSA-8192 one ≈ 1.2 KiB).
@@ -106,9 +113,10 @@ pub enum CaError {
         /// Its size.
         len: usize,
     },
-    /// The CSR is not a PKCS #10 request in DER or PEM.
+    /// The CSR is not a PKCS #10 request in DER or PEM, or is signed with an algorithm the engine does not
+    /// verify.
     MalformedCsr {
-        /// OpenSSL's reason.
+        /// The DER reader's reason.
         reason: String,
     },
     /// The CSR's signature does not verify under its own key (RFC 2986 §4.2).
@@ -130,9 +138,9 @@ pub enum CaError {
     },
 
     // ---- Signing ----------------------------------------------------------------------------------------
-    /// OpenSSL failed while building or signing the certificate.
+    /// Building or signing the certificate failed.
     Signing {
-        /// OpenSSL's reason.
+        /// The reason.
         reason: String,
     },
 }
@@ -209,18 +217,13 @@ impl fmt::Debug for PkiFile {
     }
 }
 
-/// A CSR that passed every check: the node name and the key to certify.
-#[derive(Debug)]
-pub struct CheckedCsr {
-    /// The node name from `CN=system:node:<nodename>`.
-    pub node_name: String,
-    key: PKey<Public>,
-}
+pub use super::kubelet::CheckedCsr;
 
 /// The cluster CA loaded from a kubeadm PKI directory.
 pub struct ClusterCa {
     cert: X509,
-    key: PKey<Private>,
+    /// The kubelet certificate template and the CA key it signs with (aws-lc-rs).
+    template: KubeletTemplate,
     discovery_hash: String,
     control_plane: Vec<PkiFile>,
     missing: Vec<&'static str>,
@@ -269,7 +272,17 @@ impl ClusterCa {
             return Err(bad(&key_path, "the key does not belong to ca.crt".into()));
         }
         let discovery_hash = discovery_token_ca_cert_hash(&cert).map_err(|e| bad(&cert_path, e.to_string()))?;
-        Ok(ClusterCa { cert, key, discovery_hash, control_plane, missing, validity: DEFAULT_KUBELET_CERT_VALIDITY })
+        let cert_der = cert.to_der().map_err(|e| bad(&cert_path, e.to_string()))?;
+        let key_pkcs8 = Zeroizing::new(key.private_key_to_pkcs8().map_err(|e| bad(&key_path, e.to_string()))?);
+        let template = KubeletTemplate::new(&cert_der, &key_pkcs8).map_err(|e| bad(&key_path, e))?;
+        Ok(ClusterCa {
+            cert,
+            template,
+            discovery_hash,
+            control_plane,
+            missing,
+            validity: DEFAULT_KUBELET_CERT_VALIDITY,
+        })
     }
 
     /// Sets the kubelet certificate validity.
@@ -306,47 +319,11 @@ impl ClusterCa {
         check_kubelet_csr(csr)
     }
 
-    /// Signs a checked CSR: a kubelet client certificate (DER).
+    /// Signs a checked CSR: a kubelet client certificate (DER), from the template prepared at load
+    /// ([`crate::kubelet`]).
     pub fn sign_kubelet(&self, csr: &CheckedCsr) -> Result<Vec<u8>, CaError> {
-        let mut name = X509NameBuilder::new().map_err(signing)?;
-        name.append_entry_by_nid(Nid::ORGANIZATIONNAME, NODES_GROUP).map_err(signing)?;
-        name.append_entry_by_nid(Nid::COMMONNAME, &format!("{NODE_USER_PREFIX}{}", csr.node_name)).map_err(signing)?;
-        let name = name.build();
-
-        let mut b = X509::builder().map_err(signing)?;
-        b.set_version(2).map_err(signing)?;
-        let mut serial = BigNum::new().map_err(signing)?;
-        serial.rand(127, MsbOption::MAYBE_ZERO, false).map_err(signing)?;
-        let serial = serial.to_asn1_integer().map_err(signing)?;
-        b.set_serial_number(&serial).map_err(signing)?;
-        b.set_subject_name(&name).map_err(signing)?;
-        b.set_issuer_name(self.cert.subject_name()).map_err(signing)?;
-        b.set_pubkey(&csr.key).map_err(signing)?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let not_before = now.saturating_sub(CLOCK_SKEW_ALLOWANCE.as_secs());
-        let not_after = now.saturating_add(self.validity.as_secs());
-        let time = |secs: u64| Asn1Time::from_unix(i64::try_from(secs).unwrap_or(i64::MAX)).map_err(signing);
-        let (not_before, not_after) = (time(not_before)?, time(not_after)?);
-        b.set_not_before(&not_before).map_err(signing)?;
-        b.set_not_after(&not_after).map_err(signing)?;
-
-        b.append_extension(BasicConstraints::new().critical().build().map_err(signing)?).map_err(signing)?;
-        let mut usage = KeyUsage::new();
-        usage.critical().digital_signature();
-        if csr.key.id() == Id::RSA {
-            usage.key_encipherment();
-        }
-        b.append_extension(usage.build().map_err(signing)?).map_err(signing)?;
-        b.append_extension(ExtendedKeyUsage::new().client_auth().build().map_err(signing)?).map_err(signing)?;
-        let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(&self.cert), None)).map_err(signing)?;
-        b.append_extension(ski).map_err(signing)?;
-        let aki = AuthorityKeyIdentifier::new()
-            .keyid(true)
-            .build(&b.x509v3_context(Some(&self.cert), None))
-            .map_err(signing)?;
-        b.append_extension(aki).map_err(signing)?;
-        b.sign(&self.key, MessageDigest::sha256()).map_err(signing)?;
-        b.build().to_der().map_err(signing)
+        self.template.sign(csr, now, self.validity.as_secs())
     }
 }
 
@@ -356,70 +333,9 @@ pub fn discovery_token_ca_cert_hash(cert: &X509) -> Result<String, openssl::erro
     Ok(format!("sha256:{}", hex::encode(openssl::sha::sha256(&spki))))
 }
 
-/// Parses and checks a kubelet CSR (module docs).
+/// Parses and checks a kubelet CSR (module docs) with the engine's DER reader ([`crate::kubelet`]).
 pub fn check_kubelet_csr(csr: &[u8]) -> Result<CheckedCsr, CaError> {
-    if csr.len() > MAX_CSR_SIZE {
-        return Err(CaError::CsrTooLarge { len: csr.len() });
-    }
-    let is_pem = csr.trim_ascii_start().starts_with(b"-----BEGIN");
-    let req = if is_pem { X509Req::from_pem(csr) } else { X509Req::from_der(csr) }
-        .map_err(|e| CaError::MalformedCsr { reason: e.to_string() })?;
-    let key = req.public_key().map_err(|e| CaError::MalformedCsr { reason: e.to_string() })?;
-    check_key(&key)?;
-    if !req.verify(&key).unwrap_or(false) {
-        return Err(CaError::BadCsrSignature);
-    }
-    let subject = req.subject_name();
-    let (mut cn, mut o) = (Vec::new(), Vec::new());
-    for entry in subject.entries() {
-        let value = entry
-            .data()
-            .to_string()
-            .map_err(|_| CaError::BadSubject { reason: "an attribute that is not a string".into() })?;
-        match entry.object().nid() {
-            Nid::COMMONNAME => cn.push(value),
-            Nid::ORGANIZATIONNAME => o.push(value),
-            other => {
-                return Err(CaError::BadSubject {
-                    reason: format!("unexpected attribute {}", other.short_name().unwrap_or("(unknown)")),
-                });
-            }
-        }
-    }
-    if o != [NODES_GROUP] {
-        return Err(CaError::BadSubject { reason: format!("organizations {o:?}") });
-    }
-    let [cn] = &cn[..] else {
-        return Err(CaError::BadSubject { reason: format!("{} common names", cn.len()) });
-    };
-    let node_name = cn
-        .strip_prefix(NODE_USER_PREFIX)
-        .ok_or_else(|| CaError::BadSubject { reason: format!("common name {cn:?}") })?;
-    if !is_dns1123_subdomain(node_name) {
-        let mut end = node_name.len().min(MAX_NODE_NAME_LENGTH);
-        while !node_name.is_char_boundary(end) {
-            end -= 1;
-        }
-        return Err(CaError::BadNodeName { name: node_name[..end].to_owned() });
-    }
-    Ok(CheckedCsr { node_name: node_name.to_owned(), key })
-}
-
-fn check_key(key: &PKey<Public>) -> Result<(), CaError> {
-    match key.id() {
-        Id::EC => {
-            let ec: EcKey<Public> = key.ec_key().map_err(|e| CaError::MalformedCsr { reason: e.to_string() })?;
-            match ec.group().curve_name() {
-                Some(Nid::X9_62_PRIME256V1 | Nid::SECP384R1) => Ok(()),
-                other => Err(CaError::UnsupportedKey {
-                    found: format!("EC on {}", other.and_then(|n| n.short_name().ok()).unwrap_or("an unnamed curve")),
-                }),
-            }
-        }
-        Id::RSA if (MIN_RSA_BITS..=MAX_RSA_BITS).contains(&key.bits()) => Ok(()),
-        Id::RSA => Err(CaError::UnsupportedKey { found: format!("RSA-{}", key.bits()) }),
-        other => Err(CaError::UnsupportedKey { found: format!("key type {}", other.as_raw()) }),
-    }
+    super::kubelet::check_kubelet_csr(csr)
 }
 
 /// RFC 1123 subdomain as Kubernetes validates object names: at most 253 characters of lower-case

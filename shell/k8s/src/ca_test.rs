@@ -3,7 +3,9 @@
 use super::*;
 use attest_test_support::TempDir;
 use openssl::ec::EcGroup;
+use openssl::pkey::Id;
 use openssl::stack::Stack;
+use openssl::x509::X509Req;
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::{X509PurposeId, X509ReqBuilder, X509StoreContext, X509StoreContextRef};
 
@@ -36,7 +38,13 @@ fn csr(key: &PKey<Private>, subject: &[(Nid, &str)]) -> Vec<u8> {
     let mut b = X509ReqBuilder::new().unwrap();
     b.set_subject_name(&name.build()).unwrap();
     b.set_pubkey(key).unwrap();
-    let md = if key.id() == Id::ED25519 { MessageDigest::null() } else { MessageDigest::sha256() };
+    // The hash a kubelet (Go's x509) pairs with each key: SHA-384 for P-384, SHA-256 otherwise.
+    let p384 = key.ec_key().is_ok_and(|k| k.group().curve_name() == Some(Nid::SECP384R1));
+    let md = match key.id() {
+        Id::ED25519 => MessageDigest::null(),
+        _ if p384 => MessageDigest::sha384(),
+        _ => MessageDigest::sha256(),
+    };
     b.sign(key, md).unwrap();
     b.build().to_der().unwrap()
 }

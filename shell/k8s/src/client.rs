@@ -23,10 +23,18 @@ use super::error::{K8sError, Phase, classify, parse_status};
 /// The user agent sent with every request.
 const USER_AGENT_VALUE: &str = concat!("attest-join-service/", env!("CARGO_PKG_VERSION"));
 
+/// How long a bearer token read from the token file is used before the file is read again (client-go's
+/// cached file token source uses the same minute). Kubelet rewrites a projected token well before it expires
+/// (at 80 % of its lifetime, at least an hour by default), so a minute-old copy is always current enough; a
+/// 401 drops the copy at once.
+pub const TOKEN_REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A Kubernetes API client.
 pub struct KubeClient {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     config: KubeConfig,
+    /// The bearer token and when it was read: no file-system work per request on the join path.
+    token: std::sync::Mutex<Option<(std::time::Instant, zeroize::Zeroizing<String>)>>,
 }
 
 impl std::fmt::Debug for KubeClient {
@@ -60,7 +68,7 @@ impl KubeClient {
         let https = HttpsConnector::with_connector(http, ssl).map_err(tls)?;
         let client =
             Client::builder(TokioExecutor::new()).pool_idle_timeout(std::time::Duration::from_secs(30)).build(https);
-        Ok(KubeClient { client, config })
+        Ok(KubeClient { client, config, token: std::sync::Mutex::new(None) })
     }
 
     /// The configuration.
@@ -104,7 +112,7 @@ impl KubeClient {
         let uri: Uri = format!("{}{path}", self.config.server)
             .parse()
             .map_err(|_| K8sError::Config { reason: format!("request path {path:?} does not form a URL") })?;
-        let token = self.config.bearer_token()?;
+        let token = self.bearer_token()?;
         let mut req = Request::builder()
             .method(method)
             .uri(uri)
@@ -140,8 +148,30 @@ impl KubeClient {
         if status.is_success() {
             Ok(Answer { status, body })
         } else {
+            if status == StatusCode::UNAUTHORIZED {
+                // The token may have been rotated since it was read: read the file again next time.
+                *self.token_cache() = None;
+            }
             Err(classify(parse_status(status.as_u16(), &body)))
         }
+    }
+
+    /// The bearer token: the cached copy while it is younger than [`TOKEN_REFRESH_INTERVAL`], else the token
+    /// file read again.
+    fn bearer_token(&self) -> Result<zeroize::Zeroizing<String>, K8sError> {
+        let mut cache = self.token_cache();
+        if let Some((read, token)) = &*cache
+            && read.elapsed() < TOKEN_REFRESH_INTERVAL
+        {
+            return Ok(token.clone());
+        }
+        let token = self.config.bearer_token()?;
+        *cache = Some((std::time::Instant::now(), token.clone()));
+        Ok(token)
+    }
+
+    fn token_cache(&self) -> std::sync::MutexGuard<'_, Option<(std::time::Instant, zeroize::Zeroizing<String>)>> {
+        self.token.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

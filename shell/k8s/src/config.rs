@@ -4,9 +4,10 @@
 //! $KUBERNETES_SERVICE_PORT`, the cluster CA in `/var/run/secrets/kubernetes.io/serviceaccount/ca.crt` and
 //! the service-account token in `…/token`. Elsewhere: an explicit URL, CA file and token file.
 //!
-//! The token file is re-read on every request: kubelet rotates projected service-account tokens (they
-//! expire after an hour by default), and a join is rare enough that one small read per request costs
-//! nothing.
+//! The token file is read again once a minute (`client::TOKEN_REFRESH_INTERVAL`, as client-go does) and
+//! after a 401, not per request: kubelet rotates projected service-account tokens (they expire after an hour
+//! by default) long before they expire, and a join service at cluster scale-up issues hundreds of tokens a
+//! second.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,7 +34,7 @@ pub struct KubeConfig {
     pub server: String,
     /// The cluster CA certificate(s), PEM: the only roots the client trusts.
     pub ca_pem: Vec<u8>,
-    /// The bearer token file, re-read per request.
+    /// The bearer token file (read again every minute and after a 401).
     pub token_file: PathBuf,
     /// Time allowed for connect, TLS and the response head.
     pub request_timeout: Duration,

@@ -422,7 +422,7 @@ async fn a_timed_out_create_is_cleaned_up() {
 }
 
 #[tokio::test]
-async fn only_the_cluster_ca_is_trusted_and_the_token_file_is_reread() {
+async fn only_the_cluster_ca_is_trusted_and_a_rotated_token_is_read_after_a_401() {
     let api = ApiServer::start().await;
     // Another CA: the server's certificate does not verify.
     let other = temp_dir("other-ca");
@@ -434,13 +434,18 @@ async fn only_the_cluster_ca_is_trusted_and_the_token_file_is_reread() {
     assert!(api.recorded().is_empty());
     let _ = std::fs::remove_dir_all(&other);
 
-    // A rotated service-account token is picked up by the next request.
+    // The token file is not read per request (TOKEN_REFRESH_INTERVAL), but a rotated service-account token
+    // is picked up as soon as the API server refuses the old one.
     let issuer = api.issuer();
     issuer.create(DEFAULT_TOKEN_TTL).await.unwrap();
     std::fs::write(&api.token_file, "rotated-token").unwrap();
     issuer.create(DEFAULT_TOKEN_TTL).await.unwrap();
+    api.script(&[Script::Unauthorized]);
+    assert!(matches!(issuer.create(DEFAULT_TOKEN_TTL).await, Err(K8sError::Unauthorized(_))));
+    issuer.create(DEFAULT_TOKEN_TTL).await.unwrap();
     let auth: Vec<_> = api.recorded().into_iter().map(|r| r.authorization).collect();
-    assert_eq!(auth, [format!("Bearer {SA_TOKEN}"), "Bearer rotated-token".to_owned()]);
+    let old = format!("Bearer {SA_TOKEN}");
+    assert_eq!(auth, [old.clone(), old.clone(), old, "Bearer rotated-token".to_owned()]);
 
     // Nobody listening: a transport error, transient.
     let closed = {
