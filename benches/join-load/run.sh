@@ -22,7 +22,9 @@
 #
 # Usage: benches/join-load/run.sh [--joins N] [--soak SECONDS] [--soak-rate R] [--skip-soak] [--only a|b|c]
 # Environment: OUT=DIR keeps the raw JSON, logs and /metrics scrapes there (default: inside the temp dir, which is
-# removed at exit along with the fixture).
+# removed at exit along with the fixture); BIN=DIR uses prebuilt binaries; ACTIVATE=1 adds credential activation
+# per join; PERF=SECONDS records `perf record --call-graph dwarf` of the join service for that long during the 16-client run
+# (into OUT/perf-a.data).
 # Output: Markdown tables on stdout; progress on stderr. Exit status 1 if any join failed or was refused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,9 +66,15 @@ log() { echo "run.sh: $*" >&2; }
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
 clk_tck=$(getconf CLK_TCK)
 
-cargo build --release -q -p attest-joinservice -p attest-keyservice --bin join-service --bin key-service
-cargo build --release -q -p attest-benches --bin join-load
-bin=target/release
+# BIN=DIR runs prebuilt join-service, key-service and join-load from DIR (a before/after comparison in one
+# session: build each state once, copy its three binaries aside); otherwise build this tree's.
+if [ -n "${BIN:-}" ]; then
+  bin=$BIN
+else
+  cargo build --release -q -p attest-joinservice -p attest-keyservice --bin join-service --bin key-service
+  cargo build --release -q -p attest-benches --bin join-load
+  bin=target/release
+fi
 fx=$work/fixture
 $bin/join-load setup --dir "$fx" --aks 8 >&2
 
@@ -238,7 +246,14 @@ echo
 if [ -z "$ONLY" ] || [ "$ONLY" = a ]; then
   start_key_service 0,1
   start_join_service a 0,1
+  profiler=""
+  if [ -n "${PERF:-}" ]; then
+    # After the 3 s warm-up; bounded by its own duration.
+    ( sleep 4; perf record -q -F 499 --call-graph dwarf,16384 -p "$js_pid" -o "$out/perf-a.data" -- sleep "$PERF" >/dev/null 2>&1 ) &
+    profiler=$!
+  fi
   measure a-c16 0,1 --concurrency 16 --joins "$JOINS" --duration 300 --warmup 3
+  [ -n "$profiler" ] && wait "$profiler"
   measure a-c64 0,1 --concurrency 64 --joins "$JOINS" --duration 300 --warmup 3
   stop_join_service a; check_metrics a
   stop_key_service
