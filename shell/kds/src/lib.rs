@@ -37,6 +37,8 @@
 //! - URLs: [`VcekKey::kds_path`], [`ChainKind::kds_path`], [`crl_path`].
 //! - CRLs: [`Kds::crl`] returns a [`CrlStatus`] (fresh / stale / unavailable) and the caller's [`CrlPolicy`]
 //!   decides; the default fails closed.
+//! - Simulated hardware: with the cargo feature `dangerous-test-roots` only, `test_roots` supplies the trust
+//!   anchors of a generated test PKI (the demo and tests; never a release build).
 //!
 //! The base URL is configurable (default [`DEFAULT_BASE_URL`]; `None` means offline). Plain `http://` is
 //! accepted (tests, mirrors): integrity does not rest on TLS, since everything is verified to AMD's pinned
@@ -60,6 +62,8 @@ mod flight;
 mod http;
 mod key;
 mod store;
+#[cfg(feature = "dangerous-test-roots")]
+pub mod test_roots;
 mod thim;
 mod vet;
 

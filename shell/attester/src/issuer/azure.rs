@@ -30,7 +30,7 @@
 //! [`AzureSnpIssuer::new`] fails with [`HwIssuerError::DeviceNotPresent`] when the NV index or the AK is
 //! absent (every non-Azure TPM); [`azure_document`] builds the same document from parts for tests.
 
-use super::snp::HwIssuerError;
+use super::error::HwIssuerError;
 use crate::tpm::{AttestationKey, PcrMask, QuotedPcrs, Tpm};
 use attest_engine::azure::HclReport;
 use attest_engine::crypto::{HashAlgorithm, default_provider};

@@ -18,7 +18,7 @@
 //! [`GceIssuer::attestation`] produces go-tpm-tools' `Attestation` message instead (one quote per active PCR
 //! bank), for verifiers that take Google's format (`attest gce verify`).
 
-use super::snp::HwIssuerError;
+use super::error::HwIssuerError;
 use crate::tpm::nv::{
     GCE_AK_CERT_NV_INDEX_ECC, GCE_AK_CERT_NV_INDEX_RSA, GCE_AK_TEMPLATE_NV_INDEX_ECC, GCE_AK_TEMPLATE_NV_INDEX_RSA,
 };

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod azure;
+mod error;
 pub mod gce;
 pub mod qemu;
 pub mod select;
@@ -33,11 +34,12 @@ pub mod sevguest;
 pub mod snp;
 
 pub use azure::AzureSnpIssuer;
+pub use error::HwIssuerError;
 pub use gce::GceIssuer;
 pub use qemu::QemuVtpmIssuer;
 pub use select::{HardwareConfig, NodeIssuer, VariantChoice};
 pub use sevguest::{SnpDeviceAddr, SnpGuestDevice};
-pub use snp::{HwIssuerError, SnpIssuer};
+pub use snp::SnpIssuer;
 
 use crate::tpm::Error;
 use attest_engine::tpm::PcrValues;

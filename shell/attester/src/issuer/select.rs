@@ -22,9 +22,10 @@
 //! # Ok::<(), attest_attester::issuer::HwIssuerError>(())
 //! ```
 
+use super::error::HwIssuerError;
 use super::gce::{GceAkKind, GceIssuer, gce_ak_present};
 use super::sevguest::{SnpDeviceAddr, SnpGuestDevice};
-use super::snp::{HwIssuerError, SnpIssuer};
+use super::snp::SnpIssuer;
 use super::{AzureSnpIssuer, QemuVtpmIssuer};
 use crate::tpm::nv::{AZURE_AK_HANDLE, AZURE_HCL_REPORT_NV_INDEX};
 use crate::tpm::{AkConfig, Tpm};

@@ -27,7 +27,7 @@
 //! cert table      { GUID[16] · offset u32 · length u32 }* · all-zero GUID entry; offsets from the table start
 //! ```
 
-use super::snp::HwIssuerError;
+use super::error::HwIssuerError;
 use attest_engine::snp::REPORT_SIZE;
 use attest_kds::{CertKind, encode_cert_table};
 use core::fmt;

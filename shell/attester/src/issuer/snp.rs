@@ -26,92 +26,18 @@
 //! [`snp_document`] builds the same document from parts for tests.
 
 use super::QemuVtpmIssuer;
+pub use super::error::HwIssuerError;
 use super::sevguest::SnpGuestDevice;
 use attest_engine::crypto::default_provider;
 use attest_engine::variant::{Validator, Variant, snp_vtpm_report_data};
 use attest_engine::x509::pem::certificates_from_pem_or_der;
 use attest_kds::{CertKind, CertTable};
 use attest_proto::attest::v1::{AttestationDocument, SnpEvidence};
-use core::fmt;
 
 pub use super::sevguest::SEV_GUEST;
 
 /// The VMPL reports are requested for (the guest kernel on AWS and GCP runs at VMPL 0).
 pub const REPORT_VMPL: u32 = 0;
-
-/// Why a hardware-backed issuer could not be made or could not issue.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum HwIssuerError {
-    /// The device (or the vTPM NV index) does not exist on this machine: not a confidential VM of this kind.
-    DeviceNotPresent {
-        /// The device path or NV index.
-        device: &'static str,
-    },
-    /// The device exists but a request to it failed.
-    Device {
-        /// What we were doing.
-        op: &'static str,
-        /// The device's or driver's error.
-        reason: String,
-    },
-    /// The variant is not one this issuer produces.
-    UnsupportedVariant(Variant),
-    /// No leaf certificate (VCEK/VLEK): the host's certificate table lacks it and none was configured.
-    MissingLeafCertificate {
-        /// Which key the variant needs ("VLEK" or "VCEK").
-        want: &'static str,
-    },
-    /// Detection found no single variant; `found` names everything it saw.
-    Detection {
-        /// What the machine has (devices, NV indices).
-        found: String,
-        /// Why no variant follows from it.
-        reason: &'static str,
-    },
-    /// The TPM side failed.
-    Tpm(crate::tpm::Error),
-    /// The device returned something the engine cannot parse.
-    Engine(attest_engine::Error),
-}
-
-impl fmt::Display for HwIssuerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::DeviceNotPresent { device } => write!(f, "{device} not present"),
-            Self::Device { op, reason } => write!(f, "{op} failed: {reason}"),
-            Self::UnsupportedVariant(v) => write!(f, "this issuer does not produce {v} documents"),
-            Self::MissingLeafCertificate { want } => {
-                write!(f, "no {want}: the host's certificate table lacks it and none was configured")
-            }
-            Self::Detection { found, reason } => write!(f, "variant detection: found {found}: {reason}"),
-            Self::Tpm(e) => write!(f, "{e}"),
-            Self::Engine(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for HwIssuerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Tpm(e) => Some(e),
-            Self::Engine(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<crate::tpm::Error> for HwIssuerError {
-    fn from(e: crate::tpm::Error) -> Self {
-        Self::Tpm(e)
-    }
-}
-
-impl From<attest_engine::Error> for HwIssuerError {
-    fn from(e: attest_engine::Error) -> Self {
-        Self::Engine(e)
-    }
-}
 
 /// The certificates sent with an SNP report (DER); empty means "not sent".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -162,6 +162,13 @@ fn ak_template(alg: AkAlgorithm) -> Result<Public, Error> {
     builder.build().map_err(tpm_error("building the AK template"))
 }
 
+/// This crate's AK template for `alg`, marshalled (TPMT_PUBLIC with an empty unique field): what a simulated
+/// GCE vTPM stores as "Google's" AK template (GCE's own templates are restricted signing keys of the same
+/// two types).
+pub fn ak_template_bytes(alg: AkAlgorithm) -> Result<Vec<u8>, Error> {
+    ak_template(alg)?.marshall().map_err(tpm_error("marshalling the AK template"))
+}
+
 impl Tpm {
     /// Obtains the AK: finds it at its persistent handle, or creates it there, or (transient storage)
     /// creates it once to learn its public area and flushes it.

@@ -26,7 +26,10 @@ pub mod device;
 pub mod ek;
 pub mod nv;
 
-pub use ak::{AkAlgorithm, AkConfig, AkStorage, AttestationKey, DEFAULT_AK_HANDLE, MAX_QUOTE_ATTEMPTS, QuotedPcrs};
+pub use ak::{
+    AkAlgorithm, AkConfig, AkStorage, AttestationKey, DEFAULT_AK_HANDLE, MAX_QUOTE_ATTEMPTS, QuotedPcrs,
+    ak_template_bytes,
+};
 pub use attest_registration::Error;
 pub use device::{PCR_COUNT, PcrMask, Quote, Sha256Pcrs, Tpm};
 pub use ek::{EkPublic, RSA_2048_EK_CERT_NV_INDEX};

@@ -144,10 +144,19 @@ impl Tpm {
     /// endorsement hierarchy. The key is created here to learn its public area and flushed; every quote
     /// re-creates it from the template ([`AkStorage::Transient`]).
     pub fn attestation_key_from_template(&mut self, template: &[u8]) -> Result<AttestationKey, Error> {
-        let algorithm = checked_algorithm(template)?;
+        // TPMT_PUBLIC starts with its type (TPM 2.0 Part 2 §12.2.4); the template's unique field is empty, so
+        // the key itself is checked once created.
+        let algorithm = match template.get(..2) {
+            Some([0x00, 0x01]) => AkAlgorithm::Rsa2048,
+            Some([0x00, 0x23]) => AkAlgorithm::EccP256,
+            _ => return Err(Error::InvalidArgument { what: "an AK template that is neither RSA nor ECC" }),
+        };
         let config = AkConfig { algorithm, storage: AkStorage::Transient };
         let probe = AttestationKey::new(config, Vec::new(), Vec::new(), Some(template.to_vec()));
         let (tpm2b_public, name) = self.with_ak(&probe, |tpm, h| super::ak::read_ak_public(&mut tpm.ctx, h))?;
+        if checked_algorithm(&tpm2b_public[2..])? != algorithm {
+            return Err(Error::UnexpectedTpmOutput { what: "the AK created from the template is of another type" });
+        }
         Ok(AttestationKey::new(config, tpm2b_public, name, Some(template.to_vec())))
     }
 }
