@@ -511,7 +511,7 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
 def bootstrapper_args(bins, node, init_secret_hash):
     argv = [bins["attest-bootstrapper"], "--tpm", node.tcti, "--state-dir", node.state_dir, "--init-listen",
             "127.0.0.1:0", "--node-name", node.name, "--init-secret-hash", init_secret_hash, "--disk", "key-file",
-            "--runtime-dir", node.dir / "run", "--backend", "dry-run"]
+            "--runtime-dir", node.dir / "run", "--backend", "dry-run", "--variant", "qemu-vtpm"]
     if node.control_plane:
         argv.append("--control-plane")
     return argv

@@ -68,9 +68,12 @@ pub struct InitArgs {
     /// The node's bootstrapper (init server), HOST:PORT.
     #[arg(long)]
     pub endpoint: String,
-    /// Expected measurements of the node (JSON or YAML map, or a one-entry release list).
+    /// Expected measurements of the node (JSON or YAML map, or a release list with the variant's entry).
     #[arg(long)]
     pub measurements: PathBuf,
+    /// The node's variant and what its validator needs (AK registration applies to qemu-vtpm only).
+    #[command(flatten)]
+    pub node: node::VariantArgs,
     /// The AK registry file (created if missing) [default: OUT/ak-registry.json].
     #[arg(long)]
     pub ak_registry: Option<PathBuf>,
@@ -112,7 +115,7 @@ pub fn run(args: &InitArgs, stdout: &mut dyn Write) -> Result<Status, UsageError
 /// Everything read or generated before the network.
 struct Prepared {
     addr: SocketAddr,
-    policy: attest_engine::variant::PcrPolicy,
+    validator: std::sync::Mutex<Option<node::NodeValidator>>,
     registry: std::sync::Arc<FileAkRegistry>,
     ca: Option<EkCaBundle>,
     master: MasterSecret,
@@ -124,13 +127,14 @@ struct Prepared {
 
 fn prepare(args: &InitArgs) -> Result<Prepared, UsageError> {
     let addr = node::resolve(&args.endpoint)?;
-    let policy = node::load_policy(&args.measurements)?;
+    let policy = node::load_policy(&args.measurements, args.node.variant)?;
     if !args.out.is_dir() {
         std::fs::create_dir_all(&args.out)
             .map_err(|e| UsageError::new(format!("--out {}: {e}", args.out.display())))?;
     }
     let registry = node::open_registry(&args.ak_registry.clone().unwrap_or_else(|| args.out.join("ak-registry.json")))?;
     let ca = args.ek_ca.as_deref().map(load_ca).transpose()?;
+    let validator = args.node.validator(registry.clone(), policy)?;
     let init_secret = match &args.init_secret {
         Some(p) => read_init_secret(p)?,
         None => Zeroizing::new(Vec::new()),
@@ -140,7 +144,17 @@ fn prepare(args: &InitArgs) -> Result<Prepared, UsageError> {
     let mut measurement_salt = [0u8; MEASUREMENT_SALT_LEN];
     openssl::rand::rand_bytes(&mut measurement_salt)
         .map_err(|e| UsageError::new(format!("random number generator: {e}")))?;
-    Ok(Prepared { addr, policy, registry, ca, master, master_path, master_generated, init_secret, measurement_salt })
+    Ok(Prepared {
+        addr,
+        validator: std::sync::Mutex::new(Some(validator)),
+        registry,
+        ca,
+        master,
+        master_path,
+        master_generated,
+        init_secret,
+        measurement_salt,
+    })
 }
 
 /// An EK CA bundle from a swtpm-localca directory, a directory of PEM files, or a PEM file.
@@ -207,23 +221,15 @@ pub(crate) fn generate_master_secret() -> Result<MasterSecret, UsageError> {
 enum Outcome {
     Initialized {
         success: attest_proto::init::InitSuccessResponse,
-        attested: AttestationSummary,
+        attested: Box<AttestationSummary>,
         registered: bool,
     },
     /// The node's attestation or AK registration was refused.
-    Refused {
-        stage: &'static str,
-        reason: String,
-    },
+    Refused { stage: &'static str, reason: String },
     /// The node answered `init_failure`.
-    InitFailed {
-        error: String,
-    },
+    InitFailed { error: String },
     /// Network or protocol failure.
-    Failed {
-        stage: &'static str,
-        reason: String,
-    },
+    Failed { stage: &'static str, reason: String },
 }
 
 fn connect_failure(stage: &'static str, e: &ConnectError) -> Outcome {
@@ -242,15 +248,23 @@ fn progress(msg: &str) {
 }
 
 async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
-    // 1. Make sure the node's AK is registered (pull, by credential activation).
-    let registered = match ensure_registered(p).await {
-        Ok(r) => r,
-        Err(o) => return o,
+    // 1. qemu-vtpm: make sure the node's AK is registered (pull, by credential activation). The other
+    //    variants trust the AK through the hardware report or the provider's certificate.
+    let registered = if args.node.variant == attest_engine::variant::Variant::QemuVtpm {
+        match ensure_registered(p).await {
+            Ok(r) => r,
+            Err(o) => return o,
+        }
+    } else {
+        false
     };
 
     // 2. The verified connection.
     progress(&format!("connecting to {} (verifying its attestation)", p.addr));
-    let (connector, recorder) = match verifying_connector(p.registry.clone(), p.policy.clone()) {
+    let Some(validator) = p.validator.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() else {
+        return Outcome::Failed { stage: "attestation", reason: "the validator was used already".into() };
+    };
+    let (connector, recorder) = match verifying_connector(validator) {
         Ok(c) => c,
         Err(e) => return Outcome::Failed { stage: "attestation", reason: reason(&e) },
     };
@@ -298,7 +312,7 @@ async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
             }
             Ok(Some(InitResponse { kind: Some(init_response::Kind::InitSuccess(success)) })) => {
                 progress(&format!("initialized in {:.1}s", started.elapsed().as_secs_f64()));
-                return Outcome::Initialized { success, attested, registered };
+                return Outcome::Initialized { success, attested: Box::new(attested), registered };
             }
             Ok(Some(InitResponse { kind: Some(init_response::Kind::InitFailure(f)) })) => {
                 return Outcome::InitFailed { error: f.error };

@@ -1,9 +1,13 @@
-//! What `attest init` and `attest verify` share: reaching a node over aTLS, the `qemu-vtpm` validator built
-//! from a measurements file and an AK registry, a record of what the node proved, and private file writes.
+//! What `attest init` and `attest verify` share: reaching a node over aTLS, the validator of the node's
+//! variant built from a measurements file (and, per variant, an AK registry, an SNP launch policy or the
+//! GCE roots), a record of what the node proved, and private file writes.
 //!
-//! Only the `qemu-vtpm` variant is supported here: its AKs are trusted through the AK registry, which these
-//! commands fill by credential activation (`attest init`). The SNP variants need the KDS and are verified by
-//! `attest snp verify`.
+//! Every variant is supported ([`VariantArgs`]). `qemu-vtpm` AKs are trusted through the AK registry, which
+//! `attest init` fills by credential activation; the SNP variants trust the AK through the SNP report and
+//! need a launch policy (`--snp-policy` pinning MEASUREMENT or ID_KEY_DIGEST); `gcp-shielded-vm` trusts
+//! Google's AK certificate. SNP certificates come with the node's document (the VCEK/VLEK), chained to AMD's
+//! pinned roots — or, in builds with the cargo feature `dangerous-test-roots` only, to the test roots of
+//! simulated hardware (`--dangerous-test-roots`), which every verdict then names.
 //!
 //! # The identity connection
 //!
@@ -20,15 +24,16 @@ use super::input::read_file;
 use attest_atls::nonce::Nonce;
 use attest_atls::{AtlsConnector, AttestationValidator, PeerAttestation, ValidationError, Verifier};
 use attest_engine::crypto::HashAlgorithm;
+use attest_engine::gce::{GcePolicy, GceVerifier};
 use attest_engine::variant::{AkBasis, AkRegistry, PcrOutcome, PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::{LaunchPinning, SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
 use attest_proto::document::{pcr_values, view as document};
 use attest_registration::{FileAkRegistry, ak_digest};
 use prost::Message;
 use serde_json::{Value, json};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,14 +47,93 @@ pub fn resolve(endpoint: &str) -> Result<SocketAddr, UsageError> {
     addrs.next().ok_or_else(|| bad("the host has no address".into()))
 }
 
-/// The expected PCR values of a measurements file (a map, or a release list with one entry).
-pub fn load_policy(path: &Path) -> Result<PcrPolicy, UsageError> {
+/// The expected PCR values of a measurements file for `variant` (a map, or the variant's entry of a release
+/// list).
+pub fn load_policy(path: &Path, variant: Variant) -> Result<PcrPolicy, UsageError> {
     let bytes = read_file(path, "measurements file")?;
     let bad = |e: attest_measurements::Error| UsageError::new(format!("{}: {e}", path.display()));
-    let measurements = attest_measurements::parse_document(&bytes)
-        .and_then(attest_measurements::Document::into_single)
-        .map_err(bad)?;
-    measurements.to_pcr_policy().map_err(bad)
+    let document = attest_measurements::parse_document(&bytes).map_err(bad)?;
+    document.for_variant(variant).map_err(bad)?.to_pcr_policy().map_err(bad)
+}
+
+/// Which variant a node attests with, and what its validator needs beyond the measurements.
+#[derive(Debug, clap::Args)]
+pub struct VariantArgs {
+    /// The node's attestation variant: qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp, gcp-shielded-vm.
+    #[arg(long, default_value = "qemu-vtpm", value_parser = parse_variant)]
+    pub variant: Variant,
+    /// SNP policy (TOML or JSON) of the SNP variants; it must pin the launch (measurements or id_key_digests).
+    #[arg(long, value_name = "FILE")]
+    pub snp_policy: Option<PathBuf>,
+    /// DANGEROUS: trust the test roots of simulated hardware in DIR instead of AMD's and Google's. Only
+    /// builds with the cargo feature dangerous-test-roots accept it.
+    #[arg(long, value_name = "DIR")]
+    pub dangerous_test_roots: Option<PathBuf>,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
+}
+
+/// A validator for a node, and the test roots it trusts (their description, for every verdict).
+#[derive(Debug)]
+pub struct NodeValidator {
+    /// The validator.
+    pub validator: Validator,
+    /// `Some(description)` when it trusts test roots.
+    pub test_roots: Option<String>,
+}
+
+impl VariantArgs {
+    /// The validator of [`VariantArgs::variant`] expecting `pcrs`, with `registry`'s AKs (`qemu-vtpm`).
+    /// Checks at once that an SNP variant's policy pins the launch (a usage error otherwise).
+    pub fn validator(&self, registry: Arc<dyn AkRegistry>, pcrs: PcrPolicy) -> Result<NodeValidator, UsageError> {
+        let snp_policy = match &self.snp_policy {
+            None => SnpPolicy::default(),
+            Some(path) => {
+                let bytes = read_file(path, "--snp-policy")?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| UsageError::new(format!("--snp-policy {}: not UTF-8", path.display())))?;
+                SnpPolicy::from_text(&text)
+                    .map_err(|e| UsageError::new(format!("--snp-policy {}: {e}", path.display())))?
+            }
+        };
+        let (snp, gce, test_roots) = match &self.dangerous_test_roots {
+            None => (SnpVerifier::new(), GceVerifier::new(), None),
+            Some(dir) => test_root_verifiers(dir)?,
+        };
+        let mut validator = Validator::new(self.variant, Arc::new(snp), snp_policy, pcrs);
+        match self.variant {
+            Variant::QemuVtpm => validator = validator.with_ak_registry(registry),
+            Variant::GcpShieldedVm => validator = validator.with_gce(Arc::new(gce), GcePolicy::default()),
+            _ => {}
+        }
+        validator.launch_pinning().map_err(|e| {
+            UsageError::new(format!("{}: {e} (give --snp-policy pinning the launch measurement)", self.variant))
+        })?;
+        Ok(NodeValidator { validator, test_roots })
+    }
+}
+
+type TestRootVerifiers = (SnpVerifier, GceVerifier, Option<String>);
+
+#[cfg(feature = "dangerous-test-roots")]
+fn test_root_verifiers(dir: &Path) -> Result<TestRootVerifiers, UsageError> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| UsageError::new(e.to_string()))?;
+    let snp = if roots.has_snp() {
+        roots.snp_verifier().map_err(|e| UsageError::new(e.to_string()))?
+    } else {
+        SnpVerifier::new()
+    };
+    eprintln!("attest: WARNING: {}", roots.describe());
+    Ok((snp, roots.gce_verifier().unwrap_or_default(), Some(roots.describe())))
+}
+
+#[cfg(not(feature = "dangerous-test-roots"))]
+fn test_root_verifiers(_: &Path) -> Result<TestRootVerifiers, UsageError> {
+    Err(UsageError::new(
+        "--dangerous-test-roots: this build cannot trust test roots (built without the feature dangerous-test-roots)",
+    ))
 }
 
 /// Opens (or starts) the AK registry file.
@@ -58,7 +142,7 @@ pub fn open_registry(path: &Path) -> Result<Arc<FileAkRegistry>, UsageError> {
 }
 
 /// A `qemu-vtpm` validator trusting `registry`'s AKs and expecting `policy`.
-pub fn qemu_validator(registry: Arc<dyn AkRegistry>, policy: PcrPolicy) -> Validator {
+fn qemu_validator(registry: Arc<dyn AkRegistry>, policy: PcrPolicy) -> Validator {
     Validator::new(Variant::QemuVtpm, Arc::new(SnpVerifier::new()), SnpPolicy::default(), policy)
         .with_ak_registry(registry)
 }
@@ -78,6 +162,14 @@ pub struct AttestationSummary {
     pub quoted_pcrs: usize,
     /// Whether an event log was replayed against the quote.
     pub event_log_replayed: bool,
+    /// How the launch is pinned (SNP variants: measurement, id-key, dangerously-unpinned).
+    pub launch: LaunchPinning,
+    /// The SNP report's MEASUREMENT (SNP variants).
+    pub snp_measurement: Option<[u8; 48]>,
+    /// The VM as the provider's CA certified it (`gcp-shielded-vm`): project/zone/instance.
+    pub instance: Option<String>,
+    /// The test roots the verdict rests on (simulated hardware), when any.
+    pub test_roots: Option<String>,
 }
 
 impl AttestationSummary {
@@ -95,6 +187,11 @@ impl AttestationSummary {
             "pcrsChecked": pcrs,
             "quotedPcrs": self.quoted_pcrs,
             "eventLogReplayed": self.event_log_replayed,
+            "launch": serde_json::to_value(self.launch).unwrap_or(Value::Null),
+            "snpMeasurement": self.snp_measurement.map(hex::encode),
+            "instance": self.instance,
+            "simulatedHardware": self.test_roots.is_some(),
+            "testRoots": self.test_roots,
         })
     }
 
@@ -109,8 +206,19 @@ impl AttestationSummary {
                 PcrOutcome::MismatchWarnOnly => format!("{i} (mismatch, warn-only)"),
             })
             .collect();
+        use std::fmt::Write as _;
+        let mut extra = String::new();
+        if let Some(m) = self.snp_measurement {
+            let _ = write!(extra, "\nlaunch       {} (MEASUREMENT {})", launch_name(self.launch), hex::encode(m));
+        }
+        if let Some(i) = &self.instance {
+            let _ = write!(extra, "\ninstance     {i} (certified by the provider's CA)");
+        }
+        if let Some(r) = &self.test_roots {
+            let _ = write!(extra, "\nWARNING      {r}");
+        }
         format!(
-            "variant      {}\nAK           {} ({})\nPCRs quoted  {} (SHA-256)\nPCRs checked {}\nevent log    {}",
+            "variant      {}\nAK           {} ({})\nPCRs quoted  {} (SHA-256)\nPCRs checked {}\nevent log    {}{extra}",
             self.variant.name(),
             hex::encode(self.ak_digest),
             basis.unwrap_or_default(),
@@ -125,18 +233,33 @@ impl AttestationSummary {
     }
 }
 
+fn launch_name(l: LaunchPinning) -> &'static str {
+    match l {
+        LaunchPinning::Measurement => "pinned by MEASUREMENT",
+        LaunchPinning::IdKey => "pinned by ID_KEY_DIGEST",
+        LaunchPinning::DangerouslyUnpinned => "DANGEROUSLY UNPINNED (waiver)",
+        LaunchPinning::NotApplicable => "not applicable",
+    }
+}
+
 /// An engine validator that also records what the last accepted document proved (the aTLS verifier only
 /// hands back the document bytes).
 #[derive(Debug)]
 pub struct RecordingValidator {
     validator: Validator,
+    test_roots: Option<String>,
     last: Mutex<Option<AttestationSummary>>,
 }
 
 impl RecordingValidator {
     /// Wraps `validator`.
     pub fn new(validator: Validator) -> Self {
-        Self { validator, last: Mutex::new(None) }
+        Self { validator, test_roots: None, last: Mutex::new(None) }
+    }
+
+    /// Wraps a [`NodeValidator`] (its verdicts name the test roots it trusts).
+    pub fn for_node(node: NodeValidator) -> Self {
+        Self { validator: node.validator, test_roots: node.test_roots, last: Mutex::new(None) }
     }
 
     /// What the last accepted document proved.
@@ -172,6 +295,10 @@ impl AttestationValidator for RecordingValidator {
             pcrs: ok.pcrs.clone(),
             quoted_pcrs: (0..24).filter(|i| ok.quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count(),
             event_log_replayed: ok.event_log_replayed,
+            launch: ok.launch,
+            snp_measurement: ok.snp.as_ref().map(|r| *r.report().measurement()),
+            instance: ok.instance.as_ref().map(|i| format!("{}/{}/{}", i.project_id, i.zone, i.instance_name)),
+            test_roots: self.test_roots.clone(),
         };
         *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(summary);
         Ok(ok.user_data.to_vec())
@@ -202,13 +329,11 @@ pub fn dangerous_identity_connector() -> Result<AtlsConnector, attest_atls::Erro
     AtlsConnector::new(None, Some(Arc::new(verifier)))
 }
 
-/// A connector verifying the node against `registry` and `policy`, and the validator that records what the
-/// node proved.
+/// A connector verifying the node with `validator`, and the validator that records what the node proved.
 pub fn verifying_connector(
-    registry: Arc<FileAkRegistry>,
-    policy: PcrPolicy,
+    validator: NodeValidator,
 ) -> Result<(AtlsConnector, Arc<RecordingValidator>), attest_atls::Error> {
-    let recorder = Arc::new(RecordingValidator::new(qemu_validator(registry, policy)));
+    let recorder = Arc::new(RecordingValidator::for_node(validator));
     let verifier = Verifier::new(vec![Arc::clone(&recorder) as Arc<dyn AttestationValidator>]);
     Ok((AtlsConnector::new(None, Some(Arc::new(verifier)))?, recorder))
 }

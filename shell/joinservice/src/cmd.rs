@@ -7,7 +7,14 @@
 //!     [--listen 127.0.0.1:9090] [--metrics-listen 127.0.0.1:9091] [--variant qemu-vtpm …] \
 //!     [--token-issuer dry-run --dry-run-dir DIR | --token-issuer kubernetes [--kube-api-url URL \
 //!      --kube-ca-file FILE --kube-token-file FILE]] [--registration-listen ADDR --ek-ca FILE …]
+//!     [--variant-snp-policy VARIANT=FILE …] [--dangerous-test-roots DIR]
 //! ```
+//!
+//! Several `--variant`s are accepted at once, each with its own measurements (the release-list form of the
+//! measurements file carries one entry per `attestationVariant`) and, for SNP variants, its own launch
+//! policy (`--variant-snp-policy`). `--dangerous-test-roots` trusts the test roots of simulated hardware
+//! instead of AMD's and Google's; only builds with the cargo feature `dangerous-test-roots` accept it (the
+//! demo's), release builds exit with 2.
 //!
 //! Once listening, each listener's address is printed to stdout as `listening on ADDR` (join.API first, then
 //! `/metrics`, then registration; useful with port 0); logs go to stderr. The measurements file is polled
@@ -30,6 +37,7 @@ use crate::{
     Validators, load_measurement_salt,
 };
 use attest_atls::{AtlsAcceptor, Verifier};
+use attest_engine::gce::GceVerifier;
 use attest_engine::variant::Variant;
 use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_grpc::{Router, Server, ServerConfig};
@@ -84,6 +92,13 @@ struct Args {
     /// SNP policy file (TOML or JSON) for the SNP variants; the engine's secure defaults otherwise.
     #[arg(long, value_name = "FILE")]
     snp_policy: Option<PathBuf>,
+    /// SNP policy of one variant, in place of --snp-policy (repeatable): VARIANT=FILE.
+    #[arg(long, value_name = "VARIANT=FILE", value_parser = parse_variant_file)]
+    variant_snp_policy: Vec<(Variant, PathBuf)>,
+    /// DANGEROUS: trust the test roots of simulated hardware in DIR instead of AMD's and Google's (written
+    /// by attest-hwsim). Only builds with the cargo feature dangerous-test-roots accept it.
+    #[arg(long, value_name = "DIR")]
+    dangerous_test_roots: Option<PathBuf>,
     /// AK registry file (qemu-vtpm), shared with the AK registration service.
     #[arg(long, value_name = "FILE")]
     ak_registry: PathBuf,
@@ -139,6 +154,44 @@ fn parse_variant(s: &str) -> Result<Variant, String> {
     Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
 }
 
+fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), String> {
+    let (v, file) = s.split_once('=').ok_or("expected VARIANT=FILE")?;
+    Ok((parse_variant(v)?, PathBuf::from(file)))
+}
+
+fn read_snp_policy(path: &std::path::Path) -> Result<SnpPolicy, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    SnpPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The SNP and GCE verifiers: AMD's and Google's pinned roots, or (`--dangerous-test-roots`, feature builds
+/// only) the test roots of simulated hardware.
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier), String> {
+    let Some(dir) = &args.dangerous_test_roots else {
+        return Ok((SnpVerifier::new(), GceVerifier::new()));
+    };
+    test_root_verifiers(dir)
+}
+
+#[cfg(feature = "dangerous-test-roots")]
+fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
+    let snp = if roots.has_snp() { roots.snp_verifier().map_err(|e| e.to_string())? } else { SnpVerifier::new() };
+    let gce = roots.gce_verifier().unwrap_or_default();
+    tracing::warn!(roots = %roots.describe(), "join service: DANGEROUS: verifying SIMULATED hardware against TEST ROOTS");
+    Ok((snp, gce))
+}
+
+#[cfg(not(feature = "dangerous-test-roots"))]
+fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+    Err(TEST_ROOTS_REFUSED.to_owned())
+}
+
+/// Why a release build refuses `--dangerous-test-roots`.
+#[cfg(not(feature = "dangerous-test-roots"))]
+const TEST_ROOTS_REFUSED: &str =
+    "--dangerous-test-roots: this build cannot trust test roots (built without the feature dangerous-test-roots)";
+
 /// Everything loaded from the configuration, before any socket is opened.
 struct Loaded {
     validators: Arc<Validators>,
@@ -156,19 +209,24 @@ fn load(args: &Args) -> Result<Loaded, String> {
     let registry = Arc::new(registry);
     let snp_policy = match &args.snp_policy {
         None => SnpPolicy::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            SnpPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-        }
+        Some(path) => read_snp_policy(path)?,
     };
+    let mut snp_policies = std::collections::HashMap::new();
+    for (variant, path) in &args.variant_snp_policy {
+        snp_policies.insert(*variant, read_snp_policy(path)?);
+    }
+    let (snp, gce) = verifiers(args)?;
     let mut variants = args.variants.clone();
     variants.dedup();
     let config = ValidatorConfig {
         variants,
         ak_registry: Arc::clone(&registry),
         record_first_use: args.ak_trust_on_first_use,
-        snp: Arc::new(SnpVerifier::new()),
+        snp: Arc::new(snp),
         snp_policy,
+        snp_policies,
+        gce: Arc::new(gce),
+        gce_policy: attest_engine::gce::GcePolicy::default(),
     };
     let validators =
         Arc::new(Validators::load(config, &args.measurements, Arc::clone(&metrics)).map_err(|e| e.to_string())?);
@@ -212,6 +270,11 @@ fn load(args: &Args) -> Result<Loaded, String> {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    #[cfg(not(feature = "dangerous-test-roots"))]
+    if args.dangerous_test_roots.is_some() {
+        tracing::error!("join service: {TEST_ROOTS_REFUSED}");
+        return ExitCode::from(2);
+    }
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

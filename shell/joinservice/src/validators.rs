@@ -21,14 +21,14 @@
 //! map for a configured variant, SHA-384 values) keeps the old validators, logs an error and counts a
 //! rejected reload; the next valid content is applied.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use attest_engine::gce::{GcePolicy, GceVerifier};
 use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
-use attest_measurements::{AttestationVariant, Csp, Document};
 
 use super::metrics::Metrics;
 use attest_atls::{AttestationValidator, BoxError, EngineValidator, FirstUseRecorder, ValidationError, nonce::Nonce};
@@ -101,6 +101,12 @@ pub struct ValidatorConfig {
     pub snp: Arc<SnpVerifier>,
     /// The SNP policy for the SNP variants.
     pub snp_policy: SnpPolicy,
+    /// SNP policies of single variants, in place of `snp_policy` (each variant's launch measurement differs).
+    pub snp_policies: HashMap<Variant, SnpPolicy>,
+    /// The GCE verifier (Google's pinned roots by default) and policy of `gcp-shielded-vm`.
+    pub gce: Arc<GceVerifier>,
+    /// The GCE policy.
+    pub gce_policy: GcePolicy,
 }
 
 impl ValidatorConfig {
@@ -125,18 +131,15 @@ impl ValidatorConfig {
             record_first_use: false,
             snp: Arc::new(SnpVerifier::new()),
             snp_policy: SnpPolicy::default(),
+            snp_policies: HashMap::new(),
+            gce: Arc::new(GceVerifier::new()),
+            gce_policy: GcePolicy::default(),
         }
     }
-}
 
-/// The CSP a variant's release-list entry is selected by.
-fn csp_of(variant: Variant) -> (Csp, AttestationVariant) {
-    match variant {
-        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
-        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
-        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
-        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
-        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
+    /// The SNP policy that applies to `variant`.
+    pub fn snp_policy_for(&self, variant: Variant) -> &SnpPolicy {
+        self.snp_policies.get(&variant).unwrap_or(&self.snp_policy)
     }
 }
 
@@ -164,15 +167,13 @@ impl ValidatorSet {
         let document = attest_measurements::parse_document(bytes).map_err(|e| invalid(None, e))?;
         let mut validators = BTreeMap::new();
         for &variant in &config.variants {
-            let measurements = match &document {
-                Document::Map(map) => map,
-                Document::List(_) => {
-                    let (csp, v) = csp_of(variant);
-                    document.select(csp, v).map_err(|e| invalid(Some(variant), e))?
-                }
-            };
+            let measurements = document.for_variant(variant).map_err(|e| invalid(Some(variant), e))?;
             let pcrs: PcrPolicy = measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?;
-            let mut validator = Validator::new(variant, Arc::clone(&config.snp), config.snp_policy.clone(), pcrs);
+            let snp_policy = config.snp_policy_for(variant).clone();
+            let mut validator = Validator::new(variant, Arc::clone(&config.snp), snp_policy, pcrs);
+            if variant == Variant::GcpShieldedVm {
+                validator = validator.with_gce(Arc::clone(&config.gce), config.gce_policy.clone());
+            }
             let mut engine = if variant == Variant::QemuVtpm {
                 validator = validator.with_ak_registry(Arc::clone(&config.ak_registry) as Arc<dyn AkRegistry>);
                 EngineValidator::new(validator)

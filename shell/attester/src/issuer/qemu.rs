@@ -57,6 +57,11 @@ impl QemuVtpmIssuer {
         self
     }
 
+    /// The EK certificate sent with every document (DER; empty when none).
+    pub fn ek_certificate(&self) -> &[u8] {
+        &self.ek_certificate
+    }
+
     /// The attestation key.
     pub fn attestation_key(&self) -> &AttestationKey {
         &self.ak

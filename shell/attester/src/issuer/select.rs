@@ -33,6 +33,7 @@ use attest_engine::snp::SigningKey;
 use attest_engine::variant::Variant;
 use attest_proto::attest::v1::AttestationDocument;
 use core::fmt;
+use std::sync::Arc;
 
 /// `--variant`: a name, or `auto`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,8 +186,8 @@ pub fn detect(tpm: &mut Tpm, snp_device: &SnpDeviceAddr) -> Result<(Variant, Fin
 /// The issuer of a node, of whichever variant.
 #[derive(Debug)]
 pub enum NodeIssuer {
-    /// `qemu-vtpm`.
-    Qemu(QemuVtpmIssuer),
+    /// `qemu-vtpm` (shared: AK registration uses it too).
+    Qemu(Arc<QemuVtpmIssuer>),
     /// `aws-sev-snp`, `gcp-sev-snp`.
     Snp(SnpIssuer),
     /// `azure-sev-snp`.
@@ -210,7 +211,14 @@ impl NodeIssuer {
         };
         let event_log = config.event_log.clone().unwrap_or_default();
         Ok(match variant {
-            Variant::QemuVtpm => Self::Qemu(QemuVtpmIssuer::new(tpm, config.ak)?.with_event_log(event_log)),
+            Variant::QemuVtpm => {
+                let ek = tpm.ek_certificate().unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "no EK certificate; AK registration will not be possible");
+                    Vec::new()
+                });
+                let issuer = QemuVtpmIssuer::new(tpm, config.ak)?.with_event_log(event_log).with_ek_certificate(ek);
+                Self::Qemu(Arc::new(issuer))
+            }
             Variant::AwsSevSnp | Variant::GcpSevSnp => {
                 let device = SnpGuestDevice::open(&config.snp_device)?;
                 let mut issuer = SnpIssuer::new(variant, QemuVtpmIssuer::new(tpm, config.ak)?, device)?;
@@ -245,7 +253,7 @@ impl NodeIssuer {
     }
 
     /// The `qemu-vtpm` issuer underneath, where AK registration applies (`qemu-vtpm` only).
-    pub fn qemu(&self) -> Option<&QemuVtpmIssuer> {
+    pub fn qemu(&self) -> Option<&Arc<QemuVtpmIssuer>> {
         match self {
             Self::Qemu(i) => Some(i),
             _ => None,
