@@ -3,6 +3,8 @@
 
     make demo          (builds the release binaries, then runs this script)
     python3 scripts/demo-cluster.py target/release [--keep]
+    make demo VARIANT=aws-sev-snp   (azure-sev-snp, aws-sev-snp, gcp-sev-snp: SIMULATED SNP hardware with a
+    python3 scripts/demo-cluster.py target/simulated/release --variant aws-sev-snp   test root; demo_variants.py)
 
 Starts, on 127.0.0.1 only:
   1. the key service (kms.API) with a freshly generated master secret;
@@ -251,8 +253,16 @@ def fingerprint(b):
 def main():
     args = [a for a in sys.argv[1:] if a != "--keep"]
     keep = "--keep" in sys.argv[1:]
+    variant = "qemu-vtpm"
+    if "--variant" in args:
+        i = args.index("--variant")
+        variant = args[i + 1] if i + 1 < len(args) else ""
+        del args[i:i + 2]
     bindir = Path(args[0] if args else "target/release").resolve()
-    bins = {n: bindir / n for n in ("attest", "attest-bootstrapper", "join-service", "key-service")}
+    names = ("attest", "attest-bootstrapper", "join-service", "key-service")
+    if variant != "qemu-vtpm":
+        names += ("attest-hwsim",)
+    bins = {n: bindir / n for n in names}
     for n, p in bins.items():
         if not p.is_file():
             print(f"error: {p} not found; build with `cargo build --release --bin attest --bin key-service --bin join-service --bin attest-bootstrapper`", file=sys.stderr)
@@ -271,7 +281,12 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     ok = False
     try:
-        ok = demo(root, bins, procs)
+        sim = None
+        if variant != "qemu-vtpm":
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import demo_variants
+            sim = demo_variants.SimulatedVariant(variant, root, bins, procs, sys.modules[__name__])
+        ok = demo(root, bins, procs, sim)
     except Failure as e:
         log(f"FAILED: {e}")
     except KeyboardInterrupt:
@@ -287,7 +302,8 @@ def main():
     return 0 if ok else 1
 
 
-def demo(root, bins, procs):
+def demo(root, bins, procs, sim=None):
+    """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
     log(f"work directory {root}")
     ca = EkCa(root)
     measurements = root / "measurements.json"
@@ -310,14 +326,18 @@ def demo(root, bins, procs):
 
     nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False),
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]
+    if sim:
+        sim.start()
     for n in nodes:
         n.manufacture(ca)
         n.start_tpm(procs)
         n.measured_boot()
+        if sim:
+            sim.provision(n)
     log(f"{len(nodes)} swtpm TPMs manufactured with EK certificates from the local EK CA and booted")
 
     first = nodes[0]
-    boot = bootstrapper_args(bins, first, init_secret_hash)
+    boot = bootstrapper_args(bins, first, init_secret_hash, sim)
     p1 = procs.start(first.name, boot)
     first.init_addr = wait_for_line(root / f"{first.name}.out", r"listening on (\S+)", p1).group(1)
     log(f"{first.name}: bootstrapper, init server on {first.init_addr}")
@@ -327,8 +347,8 @@ def demo(root, bins, procs):
     t = time.monotonic()
     r = subprocess.run([bins["attest"], "init", "--endpoint", first.init_addr, "--measurements", measurements,
                         "--ak-registry", registry_cli, "--ek-ca", ca.dir, "--master-secret", master_secret,
-                        "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"],
-                       capture_output=True)
+                        "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"]
+                       + (sim.verifier_args() if sim else []), capture_output=True)
     (root / "attest-init.log").write_bytes(r.stderr)
     if r.returncode != 0:
         raise Failure(f"attest init failed ({r.returncode}): {r.stderr.decode(errors='replace')}")
@@ -343,20 +363,22 @@ def demo(root, bins, procs):
     kube_config = root / "kubernetes.json"
     kube_config.write_text(json.dumps({"kubernetesVersion": "v1.31.1",
                                        "components": []}))
-    join = procs.start("join-service", [
+    join_argv = [
         bins["join-service"], "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
         "--registration-listen", "127.0.0.1:0", "--key-service", kms_addr, "--measurements", measurements,
         "--measurement-salt", salt_file, "--ak-registry", root / "join-ak-registry.json",
         "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem",
         "--pki-dir", first.state_dir / "pki", "--api-server-endpoint", "127.0.0.1:6443",
-        "--kubernetes-config", kube_config, "--token-issuer", "dry-run", "--dry-run-dir", root / "tokens"])
+        "--kubernetes-config", kube_config, "--token-issuer", "dry-run", "--dry-run-dir", root / "tokens"]
+    join_argv += sim.verifier_args() if sim else []
+    join = procs.start("join-service", join_argv)
     addrs = wait_for_lines(root / "join-service.out", r"listening on (\S+)", 3, join)
     join_addr, metrics_addr, reg_addr = addrs
     log(f"join service on {join_addr} (AK registration {reg_addr}, metrics http://{metrics_addr}/metrics)")
 
     started = {}
     for n in nodes[1:]:
-        argv = bootstrapper_args(bins, n, init_secret_hash) + ["--join-service", join_addr, "--registration", reg_addr]
+        argv = bootstrapper_args(bins, n, init_secret_hash, sim) + ["--join-service", join_addr, "--registration", reg_addr]
         started[n.name] = (procs.start(n.name, argv), time.monotonic())
     for n in nodes[1:3]:
         p, t = started[n.name]
@@ -387,8 +409,28 @@ def demo(root, bins, procs):
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
             raise Failure(f"{n.name}: bootstrapper did not exit")
-    ok = check_and_summarize(root, nodes, init, master_secret, metrics_addr)
+    ok = check_and_summarize(root, nodes, init, master_secret, metrics_addr, sim)
+    if sim:
+        import demo_variants
+        ctx = demo_variants.AttackContext(sys.modules[__name__], root, bins, procs, ca, sim, join_addr, join_argv,
+                                          root / "join-service.log", root / "tokens", metrics_addr)
+        ok = run_snp_attacks(ctx) and ok
     return ok
+
+
+def run_snp_attacks(ctx):
+    """The two SNP attacks against the live join service (demo_variants; the attack section may call them)."""
+    import demo_variants
+    results = [demo_variants.attack_replayed_snp_report(ctx), demo_variants.attack_revoked_vcek(ctx)]
+    print()
+    print(f"SNP attacks against the live join service ({ctx.sim.variant}, SIMULATED hardware, test root)")
+    for r in results:
+        print(demo_variants.print_attack(r))
+    applicable = [r for r in results if r.get("applicable", True)]
+    refused = sum(1 for r in applicable if r["ok"])
+    skipped = len(results) - len(applicable)
+    print(f"SNP attacks refused: {refused}/{len(applicable)}" + (f" ({skipped} not applicable)" if skipped else ""))
+    return refused == len(applicable)
 
 
 def hkdf_sha256(ikm, salt, info, length=32):
@@ -411,8 +453,9 @@ def pcr15(node):
     return m.group(1).lower()
 
 
-def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
+def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr, sim=None):
     """Checks every node's outcome independently of the services and prints the summary."""
+    variant = sim.variant if sim else "qemu-vtpm"
     ms = json.loads(master_secret_file.read_text())
     key, salt = base64.b64decode(ms["key"]), base64.b64decode(ms["salt"])
     measurement_secret = hkdf_sha256(key, salt, b"key-measurementSecret")
@@ -444,12 +487,16 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
         else:
             if n is nodes[0]:
                 att = init["attestation"]
-                ak = att["akDigest"][:16]
+                ak = (att["akDigest"] or "(HCL runtime)")[:16]
                 checks = f"{att['variant']}: PCRs {', '.join(str(c['pcr']) for c in att['pcrsChecked'])} matched"
+                if att.get("simulatedHardware"):
+                    checks += f"; launch {att['launch']}, SIMULATED (test root)"
             else:
                 digest, token = issued.get(n.name, ("?", "?"))
-                ak = digest[:16]
-                checks = f"qemu-vtpm: PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} matched; token {token}"
+                ak = "(HCL runtime)" if digest == "none" else digest[:16]
+                checks = f"{variant}: PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} matched; token {token}"
+                if sim:
+                    checks += f"; {sim.detected(n)}, SIMULATED (test root)"
                 # The kubelet certificate the join service signed: chains to node-1's cluster CA, for this node.
                 cert = n.state_dir / "kubelet" / "pki" / "kubelet.crt"
                 verify = subprocess.run(["openssl", "verify", "-CAfile", nodes[0].state_dir / "pki" / "ca.crt", cert],
@@ -481,8 +528,11 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
     print("summary")
     print("=======")
     print(f"cluster id      {cluster_id}  (= HKDF(measurement secret, measurement salt) ✓)")
-    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} enforced; every AK registered by "
-          f"TPM2 credential activation against the local EK CA")
+    ak_trust = sim.ak_trust() if sim else "every AK registered by TPM2 credential activation against the local EK CA"
+    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} enforced; {ak_trust}")
+    if sim:
+        print(f"hardware        {variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {sim.roots}; launch "
+              f"MEASUREMENT pinned ({sim.policy.name})")
     print()
     for name, role, outcome, timing, ak, checks, disk, lock in rows:
         print(f"{name} ({role}): {outcome} in {timing:.1f}s")
@@ -504,14 +554,16 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
         for p in problems:
             print(f"PROBLEM: {p}")
         return False
-    print("all checks passed: 1 node initialized, 2 joined, 1 refused for its PCR 9")
+    print("all checks passed: 1 node initialized, 2 joined, 1 refused for its PCR 9"
+          + (f" ({variant} on SIMULATED SNP hardware, test root)" if sim else ""))
     return True
 
 
-def bootstrapper_args(bins, node, init_secret_hash):
+def bootstrapper_args(bins, node, init_secret_hash, sim=None):
     argv = [bins["attest-bootstrapper"], "--tpm", node.tcti, "--state-dir", node.state_dir, "--init-listen",
             "127.0.0.1:0", "--node-name", node.name, "--init-secret-hash", init_secret_hash, "--disk", "key-file",
-            "--runtime-dir", node.dir / "run", "--backend", "dry-run", "--variant", "qemu-vtpm"]
+            "--runtime-dir", node.dir / "run", "--backend", "dry-run"]
+    argv += sim.node_args(node) if sim else ["--variant", "qemu-vtpm"]
     if node.control_plane:
         argv.append("--control-plane")
     return argv

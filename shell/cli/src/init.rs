@@ -278,7 +278,7 @@ async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
     progress(&format!(
         "node attested: {}, AK {} ({}), {} expected PCR(s) matched",
         attested.variant.name(),
-        hex::encode(&attested.ak_digest[..8]),
+        attested.ak_digest.map_or_else(|| "(HCL runtime data)".to_owned(), |d| hex::encode(&d[..8])),
         attested.ak_basis.name(),
         attested.pcrs.len()
     ));
@@ -393,7 +393,7 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
                 "endpoint": args.endpoint,
                 "clusterName": args.cluster_name,
                 "kubernetesVersion": args.kubernetes_version,
-                "akDigest": hex::encode(attested.ak_digest),
+                "akDigest": attested.ak_digest.map(hex::encode),
             });
             let mut cluster_bytes = serde_json::to_vec_pretty(&cluster_json).unwrap_or_default();
             cluster_bytes.push(b'\n');

@@ -152,8 +152,9 @@ fn qemu_validator(registry: Arc<dyn AkRegistry>, policy: PcrPolicy) -> Validator
 pub struct AttestationSummary {
     /// The variant.
     pub variant: Variant,
-    /// SHA-256 of the AK's TPMT_PUBLIC.
-    pub ak_digest: [u8; 32],
+    /// SHA-256 of the AK's TPMT_PUBLIC; `None` where the document carries no TPM2B_PUBLIC (`azure-sev-snp`:
+    /// the AK comes from the HCL runtime data as a JWK).
+    pub ak_digest: Option<[u8; 32]>,
     /// Why the AK is trusted.
     pub ak_basis: AkBasis,
     /// Each expected PCR and its outcome.
@@ -182,7 +183,7 @@ impl AttestationSummary {
             .collect();
         json!({
             "variant": self.variant.name(),
-            "akDigest": hex::encode(self.ak_digest),
+            "akDigest": self.ak_digest.map(hex::encode),
             "akBasis": serde_json::to_value(self.ak_basis).unwrap_or(Value::Null),
             "pcrsChecked": pcrs,
             "quotedPcrs": self.quoted_pcrs,
@@ -220,7 +221,7 @@ impl AttestationSummary {
         format!(
             "variant      {}\nAK           {} ({})\nPCRs quoted  {} (SHA-256)\nPCRs checked {}\nevent log    {}{extra}",
             self.variant.name(),
-            hex::encode(self.ak_digest),
+            self.ak_digest.map_or_else(|| "from the HCL runtime data".to_owned(), hex::encode),
             basis.unwrap_or_default(),
             self.quoted_pcrs,
             if checked.is_empty() {
@@ -290,7 +291,11 @@ impl AttestationValidator for RecordingValidator {
         let ak_public = doc.tpm.as_ref().map(|t| &t.ak_public[..]).unwrap_or_default();
         let summary = AttestationSummary {
             variant: ok.variant,
-            ak_digest: ak_digest(ak_public).map_err(|e| reject(Box::new(e)))?,
+            ak_digest: if ak_public.is_empty() {
+                None
+            } else {
+                Some(ak_digest(ak_public).map_err(|e| reject(Box::new(e)))?)
+            },
             ak_basis: ok.ak_basis,
             pcrs: ok.pcrs.clone(),
             quoted_pcrs: (0..24).filter(|i| ok.quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count(),
