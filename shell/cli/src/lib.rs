@@ -14,6 +14,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod azure;
+pub mod document;
+pub mod ear;
+pub mod evidence;
+pub mod gce;
 pub mod init;
 pub mod input;
 pub mod kds;
@@ -21,6 +26,7 @@ pub mod measurements;
 pub mod node;
 pub mod secret;
 pub mod snp;
+pub mod tpm;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -48,13 +54,25 @@ pub enum Command {
     /// AMD KDS certificate store: fetch and prefill VCEKs, chains and CRLs for offline verification.
     #[command(subcommand)]
     Kds(kds::KdsCommand),
-    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (qemu-vtpm).
+    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (every variant).
     Init(init::InitArgs),
-    /// Remote attestation of a running node over aTLS (qemu-vtpm).
+    /// Remote attestation of a running node over aTLS (every variant).
     Verify(verify::VerifyArgs),
     /// Cluster secrets: create the master secret.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// TPM 2.0 quotes: verify a quote under a given attestation key.
+    #[command(subcommand)]
+    Tpm(tpm::TpmCommand),
+    /// Azure SEV-SNP vTPM evidence: verify trustee's JSON layouts or the raw parts.
+    #[command(subcommand)]
+    Azure(azure::AzureCommand),
+    /// GCE Shielded VM / Confidential VM attestations (go-tpm-tools).
+    #[command(subcommand)]
+    Gce(gce::GceCommand),
+    /// This project's attestation documents (as sent in aTLS certificates).
+    #[command(subcommand)]
+    Document(document::DocumentCommand),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -113,6 +131,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Init(args) => init::run(&args, &mut std::io::stdout()),
         Command::Verify(args) => verify::run(&args, &mut std::io::stdout()),
         Command::Secret(cmd) => secret::run(&cmd, &mut std::io::stdout()),
+        Command::Tpm(cmd) => tpm::run(cmd),
+        Command::Azure(cmd) => azure::run(cmd),
+        Command::Gce(cmd) => gce::run(cmd),
+        Command::Document(cmd) => document::run(cmd),
     };
     match result {
         Ok(status) => status.into(),
