@@ -233,15 +233,7 @@ impl Verdict {
             *slot = g.pcr(HashAlgorithm::Sha256, i).and_then(|v| v.try_into().ok());
         }
         self.pcrs = Some(pcrs);
-        let i = g.instance();
-        self.gce = Some(GceFacts {
-            zone: i.zone.to_owned(),
-            project_id: i.project_id.to_owned(),
-            project_number: i.project_number,
-            instance_name: i.instance_name.to_owned(),
-            instance_id: i.instance_id,
-        });
-        self
+        self.with_instance(Some(g.instance()))
     }
 
     /// Adds the instance a `gcp-shielded-vm` document's AK certificate names.

@@ -320,6 +320,14 @@ fn pcr_values(pcrs: &[attest_pcr_value]) -> Result<PcrValues<'_>, Failure> {
     Ok(out)
 }
 
+/// The verdict of a verified Azure SNP vTPM bundle: the SNP checks, the AK binding, the quote.
+fn azure_verdict(ok: &attest_engine::azure::VerifiedAzureSnp<'_>) -> Verdict {
+    Verdict::new(attest_evidence_kind::AzureSnp)
+        .with_snp(&ok.snp)
+        .check("ak_binding", attest_outcome::Passed)
+        .with_quote(&ok.quote)
+}
+
 fn write_verdict(out: OutPtr<'_, *mut attest_verdict>, verdict: Verdict) {
     out.write(crate::handle::box_into_ptr::<attest_verdict>(verdict));
 }
@@ -652,11 +660,7 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
             time,
         };
         let ok = verify_azure_snp(&v.snp, &req, &v.policy())?;
-        let verdict = Verdict::new(attest_evidence_kind::AzureSnp)
-            .with_snp(&ok.snp)
-            .check("ak_binding", attest_outcome::Passed)
-            .with_quote(&ok.quote);
-        write_verdict(out, verdict);
+        write_verdict(out, azure_verdict(&ok));
         Ok(())
     })
 }
@@ -838,13 +842,11 @@ pub extern "C" fn attest_verifier_verify_azure_evidence(
         };
         let pcrs = ev.quote.pcr_values()?;
         let ok = verify_azure_snp_evidence(&v.snp, &ev, &pcrs, nonce, want, time, &v.policy())?;
-        let verdict = Verdict::new(attest_evidence_kind::AzureSnp)
-            .with_snp(&ok.snp)
-            .check("ak_binding", attest_outcome::Passed)
-            .with_quote(&ok.quote);
         let verdict = match want {
-            UserData::Exactly(_) => verdict.check("user_data", attest_outcome::Passed),
-            UserData::NotRequired | UserData::DangerousIgnore => verdict.check("user_data", attest_outcome::Waived),
+            UserData::Exactly(_) => azure_verdict(&ok).check("user_data", attest_outcome::Passed),
+            UserData::NotRequired | UserData::DangerousIgnore => {
+                azure_verdict(&ok).check("user_data", attest_outcome::Waived)
+            }
         };
         write_verdict(out, verdict);
         Ok(())
