@@ -3,6 +3,8 @@
 
     make demo          (builds the release binaries, then runs this script)
     python3 scripts/demo-cluster.py target/release [--keep]
+    make demo VARIANT=aws-sev-snp   (azure-sev-snp, aws-sev-snp, gcp-sev-snp: SIMULATED SNP hardware with a
+    python3 scripts/demo-cluster.py target/simulated/release --variant aws-sev-snp   test root; demo_variants.py)
 
 A DRY RUN of Kubernetes: the nodes run the bootstrapper's dry-run backend (`--backend dry-run`: it writes
 the kubeadm configuration and the cluster PKI but runs no kubeadm) and the join service writes its bootstrap
@@ -262,8 +264,16 @@ def fingerprint(b):
 def main():
     args = [a for a in sys.argv[1:] if a != "--keep"]
     keep = "--keep" in sys.argv[1:]
+    variant = "qemu-vtpm"
+    if "--variant" in args:
+        i = args.index("--variant")
+        variant = args[i + 1] if i + 1 < len(args) else ""
+        del args[i:i + 2]
     bindir = Path(args[0] if args else "target/release").resolve()
-    bins = {n: bindir / n for n in ("attest", "attest-bootstrapper", "join-service", "key-service")}
+    names = ("attest", "attest-bootstrapper", "join-service", "key-service")
+    if variant != "qemu-vtpm":
+        names += ("attest-hwsim",)
+    bins = {n: bindir / n for n in names}
     for n, p in bins.items():
         if not p.is_file():
             print(f"error: {p} not found; build with `cargo build --release --bin attest --bin key-service --bin join-service --bin attest-bootstrapper`", file=sys.stderr)
@@ -282,7 +292,12 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     ok = False
     try:
-        ok = demo(root, bins, procs)
+        sim = None
+        if variant != "qemu-vtpm":
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import demo_variants
+            sim = demo_variants.SimulatedVariant(variant, root, bins, procs, sys.modules[__name__])
+        ok = demo(root, bins, procs, sim)
     except Failure as e:
         log(f"FAILED: {e}")
     except KeyboardInterrupt:
@@ -320,7 +335,8 @@ class Cluster:
         self.__dict__.update(kw)
 
 
-def demo(root, bins, procs):
+def demo(root, bins, procs, sim=None):
+    """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
     log(f"work directory {root}")
     log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
     ca = EkCa(root)
@@ -341,14 +357,18 @@ def demo(root, bins, procs):
 
     nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False),
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]
+    if sim:
+        sim.start()
     for n in nodes:
         n.manufacture(ca)
         n.start_tpm(procs)
         n.measured_boot()
+        if sim:
+            sim.provision(n)
     log(f"{len(nodes)} swtpm TPMs manufactured with EK certificates from the local EK CA and booted")
 
     first = nodes[0]
-    boot = bootstrapper_args(bins, first, init_secret_hash)
+    boot = bootstrapper_args(bins, first, init_secret_hash, sim)
     p1 = procs.start(first.name, boot)
     first.init_addr = wait_for_line(root / f"{first.name}.out", r"listening on (\S+)", p1).group(1)
     log(f"{first.name}: bootstrapper, init server on {first.init_addr}")
@@ -359,8 +379,8 @@ def demo(root, bins, procs):
     r = subprocess.run([bins["attest"], "init", "--endpoint", first.init_addr,
                         *signature_args(measurements, sig, pub),
                         "--ak-registry", registry_cli, "--ek-ca", ca.dir, "--master-secret", master_secret,
-                        "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"],
-                       capture_output=True)
+                        "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"]
+                       + (sim.verifier_args() if sim else []), capture_output=True)
     (root / "attest-init.log").write_bytes(r.stderr)
     if r.returncode != 0:
         raise Failure(f"attest init failed ({r.returncode}): {r.stderr.decode(errors='replace')}")
@@ -392,9 +412,10 @@ def demo(root, bins, procs):
     kube_config.write_text(json.dumps({"kubernetesVersion": "v1.31.1",
                                        "components": []}))
     join_argv = join_service_args(bins, root, first, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca)
-    join = procs.start("join-service", join_argv + [
-        "--registration-listen", "127.0.0.1:0",
-        "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"])
+    join_argv += ["--registration-listen", "127.0.0.1:0",
+                  "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"]
+    join_argv += sim.verifier_args() if sim else []
+    join = procs.start("join-service", join_argv)
     addrs = wait_for_lines(root / "join-service.out", r"listening on (\S+)", 3, join)
     join_addr, metrics_addr, reg_addr = addrs
     log(f"join service on {join_addr} (mutual aTLS on {first.name}'s TPM; AK registration {reg_addr}, "
@@ -402,7 +423,8 @@ def demo(root, bins, procs):
 
     started = {}
     for n in nodes[1:]:
-        argv = bootstrapper_args(bins, n, init_secret_hash) + joining_args(join_addr, reg_addr, measurements, sig, pub, ca)
+        argv = (bootstrapper_args(bins, n, init_secret_hash, sim)
+                + joining_args(join_addr, reg_addr, measurements, sig, pub, ca))
         started[n.name] = (procs.start(n.name, argv), time.monotonic())
     for n in nodes[1:3]:
         p, t = started[n.name]
@@ -439,7 +461,12 @@ def demo(root, bins, procs):
     cluster = Cluster(root=root, bins=bins, procs=procs, ca=ca, nodes=nodes, join=join, join_addr=join_addr,
                       metrics_addr=metrics_addr, kms_addr=kms_addr, pki=pki, measurements=measurements, sig=sig,
                       pub=pub, salt_file=salt_file, kube_config=kube_config, init_secret_hash=init_secret_hash,
-                      init=init)
+                      init=init, sim=sim, snp_ctx=None)
+    if sim:
+        import demo_variants
+        cluster.snp_ctx = demo_variants.AttackContext(sys.modules[__name__], root, bins, procs, ca, sim, join_addr,
+                                                      join_argv, root / "join-service.log", root / "tokens",
+                                                      metrics_addr)
     attacks_ok = attack_section(cluster)
 
     metrics_text = scrape(metrics_addr)
@@ -449,7 +476,7 @@ def demo(root, bins, procs):
         join.wait(timeout=30)
     except subprocess.TimeoutExpired:
         raise Failure("join service did not stop")
-    ok = check_and_summarize(root, nodes, init, master_secret, metrics_text)
+    ok = check_and_summarize(root, nodes, init, master_secret, metrics_text, sim)
     return ok and attacks_ok
 
 
@@ -501,8 +528,9 @@ def pcr15(node):
     return m.group(1).lower()
 
 
-def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
+def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim=None):
     """Checks every node's outcome independently of the services and prints the summary."""
+    variant = sim.variant if sim else "qemu-vtpm"
     ms = json.loads(master_secret_file.read_text())
     key, salt = base64.b64decode(ms["key"]), base64.b64decode(ms["salt"])
     measurement_secret = hkdf_sha256(key, salt, b"key-measurementSecret")
@@ -534,15 +562,19 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
         else:
             if n is nodes[0]:
                 att = init["attestation"]
-                ak = att["akDigest"][:16]
+                ak = (att["akDigest"] or "(HCL runtime)")[:16]
                 checks = f"{att['variant']}: PCRs {', '.join(str(c['pcr']) for c in att['pcrsChecked'])} matched"
+                if att.get("simulatedHardware"):
+                    checks += f"; launch {att['launch']}, SIMULATED (test root)"
             else:
                 if n.name not in issued:
                     problems.append(f"{n.name}: the join service logged no ticket for it")
                 digest, token = issued.get(n.name, ("?", "?"))
-                ak = digest[:16]
-                checks = (f"qemu-vtpm: PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} matched; join service verified; "
+                ak = "(HCL runtime)" if digest == "none" else digest[:16]
+                checks = (f"{variant}: PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} matched; join service verified; "
                           f"dry-run token {token}")
+                if sim:
+                    checks += f"; {sim.detected(n)}, SIMULATED (test root)"
                 # The kubelet certificate the join service signed: chains to node-1's cluster CA, for this node.
                 cert = n.state_dir / "kubelet" / "pki" / "kubelet.crt"
                 verify = subprocess.run(["openssl", "verify", "-CAfile", nodes[0].state_dir / "pki" / "ca.crt", cert],
@@ -577,8 +609,11 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
     print("summary")
     print("=======")
     print(f"cluster id      {cluster_id}  (= HKDF(measurement secret, measurement salt) ✓)")
-    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} enforced (signed file); every AK registered "
-          f"by TPM2 credential activation against the local EK CA")
+    ak_trust = sim.ak_trust() if sim else "every AK registered by TPM2 credential activation against the local EK CA"
+    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} enforced (signed file); {ak_trust}")
+    if sim:
+        print(f"hardware        {variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {sim.roots}; launch "
+              f"MEASUREMENT pinned ({sim.policy.name})")
     print("kubernetes      DRY RUN: no kubeadm ran (--backend dry-run); bootstrap tokens are files (--token-issuer dry-run)")
     print()
     for name, role, outcome, timing, ak, checks, disk, lock in rows:
@@ -600,14 +635,16 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
         for p in problems:
             print(f"PROBLEM: {p}")
         return False
-    print("all checks passed: 1 node initialized, 2 joined, 1 refused for its PCR 9 (Kubernetes as a dry run)")
+    print("all checks passed: 1 node initialized, 2 joined, 1 refused for its PCR 9 (Kubernetes as a dry run)"
+          + (f" ({variant} on SIMULATED SNP hardware, test root)" if sim else ""))
     return True
 
 
-def bootstrapper_args(bins, node, init_secret_hash):
+def bootstrapper_args(bins, node, init_secret_hash, sim=None):
     argv = [bins["attest-bootstrapper"], "--tpm", node.tcti, "--state-dir", node.state_dir, "--init-listen",
             "127.0.0.1:0", "--node-name", node.name, "--init-secret-hash", init_secret_hash, "--disk", "key-file",
             "--runtime-dir", node.dir / "run", "--backend", "dry-run"]
+    argv += sim.node_args(node) if sim else ["--variant", "qemu-vtpm"]
     if node.control_plane:
         argv.append("--control-plane")
     return argv
@@ -616,8 +653,8 @@ def bootstrapper_args(bins, node, init_secret_hash):
 # ---------------------------------------------------------------------------------------------------------------
 # The attack section (issue 14): each attack runs against the live cluster above and returns
 # (attack, refused, detail); `refused` is True only when the attack was refused AND left no partial state (no
-# token, no lock, no key, no changed validator set). An attack function that returns None is not run here (see
-# the SNP placeholders at the end).
+# token, no lock, no key, no changed validator set); `refused` is None for an attack that does not apply to the
+# variant (the SNP attacks on qemu-vtpm).
 
 def attack_section(c):
     print()
@@ -631,10 +668,10 @@ def attack_section(c):
             r = attack(c)
         except Failure as e:
             r = (attack.__name__, False, f"the attack could not be run: {e}")
-        if r is None:
-            print(f"  [pending] {attack.__name__}: needs the simulated SNP device (see the placeholder)")
-            continue
         name, refused, detail = r
+        if refused is None:
+            print(f"  [n/a] {name}: {detail}")
+            continue
         print(f"  [{'REFUSED' if refused else 'NOT REFUSED'}] {name}: {detail}")
         results.append(refused)
     n = sum(results)
@@ -855,22 +892,33 @@ def attack_impostor_join_service(c):
             f"{'no ticket issued' if no_ticket else 'A TICKET WAS ISSUED'}")
 
 
-# ---- SNP attacks: placeholders for the lead -------------------------------------------------------------------
-# Both need the Variants helper's simulated SNP device (a software SEV-SNP guest whose reports the test PKI
-# signs, the join service trusting that test ARK through the test-root build). Once both branches are merged,
-# fill these in the same shape as the attacks above: start what the attack needs against the live cluster,
-# return (attack, refused-and-no-partial-state, detail). Until then they return None and are listed as pending.
+# ---- SNP attacks (simulated SNP hardware: make demo VARIANT=aws-sev-snp|gcp-sev-snp|azure-sev-snp) -------------
+# They need a software SEV-SNP guest whose reports the test PKI signs and a join service trusting that test ARK
+# (binaries built with the feature dangerous-test-roots); scripts/demo_variants.py runs them against the live
+# join service. On qemu-vtpm there is no SNP report: not applicable.
+
+def snp_attack(c, attack):
+    if c.sim is None:
+        return (attack.__name__, None, "not applicable on qemu-vtpm (no SNP report); run make demo VARIANT=aws-sev-snp")
+    r = attack(c.snp_ctx)
+    if not r.get("applicable", True):
+        return (r["attack"], None, f"not applicable on {c.sim.variant}: {r['why']}")
+    import demo_variants
+    return (r["attack"], r["ok"], demo_variants.print_attack(r).split(":", 1)[1].strip())
+
 
 def attack_replayed_snp_report(c):
-    """PLACEHOLDER (lead): an aws-sev-snp / gcp-sev-snp node replays a recorded SNP report next to a fresh quote;
-    the join service refuses it (FreshnessBindingMismatch) and issues no token."""
-    return None
+    """An aws-sev-snp / gcp-sev-snp node replays a recorded SNP report next to a fresh quote; the join service
+    refuses it (the report does not bind this attestation's key and nonce) and issues no token or key."""
+    import demo_variants
+    return snp_attack(c, demo_variants.attack_replayed_snp_report)
 
 
 def attack_revoked_vcek(c):
-    """PLACEHOLDER (lead): a node whose VCEK the test PKI's CRL revokes (CRL in the join service's --kds-store)
-    attests; the running join service refuses it (revoked by the ARK's CRL) and issues no token."""
-    return None
+    """A node whose VCEK (VLEK on AWS) the test PKI's CRL revokes attests to a join service holding that CRL;
+    it is refused (revoked by the ARK's CRL) and no token or key is issued."""
+    import demo_variants
+    return snp_attack(c, demo_variants.attack_revoked_vcek)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,16 @@ cargo test -p attest-engine --no-default-features --features ring
 step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"
 cargo build -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
 python3 scripts/demo-cluster.py target/debug
+step "the main job on SIMULATED SEV-SNP hardware (test roots): azure-sev-snp, aws-sev-snp, gcp-sev-snp"
+# Debug binaries built with the feature dangerous-test-roots (the only builds that trust test roots), then
+# rebuilt without it, so that target/debug is left as a default build.
+simulated="attest-cli/dangerous-test-roots,attest-joinservice/dangerous-test-roots,attest-bootstrapper/dangerous-test-roots"
+cargo build -q --features "$simulated" --bin attest --bin key-service --bin join-service --bin attest-bootstrapper \
+  --bin attest-hwsim
+for variant in azure-sev-snp aws-sev-snp gcp-sev-snp; do
+  python3 scripts/demo-cluster.py target/debug --variant "$variant"
+done
+cargo build -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
 step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
 ffi/gen-header.sh --check
 step "ffi: make install + pkg-config, C program linked shared and static"

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! attest-bootstrapper --tpm swtpm:host=127.0.0.1,port=2321 --state-dir DIR --init-secret-hash FILE
+//!     [--variant auto|qemu-vtpm|azure-sev-snp|aws-sev-snp|gcp-sev-snp|gcp-shielded-vm]
+//!     [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] [--event-log FILE]
 //!     [--init-listen 0.0.0.0:9000] [--registration ADDR] [--node-name NAME]
 //!     [--join-service ADDR --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!      | --dangerously-skip-measurements-signature) [--join-service-ek-ca FILE …] [--join-service-variant V …]
@@ -29,6 +31,11 @@
 //! `Type=oneshot` unit with `RemainAfterExit=yes`. SIGTERM/SIGINT stop it gracefully: before the lock it
 //! simply stops; after the lock it waits (up to the grace) for the running init or join to finish.
 //!
+//! The attestation variant is detected from the machine by default (`attest_attester::issuer::select`: an
+//! ambiguous or failed detection stops the bootstrapper with exit 1, naming what it found; `qemu-vtpm` is
+//! never detected, only chosen). A simulated SEV-SNP device (`--snp-device sim:/path`) is accepted only by
+//! builds with the cargo feature `dangerous-test-roots` (the demo's); release builds refuse it (exit 2).
+//!
 //! Exit codes: 0 bootstrapped (now or before this start) or stopped by a signal before the lock;
 //! 1 runtime failure (TPM, bind); 2 usage; 3 configuration (init secret hash file, kubeadm missing, the join
 //! service's trust inputs: measurements and their signature, launch pinning, CRLs); 4 bootstrapping failed
@@ -51,9 +58,8 @@ use crate::{
     KeyFileDisk, LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
 };
 use attest_atls::AttestationIssuer;
-use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::issuer::{HardwareConfig, NodeIssuer, SnpDeviceAddr, VariantChoice};
 use attest_attester::registration::ActivationService;
-use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::SnpVerifier;
 use attest_engine::variant::Variant;
 use attest_registration::EkCaBundle;
@@ -90,6 +96,21 @@ struct Args {
     /// TPM TCTI: swtpm:host=127.0.0.1,port=N or device:/dev/tpmrm0.
     #[arg(long, value_name = "TCTI")]
     tpm: String,
+    /// Attestation variant: auto (detected from the machine; never qemu-vtpm), qemu-vtpm, azure-sev-snp,
+    /// aws-sev-snp, gcp-sev-snp or gcp-shielded-vm.
+    #[arg(long, default_value = "auto", value_name = "VARIANT")]
+    variant: VariantChoice,
+    /// SEV-SNP guest device: /dev/sev-guest, or sim:/path (a simulator; builds with dangerous-test-roots only).
+    #[arg(long, default_value = "/dev/sev-guest", value_parser = SnpDeviceAddr::parse, value_name = "DEVICE")]
+    snp_device: SnpDeviceAddr,
+    /// VCEK/VLEK (DER or PEM) sent when the host's certificate table lacks it; on Azure the VCEK (THIM's
+    /// JSON document or the certificate).
+    #[arg(long, value_name = "FILE")]
+    snp_leaf: Option<PathBuf>,
+    /// TCG event log sent with every attestation (qemu-vtpm, gcp-shielded-vm), e.g.
+    /// /sys/kernel/security/tpm0/binary_bios_measurements.
+    #[arg(long, value_name = "FILE")]
+    event_log: Option<PathBuf>,
     /// State directory (node state, kubeadm configuration, dry-run PKI).
     #[arg(long, value_name = "DIR")]
     state_dir: PathBuf,
@@ -210,6 +231,11 @@ fn host_name() -> String {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    if args.snp_device.is_simulated() && !cfg!(feature = "dangerous-test-roots") {
+        tracing::error!(snp_device = %args.snp_device,
+            "bootstrapper: this build cannot use simulated hardware (built without the feature dangerous-test-roots)");
+        return ExitCode::from(2);
+    }
     let node_name = args.node_name.clone().unwrap_or_else(host_name);
     if !crate::request::is_dns_name(&node_name) {
         tracing::error!(%node_name, "bootstrapper: the node name is not a DNS name (lower case, digits, '-', '.')");
@@ -248,13 +274,19 @@ pub fn main() -> ExitCode {
             }
         },
     };
-    let (issuer, ek_certificate) = match open_issuer(&args.tpm) {
-        Ok(v) => v,
+    let issuer = match open_issuer(&args) {
+        Ok(v) => Arc::new(v),
         Err(e) => {
-            tracing::error!(error = %e, tcti = %args.tpm, "bootstrapper: cannot use the TPM");
+            tracing::error!(error = %e, tcti = %args.tpm, "bootstrapper: cannot open the node's attestation issuer");
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
+    if issuer.is_simulated() {
+        tracing::warn!(variant = %issuer.variant(), snp_device = %args.snp_device,
+            "bootstrapper: SIMULATED SEV-SNP hardware: this node's evidence is signed by a TEST ROOT");
+    }
+    tracing::info!(variant = %issuer.variant(), "bootstrapper: attesting");
+    let ek_certificate = issuer.qemu().map(|q| q.ek_certificate().to_vec()).unwrap_or_default();
     let lock = match NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>) {
         Ok(l) => Arc::new(l),
         Err(e) => {
@@ -305,21 +337,20 @@ pub fn main() -> ExitCode {
     runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust))
 }
 
-fn open_issuer(tcti: &str) -> Result<(Arc<QemuVtpmIssuer>, Vec<u8>), attest_attester::tpm::Error> {
-    let mut tpm = Tpm::open(tcti)?;
-    let ek = tpm.ek_certificate().unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "bootstrapper: no EK certificate; AK registration will not be possible");
-        Vec::new()
-    });
-    let issuer = QemuVtpmIssuer::new(tpm, AkConfig::default())?.with_ek_certificate(ek.clone());
-    Ok((Arc::new(issuer), ek))
+fn open_issuer(args: &Args) -> Result<NodeIssuer, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mut config = HardwareConfig::new(&args.tpm);
+    config.snp_device = args.snp_device.clone();
+    config.snp_leaf = args.snp_leaf.as_deref().map(read).transpose()?;
+    config.event_log = args.event_log.as_deref().map(read).transpose()?;
+    NodeIssuer::open(args.variant, &config).map_err(|e| e.to_string())
 }
 
 async fn run(
     args: &Args,
     node: Arc<Node>,
     secret_hash: InitSecretHash,
-    issuer: Arc<QemuVtpmIssuer>,
+    issuer: Arc<NodeIssuer>,
     ek_certificate: Vec<u8>,
     server_trust: Option<Arc<JoinServiceTrust>>,
 ) -> ExitCode {
@@ -339,8 +370,11 @@ async fn run(
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let activation = (!ek_certificate.is_empty())
-        .then(|| Arc::new(ActivationService::new(Arc::clone(&issuer), ek_certificate.clone())));
+    // AK registration (credential activation) is the qemu-vtpm variant's way of trusting the AK.
+    let activation = issuer
+        .qemu()
+        .filter(|_| !ek_certificate.is_empty())
+        .map(|q| Arc::new(ActivationService::new(Arc::clone(q), ek_certificate.clone())));
     let (server, addr) = match serve_init(
         Arc::clone(&node),
         secret_hash,
@@ -372,10 +406,10 @@ async fn run(
             Ok(source) => {
                 let source = Arc::new(source);
                 let mut client = JoinClient::new(Arc::clone(&node), source, JoinConfig::default());
-                if let Some(reg) = args.registration {
+                if let (Some(reg), Some(qemu)) = (args.registration, issuer.qemu()) {
                     client = client.with_pre_join(Arc::new(AkRegistrationStep::new(
                         reg,
-                        Arc::clone(&issuer),
+                        Arc::clone(qemu),
                         ek_certificate.clone(),
                     )));
                 }

@@ -146,6 +146,17 @@ impl PcrBackend for QemuVtpmIssuer {
     }
 }
 
+/// The TPM of the node's issuer, whatever its variant (the vTPM the quotes come from).
+impl PcrBackend for attest_attester::issuer::NodeIssuer {
+    fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
+        self.with_tpm(read_on)
+    }
+
+    fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
+        self.with_tpm(|tpm| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::Tpm)
+    }
+}
+
 /// A TPM connection of its own.
 impl PcrBackend for Mutex<Tpm> {
     fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {

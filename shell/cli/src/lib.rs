@@ -14,6 +14,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod azure;
+pub mod document;
+pub mod ear;
+pub mod evidence;
+pub mod gce;
 pub mod init;
 pub mod input;
 pub mod kds;
@@ -24,6 +29,7 @@ pub mod secret;
 pub mod snp;
 pub mod tdx;
 pub mod trust;
+pub mod tpm;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -51,9 +57,9 @@ pub enum Command {
     /// AMD KDS certificate store: fetch and prefill VCEKs, chains and CRLs for offline verification.
     #[command(subcommand)]
     Kds(kds::KdsCommand),
-    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (qemu-vtpm).
+    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (every variant).
     Init(init::InitArgs),
-    /// Remote attestation of a running node over aTLS (qemu-vtpm).
+    /// Remote attestation of a running node over aTLS (every variant).
     Verify(verify::VerifyArgs),
     /// Cluster secrets: create the master secret.
     #[command(subcommand)]
@@ -64,6 +70,18 @@ pub enum Command {
     /// Intel PCS collateral store: fetch and prefill TCB Info, QE Identity and CRLs for offline verification.
     #[command(subcommand)]
     Pcs(pcs::PcsCommand),
+    /// TPM 2.0 quotes: verify a quote under a given attestation key.
+    #[command(subcommand)]
+    Tpm(tpm::TpmCommand),
+    /// Azure SEV-SNP vTPM evidence: verify trustee's JSON layouts or the raw parts.
+    #[command(subcommand)]
+    Azure(azure::AzureCommand),
+    /// GCE Shielded VM / Confidential VM attestations (go-tpm-tools).
+    #[command(subcommand)]
+    Gce(gce::GceCommand),
+    /// This project's attestation documents (as sent in aTLS certificates).
+    #[command(subcommand)]
+    Document(document::DocumentCommand),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -124,6 +142,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Secret(cmd) => secret::run(&cmd, &mut std::io::stdout()),
         Command::Tdx(cmd) => tdx::run(cmd),
         Command::Pcs(cmd) => pcs::run(cmd),
+        Command::Tpm(cmd) => tpm::run(cmd),
+        Command::Azure(cmd) => azure::run(cmd),
+        Command::Gce(cmd) => gce::run(cmd),
+        Command::Document(cmd) => document::run(cmd),
     };
     match result {
         Ok(status) => status.into(),

@@ -1,7 +1,9 @@
 //! `attest verify`: remote attestation of a running node. Opens an aTLS connection to the node and verifies
-//! its certificate's attestation — the AK against the AK registry, the PCRs against the measurements file
-//! (whose signature is verified first: [`crate::trust`]), the quote against a fresh nonce, the certificate key
-//! against the quote — then closes it; no RPC is made. The verdict names every waiver in effect.
+//! its certificate's attestation for the node's variant (`--variant`) — the AK (registry for `qemu-vtpm`,
+//! SNP report for the SNP variants, Google's certificate for `gcp-shielded-vm`), the PCRs against the
+//! measurements file (whose signature is verified first: [`crate::trust`]), the quote (and, on AWS/GCP SNP,
+//! the fresh report) against a fresh nonce, the certificate key against the quote — then closes it; no RPC
+//! is made. The verdict names every waiver in effect.
 //!
 //! Exit statuses: 0 verified; 1 refused (with the reason) or unreachable; 2 usage.
 
@@ -23,9 +25,12 @@ pub struct VerifyArgs {
     /// Expected measurements (JSON or YAML map, or a one-entry release list).
     #[arg(long)]
     pub measurements: PathBuf,
-    /// The AK registry (as written by `attest init`).
+    /// The AK registry (as written by `attest init`; qemu-vtpm).
     #[arg(long, default_value = "ak-registry.json")]
     pub ak_registry: PathBuf,
+    /// The node's variant and what its validator needs.
+    #[command(flatten)]
+    pub node: node::VariantArgs,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -41,19 +46,21 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
         .enable_all()
         .build()
         .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
-    // Only qemu-vtpm today: the launch check and CRLs apply as soon as a variant option selects an SNP one.
-    let checked =
-        super::trust::prepare(&args.trust, attest_engine::variant::Variant::QemuVtpm, &args.measurements, None, &rt)?;
-    let (policy, trust) = (checked.pcrs, checked.trust);
-    if !args.ak_registry.is_file() {
+    let qemu = args.node.variant == attest_engine::variant::Variant::QemuVtpm;
+    if qemu && !args.ak_registry.is_file() {
         return Err(UsageError::new(format!(
             "--ak-registry {}: no such file (attest init writes it when it registers the node's AK)",
             args.ak_registry.display()
         )));
     }
-    let registry = node::open_registry(&args.ak_registry)?;
+    let registry: std::sync::Arc<dyn attest_engine::variant::AkRegistry> = if qemu {
+        node::open_registry(&args.ak_registry)?
+    } else {
+        std::sync::Arc::new(attest_engine::variant::StaticAkRegistry::default())
+    };
+    let (validator, trust) = args.node.validator(&args.trust, &args.measurements, registry, &rt)?;
     let (connector, recorder) =
-        verifying_connector(registry, policy).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
+        verifying_connector(validator).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
     let outcome: Result<(), (bool, String)> = rt.block_on(async {
         let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
             .await
