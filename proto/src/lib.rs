@@ -60,6 +60,11 @@ pub mod recover {
     include!(concat!(env!("OUT_DIR"), "/recover.rs"));
 }
 
+/// What a node's verify service binds into its attestation as user data: SHA-256 of these bytes. A fixed,
+/// service-specific value, so that a document fetched from `verify.API` can never pass as an aTLS one (whose
+/// user data is the hash of a certificate key) or the other way round.
+pub const VERIFY_USER_DATA_CONTEXT: &[u8] = b"attest verify.API/GetAttestation user data v1";
+
 /// gRPC method paths (`/package.Service/Method`), the routing keys of the hand-rolled gRPC server.
 pub mod paths {
     /// join.API/IssueJoinTicket.

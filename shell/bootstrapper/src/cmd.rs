@@ -6,7 +6,16 @@
 //!     [--init-listen 0.0.0.0:9000] [--join-service ADDR] [--registration ADDR] [--node-name NAME]
 //!     [--control-plane] [--disk key-file|luks:/dev/X] [--runtime-dir /run/attest]
 //!     [--backend kubeadm|dry-run|auto] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
+//!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
+//!     [--recover-listen 0.0.0.0:9999|none] [--verify-listen 0.0.0.0:30081|none] [--verify-http-listen 0.0.0.0:30080|none]
 //! ```
+//!
+//! The node's whole life (crate docs, [`crate::lifecycle`]): a fresh node serves init and joins; a node
+//! marked for reset (its bootstrap failed after the lock, then it rebooted) is reset and starts fresh; a
+//! bootstrapped node after a reboot gets its disk key back through a rejoin ticket or the recovery endpoint
+//! ([`crate::cmd_lifecycle`]); and every node serves its attestation (verify service) for as long as the
+//! process runs — with the verify service on (the default) the process keeps running after bootstrapping
+//! until SIGTERM (a systemd `Type=simple` unit); with both verify listeners `none` it exits as before.
 //!
 //! Stdout carries machine-readable progress: first `listening on ADDR` (the init server's address, useful
 //! with port 0), then one JSON object per line: `{"event":"bootstrapped","path":"init"|"join",
@@ -18,10 +27,13 @@
 //! `Type=oneshot` unit with `RemainAfterExit=yes`. SIGTERM/SIGINT stop it gracefully: before the lock it
 //! simply stops; after the lock it waits (up to the grace) for the running init or join to finish.
 //!
-//! Exit codes: 0 bootstrapped (now or before this start) or stopped by a signal before the lock;
+//! Exit codes: 0 bootstrapped (now or before this start) or stopped by a signal;
 //! 1 runtime failure (TPM, bind); 2 usage; 3 configuration (init secret hash file); 4 bootstrapping failed
 //! after the lock (now or before this start: the node needs reinstalling); 5 node state inconsistent
-//! (locked without state, state without lock, PCR 15 mismatch): init and join refused.
+//! (locked without state, state without its disk, PCR 15 mismatch): init and join refused; 6 rejoin refused
+//! (the node's measurements changed, or the keys are another cluster's): the node stays down; 7 rejoin
+//! failed (the disk did not reopen, PCR 15 or Kubernetes could not be brought back). Code 4 marks the node
+//! for reset: the systemd unit reboots it, and the next start resets it to a fresh node.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -35,8 +47,8 @@ use crate::kubeadm::KubeadmBackend;
 use crate::process::find_on_path;
 use crate::registration::AkRegistrationStep;
 use crate::{
-    AtlsTicketSource, ClusterBackend, DiskSetup, InitSecretHash, JoinClient, JoinConfig, JoinError, KeyFileDisk,
-    LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
+    ClusterBackend, DiskSetup, InitSecretHash, JoinClient, JoinConfig, JoinError, KeyFileDisk, LuksDisk, Node,
+    NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
 };
 use attest_atls::{AtlsConnector, AttestationIssuer};
 use attest_attester::issuer::QemuVtpmIssuer;
@@ -55,14 +67,16 @@ const EXIT_INCONSISTENT: u8 = 5;
 enum DiskChoice {
     KeyFile,
     Luks(PathBuf),
+    LuksHeader(PathBuf),
 }
 
 fn parse_disk(s: &str) -> Result<DiskChoice, String> {
     match s {
         "key-file" => Ok(DiskChoice::KeyFile),
-        _ => match s.strip_prefix("luks:") {
-            Some(dev) if dev.starts_with('/') => Ok(DiskChoice::Luks(PathBuf::from(dev))),
-            _ => Err("expected key-file or luks:/dev/DEVICE".into()),
+        _ => match (s.strip_prefix("luks:"), s.strip_prefix("luks-header:")) {
+            (Some(dev), _) if dev.starts_with('/') => Ok(DiskChoice::Luks(PathBuf::from(dev))),
+            (_, Some(file)) if file.starts_with('/') => Ok(DiskChoice::LuksHeader(PathBuf::from(file))),
+            _ => Err("expected luks:/dev/DEVICE, luks-header:/ABSOLUTE/FILE or key-file".into()),
         },
     }
 }
@@ -80,9 +94,9 @@ struct Args {
     /// Init server address (aTLS gRPC).
     #[arg(long, default_value = "0.0.0.0:9000")]
     init_listen: SocketAddr,
-    /// Join service address; without it the node only waits for init.
+    /// Join service address (repeatable: tried in turn, with failover); without any the node only waits for init.
     #[arg(long, value_name = "ADDR")]
-    join_service: Option<SocketAddr>,
+    join_service: Vec<SocketAddr>,
     /// AK registration endpoint (h2c), called once before the first join attempt.
     #[arg(long, value_name = "ADDR")]
     registration: Option<SocketAddr>,
@@ -95,8 +109,11 @@ struct Args {
     /// File holding SHA-256(init secret) as 64 hex digits.
     #[arg(long, value_name = "FILE")]
     init_secret_hash: PathBuf,
-    /// State disk: key-file (writes the key to a 0600 file in --runtime-dir; no encryption) or luks:/dev/X.
-    #[arg(long, default_value = "key-file", value_parser = parse_disk)]
+    /// State disk (no default: choose): luks:/dev/X (LUKS2, integrity where available, mounted at
+    /// --state-dir), luks-header:/FILE (LUKS2 header and key check only, nothing mapped: machines without a
+    /// device mapper; the state directory is NOT encrypted) or key-file (the key in a 0600 file in
+    /// --runtime-dir; no encryption).
+    #[arg(long, value_parser = parse_disk)]
     disk: DiskChoice,
     /// Directory of the key file and disk UUID in key-file mode (a tmpfs in production).
     #[arg(long, default_value = "/run/attest", value_name = "DIR")]
@@ -113,6 +130,31 @@ struct Args {
     /// Seconds a running init/join and the init stream are given to finish on shutdown.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     shutdown_grace: u64,
+    /// File of join endpoints (one HOST:PORT a line), re-read on every round; with or instead of --join-service.
+    #[arg(long, value_name = "FILE")]
+    join_endpoints_file: Option<PathBuf>,
+    /// Recovery endpoint (recover.API over aTLS, this node attests) of a rebooted node, or none.
+    #[arg(long, default_value = "0.0.0.0:9999", value_parser = crate::cmd_lifecycle::parse_listen)]
+    recover_listen: Option<SocketAddr>,
+    /// Verify service, gRPC (verify.API/GetAttestation), or none.
+    #[arg(long, default_value = "0.0.0.0:30081", value_parser = crate::cmd_lifecycle::parse_listen)]
+    verify_listen: Option<SocketAddr>,
+    /// Verify service, plain HTTP (GET /?nonce=), or none.
+    #[arg(long, default_value = "0.0.0.0:30080", value_parser = crate::cmd_lifecycle::parse_listen)]
+    verify_http_listen: Option<SocketAddr>,
+}
+
+impl Args {
+    fn life(&self) -> crate::cmd_lifecycle::LifeArgs {
+        crate::cmd_lifecycle::LifeArgs {
+            verify_grpc: self.verify_listen,
+            verify_http: self.verify_http_listen,
+            recover: self.recover_listen,
+            join_services: self.join_service.clone(),
+            join_endpoints_file: self.join_endpoints_file.clone(),
+            grace: Duration::from_secs(self.shutdown_grace),
+        }
+    }
 }
 
 fn event(value: &serde_json::Value) {
@@ -157,7 +199,8 @@ pub fn main() -> ExitCode {
     };
     let disk: Arc<dyn DiskSetup> = match &args.disk {
         DiskChoice::KeyFile => Arc::new(KeyFileDisk::new(&args.runtime_dir)),
-        DiskChoice::Luks(dev) => Arc::new(LuksDisk::new(dev)),
+        DiskChoice::Luks(dev) => Arc::new(LuksDisk::new(dev).with_mount(&args.state_dir)),
+        DiskChoice::LuksHeader(file) => Arc::new(LuksDisk::header_only(file)),
     };
     let backend = select_backend(args.backend, &args.state_dir);
     let config = NodeConfig {
@@ -167,7 +210,8 @@ pub fn main() -> ExitCode {
         api_server_endpoint: args.api_server_endpoint.clone(),
     };
     let node = Arc::new(Node::new(config, lock, disk, backend));
-    tracing::info!(backend = node.backend().name(), state_dir = %args.state_dir.display(), "bootstrapper: starting");
+    tracing::info!(backend = node.backend().name(), state_dir = %args.state_dir.display(),
+        disk = %node.disk().protection(), "bootstrapper: starting");
 
     match node.startup() {
         Err(e) => {
@@ -186,8 +230,30 @@ pub fn main() -> ExitCode {
                 "bootstrapper: node already bootstrapped; nothing to serve");
             event(&serde_json::json!({"event": "already-bootstrapped", "cluster_id": hex::encode(state.cluster_id),
                 "role": state.role.to_string(), "failed": failed}));
-            return if failed { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS };
+            return if failed {
+                ExitCode::from(EXIT_FAILED)
+            } else {
+                crate::cmd_lifecycle::run_bootstrapped(&(Arc::clone(&issuer) as _), state.cluster_id, &args.life())
+            };
         }
+        Ok(Ok(Startup::Rejoin(state))) => {
+            let connector = AtlsConnector::new(Some(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>), None)
+                .inspect_err(|e| tracing::error!(error = %e, "bootstrapper: cannot build the aTLS connector"))
+                .ok();
+            return crate::cmd_lifecycle::run_rejoin(node, state, &(Arc::clone(&issuer) as _), connector, &args.life());
+        }
+        Ok(Ok(Startup::Reset(state))) => match crate::lifecycle::reset(&node, &state) {
+            Ok(lines) => {
+                for line in &lines {
+                    tracing::warn!("bootstrapper: {line}");
+                }
+                event(&serde_json::json!({"event": "reset", "cluster_id": hex::encode(state.cluster_id)}));
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "bootstrapper: cannot reset the node");
+                return ExitCode::from(EXIT_RUNTIME);
+            }
+        },
         Ok(Ok(Startup::Fresh)) => {}
     }
 
@@ -255,11 +321,21 @@ async fn run(
         let _ = out.flush();
     }
 
+    let verify = match crate::cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life()).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
     let mut join_task = None;
-    if let Some(join_addr) = args.join_service {
+    if let Some(endpoints) = args.life().endpoint_source() {
         match AtlsConnector::new(Some(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>), None) {
             Ok(connector) => {
-                let source = Arc::new(AtlsTicketSource::new(join_addr, connector));
+                let source = Arc::new(crate::endpoints::FailoverSource::new(
+                    endpoints,
+                    Arc::new(crate::endpoints::AtlsCall::new(connector)),
+                ));
                 let mut client = JoinClient::new(Arc::clone(&node), source, JoinConfig::default());
                 if let Some(reg) = args.registration {
                     client = client.with_pre_join(Arc::new(AkRegistrationStep::new(
@@ -268,7 +344,8 @@ async fn run(
                         ek_certificate.clone(),
                     )));
                 }
-                tracing::info!(%join_addr, "bootstrapper: join client started");
+                tracing::info!(endpoints = ?args.join_service, file = ?args.join_endpoints_file,
+                    "bootstrapper: join client started");
                 join_task = Some(tokio::spawn(client.run()));
             }
             Err(e) => tracing::error!(error = %e, "bootstrapper: cannot build the aTLS connector; join disabled"),
@@ -308,16 +385,32 @@ async fn run(
         }
         Some(Outcome::Initialized { cluster_id }) => {
             event(&serde_json::json!({"event": "bootstrapped", "path": "init", "cluster_id": hex::encode(cluster_id)}));
-            ExitCode::SUCCESS
+            keep_serving(verify, &cluster_id, grace).await
         }
         Some(Outcome::Joined { cluster_id }) => {
             event(&serde_json::json!({"event": "bootstrapped", "path": "join", "cluster_id": hex::encode(cluster_id)}));
-            ExitCode::SUCCESS
+            keep_serving(verify, &cluster_id, grace).await
         }
         Some(Outcome::Failed { holder, error }) => {
-            event(&serde_json::json!({"event": "failed", "path": holder.to_string(), "error": error}));
+            event(&serde_json::json!({"event": "failed", "path": holder.to_string(), "error": error,
+                "marked_for_reset": true}));
+            if let Some(v) = verify {
+                v.shutdown(grace).await;
+            }
             ExitCode::from(EXIT_FAILED)
         }
+    }
+}
+
+/// After bootstrapping: serve the attestation until stopped, when the verify service runs.
+async fn keep_serving(
+    verify: Option<crate::verifysvc::VerifyServers>,
+    cluster_id: &[u8; 32],
+    grace: Duration,
+) -> ExitCode {
+    match verify {
+        Some(servers) => crate::cmd_lifecycle::serve_until_signal(servers, cluster_id, grace).await,
+        None => ExitCode::SUCCESS,
     }
 }
 

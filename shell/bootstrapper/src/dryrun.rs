@@ -64,6 +64,30 @@ impl ClusterBackend for DryRunBackend {
         Ok(InitOutput { kubeconfig })
     }
 
+    fn restart(&self, role: super::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+        let config = self.state_dir.join(
+            if role == super::state::Role::ControlPlane && self.state_dir.join(INIT_CONFIG_NAME).is_file() {
+                INIT_CONFIG_NAME
+            } else {
+                JOIN_CONFIG_NAME
+            },
+        );
+        if !config.is_file() {
+            return Err(BackendError::File(super::atomic::FileError {
+                path: config,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the reopened state disk has no kubeadm configuration",
+                ),
+            }));
+        }
+        log(&format!(
+            "[dry-run] kubelet restart not run ({role}; configuration {} found on the state disk)",
+            config.display()
+        ));
+        Ok(())
+    }
+
     fn join(&self, params: &JoinParams, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
         let written = write_join_files(
             &self.state_dir.join("pki"),

@@ -184,6 +184,15 @@ impl ClusterBackend for KubeadmBackend {
         Ok(InitOutput { kubeconfig: Zeroizing::new(kubeconfig) })
     }
 
+    fn restart(&self, role: super::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+        // kubeadm installed the kubelet's configuration (and, on a control-plane node, the static pods it
+        // starts) on the state disk; the kubelet only needs starting again.
+        log(&format!("restarting the kubelet ({role}): systemctl restart kubelet"));
+        let mut cmd = Command::new("systemctl");
+        cmd.args(["restart", "kubelet"]);
+        run_streaming(cmd, log).map_err(BackendError::Command)
+    }
+
     fn join(&self, params: &JoinParams, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
         let written = write_join_files(
             &self.kubernetes_dir.join("pki"),

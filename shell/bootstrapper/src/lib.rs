@@ -57,20 +57,27 @@
 pub use attest_util::fs as atomic;
 pub mod backend;
 pub mod cmd;
+mod cmd_lifecycle;
 pub mod disk;
 pub mod dryrun;
+pub mod endpoints;
 pub mod files;
 pub mod init;
 pub mod join;
 pub mod kubeadm;
+pub mod lifecycle;
 pub mod lock;
+pub mod luks;
 pub mod node;
 pub mod pki;
 pub mod process;
+pub mod recover;
 pub mod registration;
+pub mod rejoin;
 pub mod request;
 pub mod state;
 pub mod ticket;
+pub mod verifysvc;
 
 #[cfg(test)]
 mod tests;

@@ -32,7 +32,7 @@ use tokio::sync::watch;
 use super::backend::{BackendError, ClusterBackend};
 use super::disk::{DiskError, DiskSetup};
 use super::lock::{LockHolder, NodeLock};
-use super::state::{NodeState, Phase, Role, STATE_FORMAT_VERSION, Startup, StateError, StateStore, check_startup};
+use super::state::{NodeState, Phase, Role, STATE_FORMAT_VERSION, Startup, StateError, StateStore};
 
 /// The node's configuration.
 #[derive(Clone, Debug)]
@@ -164,9 +164,10 @@ impl Node {
         &self.store
     }
 
-    /// What this node is at start-up: PCR 15 as the lock found it, combined with the stored state.
+    /// What this node is at start-up: PCR 15 as the lock found it, combined with the node state (from the
+    /// disk's header where it keeps one, else the state file; see [`super::state`]).
     pub fn startup(&self) -> Result<Result<Startup, super::state::StartupError>, StateError> {
-        Ok(check_startup(&self.lock.initial_pcr(), self.store.load()?))
+        super::lifecycle::startup(self)
     }
 
     /// A receiver of the outcome (`None` until the path that took the lock has finished).
@@ -202,6 +203,8 @@ impl Node {
             cluster_id: *c.cluster_id,
             disk_uuid: c.disk_uuid.to_owned(),
             phase: Phase::Bootstrapping,
+            disk_protection: Some(self.disk.protection()),
+            last_refusal: None,
         };
         match self.disk.setup(disk_key) {
             Ok(report) => log(&format!("disk: {report}")),
@@ -211,14 +214,20 @@ impl Node {
                 if let Err(se) = self.store.persist(&state) {
                     tracing::error!(error = %se, "bootstrapper: cannot record the failed disk set-up");
                 }
+                let _ = self.disk.record_state(&state);
                 return Err(CommitError::Disk(e));
             }
         }
         self.store.persist(&state).map_err(CommitError::State)?;
+        self.disk.record_state(&state).map_err(CommitError::Disk)?;
         log(&format!("node state persisted ({}, role {})", self.store.path().display(), c.role));
         let result = run(self.backend.as_ref(), log);
         state.phase = if result.is_ok() { Phase::Bootstrapped } else { Phase::Failed };
-        let persisted = self.store.persist(&state).map_err(CommitError::State);
+        let persisted = self
+            .store
+            .persist(&state)
+            .map_err(CommitError::State)
+            .and_then(|()| self.disk.record_state(&state).map_err(CommitError::Disk));
         let value = result.map_err(CommitError::Backend)?;
         persisted?;
         Ok(value)

@@ -132,6 +132,10 @@ impl ClusterBackend for NoopBackend {
         log("noop join");
         Ok(())
     }
+    fn restart(&self, _: Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+        log("noop restart");
+        Ok(())
+    }
 }
 
 #[tokio::test]
