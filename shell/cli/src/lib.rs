@@ -19,9 +19,11 @@ pub mod input;
 pub mod kds;
 pub mod measurements;
 pub mod node;
+pub mod recover;
 pub mod secret;
 pub mod snp;
 pub mod verify;
+pub mod verifysvc;
 
 use clap::{Parser, Subcommand};
 use std::fmt;
@@ -55,6 +57,8 @@ pub enum Command {
     /// Cluster secrets: create the master secret.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// Recover a rebooted node that cannot reach a join service: verify it over aTLS, send it the master secret.
+    Recover(recover::RecoverArgs),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -113,6 +117,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Init(args) => init::run(&args, &mut std::io::stdout()),
         Command::Verify(args) => verify::run(&args, &mut std::io::stdout()),
         Command::Secret(cmd) => secret::run(&cmd, &mut std::io::stdout()),
+        Command::Recover(args) => recover::run(&args, &mut std::io::stdout()),
     };
     match result {
         Ok(status) => status.into(),

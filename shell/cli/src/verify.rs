@@ -2,6 +2,9 @@
 //! its certificate's attestation — the AK against the AK registry, the PCRs against the measurements file,
 //! the quote against a fresh nonce, the certificate key against the quote — then closes it; no RPC is made.
 //!
+//! With `--service grpc|http` the node's verify service is asked instead, and `--cluster-id` adds the PCR 15
+//! check ([`super::verifysvc`]).
+//!
 //! Exit statuses: 0 verified; 1 refused (with the reason) or unreachable; 2 usage.
 
 use super::node::{self, CONNECT_TIMEOUT, reason, verifying_connector};
@@ -27,6 +30,14 @@ pub struct VerifyArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also require PCR 15 to hold this cluster id (64 hex digits, as `attest init` printed it): the node is
+    /// bound to this cluster. Replaces the measurements file's PCR 15 entry.
+    #[arg(long, value_name = "HEX")]
+    pub cluster_id: Option<String>,
+    /// How to reach the node: an aTLS handshake with the endpoint, or the node's verify service (gRPC on
+    /// port 30081, HTTP on 30080 in a cluster).
+    #[arg(long, value_enum, default_value = "atls")]
+    pub service: super::verifysvc::VerifyVia,
 }
 
 /// Runs `attest verify`; the verdict goes to `stdout`.
@@ -40,6 +51,11 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
         )));
     }
     let registry = node::open_registry(&args.ak_registry)?;
+    let cluster_id = args.cluster_id.as_deref().map(super::verifysvc::parse_cluster_id).transpose()?;
+    let policy = super::verifysvc::with_cluster_id(policy, cluster_id.as_ref());
+    if args.service != super::verifysvc::VerifyVia::Atls {
+        return super::verifysvc::run(args, addr, registry, policy, cluster_id.as_ref(), stdout);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
