@@ -15,6 +15,11 @@ Starts, on 127.0.0.1 only:
   5. node-2 and node-3, each with its own swtpm, EK certificate and the expected measurements: they
      register their AKs, attest to the join service and join;
   6. node-bad, whose PCR 9 differs (a modified kernel): the join service refuses it with a clear reason;
+  7. the node's later life (lifecycle()): node-4 joins the control plane (its first join endpoint is down,
+     the second answers); node-2 reboots (swtpm restarted: PCRs reset; same TPM state and LUKS2 disk image)
+     and rejoins with the same disk key; `attest verify --cluster-id` against node-2's verify service
+     succeeds and fails with a wrong cluster id; the join service stops and node-1, rebooted, recovers
+     through `attest recover`;
 and prints a summary: who attested what, which checks ran, the keys derived (fingerprints only), the lock
 state, timings. Every process it started is stopped by PID at the end, also on errors and Ctrl-C.
 
@@ -191,13 +196,19 @@ class EkCa:
 
 
 class Node:
-    def __init__(self, name, root, image, control_plane):
+    def __init__(self, name, root, image, control_plane, disk_image=False):
         self.name = name
+        # A LUKS2 header on a file (`--disk luks-header:`): this machine has no device mapper, so the disk
+        # is formatted and its key checked, but not mapped. Otherwise the explicit key-file mode.
+        self.disk_image = root / name / "state-disk.img" if disk_image else None
         self.dir = root / name
         self.tpm_dir = self.dir / "tpm"
         self.state_dir = self.dir / "state"
         self.tpm_dir.mkdir(parents=True)
         self.state_dir.mkdir(parents=True)
+        if self.disk_image is not None:
+            with open(self.disk_image, "wb") as f:
+                f.truncate(20 * 1024 * 1024)
         self.image = image
         self.control_plane = control_plane
         self.port = None
@@ -291,10 +302,12 @@ def demo(root, bins, procs):
     log(f"work directory {root}")
     ca = EkCa(root)
     measurements = root / "measurements.json"
+    # As the default join measurements: PCR 15 = 0 too (a node already bound to a cluster cannot join).
+    expected = {**expected_pcrs(GOOD_IMAGE), 15: "00" * 32}
     measurements.write_text(json.dumps(
-        {str(pcr): {"expected": value, "warnOnly": False} for pcr, value in sorted(expected_pcrs(GOOD_IMAGE).items())},
+        {str(pcr): {"expected": value, "warnOnly": False} for pcr, value in sorted(expected.items())},
         indent=2))
-    log(f"measurements: PCRs {sorted(GOOD_IMAGE)} enforced ({measurements.name})")
+    log(f"measurements: PCRs {sorted(expected)} enforced, PCR 15 = 0 ({measurements.name})")
 
     # Master secret and init secret, as an operator would create them.
     master_secret = root / "master-secret.json"
@@ -308,7 +321,7 @@ def demo(root, bins, procs):
     kms_addr = wait_for_line(root / "key-service.out", r"listening on (\S+)", kms).group(1)
     log(f"key service on {kms_addr}")
 
-    nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False),
+    nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False, disk_image=True),
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]
     for n in nodes:
         n.manufacture(ca)
@@ -377,17 +390,19 @@ def demo(root, bins, procs):
     bad.reason = m.group(1)
     log(f"{bad.name}: refused by the join service: {bad.reason}")
 
-    # Joined nodes exit once bootstrapped; node-bad keeps retrying until stopped. Stop it, so that every
-    # TPM is free to read back (swtpm serves one connection at a time).
+    # Bootstrapped nodes keep serving their attestation (verify service) and node-bad keeps retrying: stop
+    # them all, so that every TPM is free to read back (swtpm serves one connection at a time).
     for n in nodes:
         p = p1 if n is first else started[n.name][0]
-        if n is bad:
-            p.send_signal(signal.SIGTERM)
+        p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
             raise Failure(f"{n.name}: bootstrapper did not exit")
     ok = check_and_summarize(root, nodes, init, master_secret, metrics_addr)
+    if ok:
+        ok = lifecycle(root, bins, procs, ca, nodes, init, measurements, master_secret, init_secret_hash, join,
+                       join_addr, reg_addr)
     return ok
 
 
@@ -466,11 +481,15 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
             else:
                 if state.get("cluster_id") != cluster_id:
                     problems.append(f"{n.name}: node state names cluster {state.get('cluster_id')}")
-                disk_key = (n.dir / "run" / "state-disk.key").read_bytes()
                 expected = hkdf_sha256(key, salt, ("key-" + state["disk_uuid"]).encode())
+                # A LUKS2 disk image: the derived key must open its keyslot; a key-file disk: the file holds it.
+                disk_key = expected if n.disk_image is not None and luks_key_opens(n.disk_image, expected) else \
+                    (n.dir / "run" / "state-disk.key").read_bytes() if n.disk_image is None else b""
                 if disk_key != expected:
                     problems.append(f"{n.name}: state-disk key is not HKDF(master secret, key-<disk uuid>)")
                 disk = f"sha256 {hashlib.sha256(disk_key).hexdigest()[:12]}… = HKDF ✓" if disk_key == expected else "MISMATCH"
+                if n.disk_image is not None and disk_key == expected:
+                    disk += " (opens the LUKS2 keyslot of its disk image)"
             if pcr != locked_pcr15:
                 problems.append(f"{n.name}: PCR 15 {pcr} is not the cluster id extended")
             lock = "locked (PCR 15 = cluster id ✓)" if pcr == locked_pcr15 else f"PCR 15 = {pcr[:16]}…"
@@ -509,12 +528,158 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
 
 
 def bootstrapper_args(bins, node, init_secret_hash):
+    disk = f"luks-header:{node.disk_image}" if node.disk_image is not None else "key-file"
     argv = [bins["attest-bootstrapper"], "--tpm", node.tcti, "--state-dir", node.state_dir, "--init-listen",
-            "127.0.0.1:0", "--node-name", node.name, "--init-secret-hash", init_secret_hash, "--disk", "key-file",
-            "--runtime-dir", node.dir / "run", "--backend", "dry-run"]
+            "127.0.0.1:0", "--node-name", node.name, "--init-secret-hash", init_secret_hash, "--disk", disk,
+            "--runtime-dir", node.dir / "run", "--backend", "dry-run", "--verify-listen", "127.0.0.1:0",
+            "--verify-http-listen", "127.0.0.1:0", "--recover-listen", "127.0.0.1:0"]
     if node.control_plane:
         argv.append("--control-plane")
     return argv
+
+
+def luks_key_opens(image, key):
+    """Whether `key` opens a keyslot of the LUKS2 header on `image` (cryptsetup, key on stdin; no mapping)."""
+    r = subprocess.run(["cryptsetup", "open", "--test-passphrase", "--type", "luks2", "--key-file", "-", image],
+                       input=key, capture_output=True)
+    return r.returncode == 0
+
+
+def json_event(path, event, proc, timeout=JOIN_TIMEOUT):
+    """The first stdout line of a bootstrapper that is the JSON event `event`."""
+    return json.loads(wait_for_line(path, r'^\{.*"event":"' + event + r'".*\}$', proc, timeout=timeout).group(0))
+
+
+def reboot(node, procs):
+    """Power-cycles a node's TPM: swtpm stopped and started again on the same state (PCRs reset), then the
+    measured boot of its image again."""
+    pid = int((node.tpm_dir / "swtpm.pid").read_text().strip())
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (node.tpm_dir / "swtpm.pid").unlink(missing_ok=True)
+    node.start_tpm(procs)
+    node.measured_boot()
+
+
+def attest_verify(bins, endpoint, service, cluster_id, measurements, registry):
+    r = subprocess.run([bins["attest"], "verify", "--endpoint", endpoint, "--service", service, "--cluster-id",
+                        cluster_id, "--measurements", measurements, "--ak-registry", registry, "--json"],
+                       capture_output=True)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def lifecycle(root, bins, procs, ca, nodes, init, measurements, master_secret, init_secret_hash, join, join_addr,
+              reg_addr):
+    """A node's life after its first boot (issue 16): control-plane join, reboot and rejoin, verify, recovery.
+    Prints one line per event and the closing `lifecycle:` line."""
+    events = []
+    cluster_id = init["clusterId"]
+    ms = json.loads(master_secret.read_text())
+    key, salt = base64.b64decode(ms["key"]), base64.b64decode(ms["salt"])
+    events.append(f"init: node-1 initialized cluster {cluster_id[:16]}…")
+    events.append("join: node-2 and node-3 joined as workers")
+    events.append(f"refused: node-bad ({nodes[3].reason})")
+    log("lifecycle: the node's life after its first boot")
+
+    # A second control-plane node; its first join endpoint is down, the second (the join service) answers.
+    cp = Node("node-4", root, GOOD_IMAGE, True)
+    cp.manufacture(ca)
+    cp.start_tpm(procs)
+    cp.measured_boot()
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_addr = f"127.0.0.1:{dead.getsockname()[1]}"
+    dead.close()
+    argv = bootstrapper_args(bins, cp, init_secret_hash) + ["--join-service", dead_addr, "--join-service", join_addr,
+                                                            "--registration", reg_addr]
+    p = procs.start(cp.name, argv)
+    event = json_event(root / f"{cp.name}.out", "bootstrapped", p)
+    if event.get("path") != "join" or event.get("cluster_id") != cluster_id:
+        raise Failure(f"{cp.name}: unexpected bootstrap event {event}")
+    ca_key = (nodes[0].state_dir / "pki" / "ca.key").read_bytes()
+    if (cp.state_dir / "pki" / "ca.key").read_bytes() != ca_key:
+        raise Failure(f"{cp.name}: the control-plane files are not the cluster's")
+    if "controlPlane" not in (cp.state_dir / "kubeadm-join.yaml").read_text():
+        raise Failure(f"{cp.name}: the join configuration has no controlPlane section")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    events.append(f"control-plane join: node-4 joined the control plane with the cluster's CA files "
+                  f"(first join endpoint {dead_addr} down, failover to {join_addr})")
+    log(events[-1])
+
+    # node-2 reboots: same TPM state and disk image, PCRs reset; it rejoins with the same disk key.
+    n2 = nodes[1]
+    state = json.loads((n2.state_dir / "node-state.json").read_text())
+    reboot(n2, procs)
+    p2 = procs.start(f"{n2.name}-reboot", bootstrapper_args(bins, n2, init_secret_hash) +
+                     ["--join-service", join_addr, "--registration", reg_addr])
+    out2 = root / f"{n2.name}-reboot.out"
+    event = json_event(out2, "rejoined", p2)
+    if event.get("via") != "rejoin" or event.get("cluster_id") != cluster_id or not event.get("pcr15_extended"):
+        raise Failure(f"{n2.name}: unexpected rejoin event {event}")
+    disk_key = hkdf_sha256(key, salt, ("key-" + state["disk_uuid"]).encode())
+    if not luks_key_opens(n2.disk_image, disk_key):
+        raise Failure(f"{n2.name}: the disk key HKDF(master, key-<uuid>) does not open its disk image")
+    if luks_key_opens(n2.disk_image, bytes(32)):
+        raise Failure(f"{n2.name}: a wrong key opens its disk image")
+    events.append(f"rejoin: node-2 rebooted (PCR 15 reset) and rejoined: rejoin ticket, same disk key "
+                  f"(cryptsetup open --test-passphrase on its disk image; no device mapper here, so not mapped), "
+                  f"PCR 15 re-extended")
+    log(events[-1])
+
+    # attest verify --cluster-id against node-2's verify service (gRPC and HTTP); a wrong id is refused.
+    verify = json_event(out2, "verify-service", p2)
+    registry = root / "join-ak-registry.json"
+    for service in ("grpc", "http"):
+        rc, out, err = attest_verify(bins, verify[service], service, cluster_id, measurements, registry)
+        if rc != 0:
+            raise Failure(f"attest verify --service {service} --cluster-id failed ({rc}): {out} {err}")
+    wrong = "ee" * 32
+    rc, out, err = attest_verify(bins, verify["grpc"], "grpc", wrong, measurements, registry)
+    if rc != 1 or "PCR 15" not in err:
+        raise Failure(f"attest verify with a wrong cluster id was not refused ({rc}): {out} {err}")
+    events.append(f"verify: attest verify --cluster-id against node-2's verify service (gRPC {verify['grpc']}, "
+                  f"HTTP {verify['http']}) verified; a wrong cluster id refused (PCR 15)")
+    log(events[-1])
+
+    # The join service stops; node-1 reboots and cannot rejoin; the operator recovers it.
+    join.send_signal(signal.SIGTERM)
+    join.wait(timeout=30)
+    n1 = nodes[0]
+    reboot(n1, procs)
+    p1 = procs.start(f"{n1.name}-reboot", bootstrapper_args(bins, n1, init_secret_hash) +
+                     ["--join-service", join_addr])
+    out1 = root / f"{n1.name}-reboot.out"
+    recovery = json_event(out1, "recovery-listening", p1)["addr"]
+    r = subprocess.run([bins["attest"], "recover", "--endpoint", recovery, "--measurements", measurements,
+                        "--ak-registry", root / "cli-ak-registry.json", "--master-secret", master_secret, "--json"],
+                       capture_output=True)
+    (root / "attest-recover.log").write_bytes(r.stderr)
+    if r.returncode != 0:
+        raise Failure(f"attest recover failed ({r.returncode}): {r.stdout.decode()} {r.stderr.decode()}")
+    event = json_event(out1, "rejoined", p1)
+    if event.get("via") != "recovery" or event.get("cluster_id") != cluster_id:
+        raise Failure(f"{n1.name}: unexpected recovery event {event}")
+    n1_state = json.loads((n1.state_dir / "node-state.json").read_text())
+    if (n1.dir / "run" / "state-disk.key").read_bytes() != hkdf_sha256(key, salt, ("key-" + n1_state["disk_uuid"]).encode()):
+        raise Failure(f"{n1.name}: the recovered disk key is not HKDF(master, key-<uuid>)")
+    v1 = json_event(out1, "verify-service", p1)
+    rc, out, err = attest_verify(bins, v1["grpc"], "grpc", cluster_id, measurements, root / "cli-ak-registry.json")
+    if rc != 0:
+        raise Failure(f"node-1 after recovery: attest verify --cluster-id failed ({rc}): {err}")
+    events.append(f"recover: join service stopped; node-1 rebooted, could not rejoin, and recovered through "
+                  f"attest recover ({recovery}): disk key back, PCR 15 = cluster id (verified)")
+    log(events[-1])
+
+    print()
+    print("lifecycle")
+    print("=========")
+    for e in events:
+        print(f"    {e}")
+    print("lifecycle: init ok, join ok, control-plane join ok, rejoin ok, verify ok, recover ok")
+    return True
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use super::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
 use super::state::NodeState;
 
-pub use super::luks::{CommandLine, Integrity, LuksDisk, integrity_support};
+pub use super::luks::{CommandLine, Integrity, LuksDisk, device_mapper_available, integrity_support};
 
 /// The key file's name in [`KeyFileDisk`]'s directory.
 pub const KEY_FILE_NAME: &str = "state-disk.key";

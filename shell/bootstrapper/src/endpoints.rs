@@ -191,8 +191,14 @@ impl EndpointCall for AtlsCall {
     }
 }
 
-/// Whether `e` is the join service refusing us (our attestation failed its check: a TLS alert in the aTLS
-/// handshake, or a refusing status), as opposed to the service being unreachable or overloaded.
+/// The text of `attest_atls::Error::AlertReceived` where an error chain lost its type: in TLS 1.3 a client
+/// completes its handshake before the server has checked the client's certificate, so the server's verdict
+/// (a `handshake_failure` alert) arrives on the first read, inside the HTTP/2 handshake's status message.
+const ALERT_TEXT: &str = "the peer aborted with TLS alert";
+
+/// Whether `e` is the join service refusing us (our attestation failed its check: a TLS alert in or right
+/// after the aTLS handshake, or a refusing status), as opposed to the service being unreachable or
+/// overloaded.
 pub fn is_refusal(e: &AttemptError) -> bool {
     match e {
         AttemptError::Connect(c) => {
@@ -203,8 +209,9 @@ pub fn is_refusal(e: &AttemptError) -> bool {
                 }
                 cur = err.source();
             }
-            false
+            matches!(c, attest_atls::grpc::ConnectError::Http2(s) if s.message.contains(ALERT_TEXT))
         }
+        AttemptError::Status(s) if s.message.contains(ALERT_TEXT) => true,
         other => !other.is_retryable(),
     }
 }

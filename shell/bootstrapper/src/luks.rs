@@ -70,11 +70,19 @@ pub enum Integrity {
     Unavailable(&'static str),
 }
 
-/// Probes this machine: `/dev/mapper/control`, then dm-integrity loaded (`/sys/module/dm_integrity`),
-/// built in or loadable (`/lib/modules/<release>/modules.{builtin,dep}`).
+/// Whether the kernel's device mapper is usable: `/dev/mapper/control` exists and the driver registered
+/// it (`device-mapper` in `/proc/misc`; a container can have the node without the driver).
+pub fn device_mapper_available() -> bool {
+    Path::new("/dev/mapper/control").exists()
+        && std::fs::read_to_string("/proc/misc")
+            .is_ok_and(|t| t.lines().any(|l| l.trim_end().ends_with(" device-mapper")))
+}
+
+/// Probes this machine: a usable device mapper ([`device_mapper_available`]), then dm-integrity loaded
+/// (`/sys/module/dm_integrity`), built in or loadable (`/lib/modules/<release>/modules.{builtin,dep}`).
 pub fn integrity_support() -> Integrity {
-    if !Path::new("/dev/mapper/control").exists() {
-        return Integrity::Unavailable("no device mapper (/dev/mapper/control is absent)");
+    if !device_mapper_available() {
+        return Integrity::Unavailable("no device mapper (/dev/mapper/control absent or no device-mapper driver)");
     }
     if Path::new("/sys/module/dm_integrity").exists() {
         return Integrity::Available;
