@@ -500,7 +500,7 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_addr):
     print("summary")
     print("=======")
     print(f"cluster id      {cluster_id}  (= HKDF(measurement secret, measurement salt) ✓)")
-    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} enforced; every AK registered by "
+    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} and 15 (= 0) enforced; every AK registered by "
           f"TPM2 credential activation against the local EK CA")
     print()
     for name, role, outcome, timing, ak, checks, disk, lock in rows:

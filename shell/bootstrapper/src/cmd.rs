@@ -134,22 +134,22 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     join_endpoints_file: Option<PathBuf>,
     /// Recovery endpoint (recover.API over aTLS, this node attests) of a rebooted node, or none.
-    #[arg(long, default_value = "0.0.0.0:9999", value_parser = crate::cmd_lifecycle::parse_listen)]
-    recover_listen: Option<SocketAddr>,
+    #[arg(long, default_value = "0.0.0.0:9999")]
+    recover_listen: crate::cmd_lifecycle::Listen,
     /// Verify service, gRPC (verify.API/GetAttestation), or none.
-    #[arg(long, default_value = "0.0.0.0:30081", value_parser = crate::cmd_lifecycle::parse_listen)]
-    verify_listen: Option<SocketAddr>,
+    #[arg(long, default_value = "0.0.0.0:30081")]
+    verify_listen: crate::cmd_lifecycle::Listen,
     /// Verify service, plain HTTP (GET /?nonce=), or none.
-    #[arg(long, default_value = "0.0.0.0:30080", value_parser = crate::cmd_lifecycle::parse_listen)]
-    verify_http_listen: Option<SocketAddr>,
+    #[arg(long, default_value = "0.0.0.0:30080")]
+    verify_http_listen: crate::cmd_lifecycle::Listen,
 }
 
 impl Args {
     fn life(&self) -> crate::cmd_lifecycle::LifeArgs {
         crate::cmd_lifecycle::LifeArgs {
-            verify_grpc: self.verify_listen,
-            verify_http: self.verify_http_listen,
-            recover: self.recover_listen,
+            verify_grpc: self.verify_listen.0,
+            verify_http: self.verify_http_listen.0,
+            recover: self.recover_listen.0,
             join_services: self.join_service.clone(),
             join_endpoints_file: self.join_endpoints_file.clone(),
             grace: Duration::from_secs(self.shutdown_grace),
@@ -462,5 +462,31 @@ fn select_backend(choice: BackendChoice, state_dir: &Path) -> Arc<dyn ClusterBac
             Some(p) => kubeadm(p),
             None => Arc::new(DryRunBackend::new(state_dir)),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn arguments() {
+        Args::command().debug_assert();
+        let base = ["attest-bootstrapper", "--tpm", "swtpm:host=127.0.0.1,port=1", "--state-dir", "/s"];
+        let with = |extra: &[&str]| {
+            Args::try_parse_from(base.iter().chain(["--init-secret-hash", "/h"].iter()).chain(extra.iter()))
+        };
+        assert!(with(&[]).is_err(), "--disk has no default");
+        let a = with(&["--disk", "luks-header:/img", "--join-service", "127.0.0.1:1", "--join-service", "127.0.0.1:2"])
+            .unwrap();
+        assert_eq!(a.join_service.len(), 2);
+        assert_eq!(a.verify_listen.0, Some("0.0.0.0:30081".parse().unwrap()));
+        assert_eq!(a.verify_http_listen.0, Some("0.0.0.0:30080".parse().unwrap()));
+        assert_eq!(a.recover_listen.0, Some("0.0.0.0:9999".parse().unwrap()));
+        assert!(matches!(a.disk, DiskChoice::LuksHeader(_)));
+        let off = with(&["--disk", "key-file", "--verify-listen", "none", "--verify-http-listen", "none"]).unwrap();
+        assert!(!off.life().serves_verify());
+        assert!(with(&["--disk", "luks:relative"]).is_err());
     }
 }

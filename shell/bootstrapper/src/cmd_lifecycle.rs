@@ -30,12 +30,19 @@ pub(crate) const EXIT_REJOIN_REFUSED: u8 = 6;
 /// Exit code: the keys were right but the disk, PCR 15 or Kubernetes could not be brought back.
 pub(crate) const EXIT_REJOIN_FAILED: u8 = 7;
 
-/// `ADDR` or `none`.
-pub(crate) fn parse_listen(s: &str) -> Result<Option<SocketAddr>, String> {
-    if s == "none" {
-        return Ok(None);
+/// A listen address that can be switched off: `ADDR` or `none`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Listen(pub(crate) Option<SocketAddr>);
+
+impl std::str::FromStr for Listen {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "none" {
+            return Ok(Listen(None));
+        }
+        s.parse().map(|a| Listen(Some(a))).map_err(|e| format!("expected HOST:PORT or none: {e}"))
     }
-    s.parse().map(Some).map_err(|e| format!("expected HOST:PORT or none: {e}"))
 }
 
 /// What the lifecycle branches need from the command line.
