@@ -8,6 +8,7 @@
 //!     [--backend kubeadm|dry-run|auto] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
 //!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
 //!     [--recover-listen 0.0.0.0:9999|none] [--verify-listen 0.0.0.0:30081|none] [--verify-http-listen 0.0.0.0:30080|none]
+//!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID]
 //! ```
 //!
 //! The node's whole life (crate docs, [`crate::lifecycle`]): a fresh node serves init and joins; a node
@@ -142,6 +143,17 @@ struct Args {
     /// Verify service, plain HTTP (GET /?nonce=), or none.
     #[arg(long, default_value = "0.0.0.0:30080")]
     verify_http_listen: crate::cmd_lifecycle::Listen,
+    /// This node's IP: the kubelet's --node-ip, the API server's advertise address (control plane), an IP SAN
+    /// of the init node's kubelet serving certificate.
+    #[arg(long, value_name = "IP")]
+    node_ip: Option<std::net::IpAddr>,
+    /// HOST:PORT in front of every API server (load balancer or DNS name) for a highly available control
+    /// plane [default: --api-server-endpoint].
+    #[arg(long, value_name = "HOST:PORT")]
+    control_plane_endpoint: Option<String>,
+    /// This machine's cloud provider id (the kubelet's --provider-id), where known.
+    #[arg(long, value_name = "ID")]
+    provider_id: Option<String>,
 }
 
 impl Args {
@@ -202,7 +214,18 @@ pub fn main() -> ExitCode {
         DiskChoice::Luks(dev) => Arc::new(LuksDisk::new(dev).with_mount(&args.state_dir)),
         DiskChoice::LuksHeader(file) => Arc::new(LuksDisk::header_only(file)),
     };
-    let backend = select_backend(args.backend, &args.state_dir);
+    let network = crate::kubeadm::NodeNetwork {
+        node_ip: args.node_ip,
+        control_plane_endpoint: args.control_plane_endpoint.clone(),
+        provider_id: args.provider_id.clone(),
+    };
+    if let Some(e) = &network.control_plane_endpoint
+        && !crate::ticket::is_endpoint(e)
+    {
+        tracing::error!(endpoint = %e, "bootstrapper: --control-plane-endpoint is not HOST:PORT");
+        return ExitCode::from(2);
+    }
+    let backend = select_backend(args.backend, &args.state_dir, &network);
     let config = NodeConfig {
         state_dir: args.state_dir.clone(),
         node_name,
@@ -452,15 +475,22 @@ impl std::str::FromStr for BackendChoice {
     }
 }
 
-/// The backend for `choice`, working in `state_dir`.
-fn select_backend(choice: BackendChoice, state_dir: &Path) -> Arc<dyn ClusterBackend> {
-    let kubeadm = |program: PathBuf| Arc::new(KubeadmBackend::new(program, state_dir)) as Arc<dyn ClusterBackend>;
+/// The backend for `choice`, working in `state_dir`, with the node's network facts.
+fn select_backend(
+    choice: BackendChoice,
+    state_dir: &Path,
+    network: &crate::kubeadm::NodeNetwork,
+) -> Arc<dyn ClusterBackend> {
+    let kubeadm = |program: PathBuf| {
+        Arc::new(KubeadmBackend::new(program, state_dir).with_network(network.clone())) as Arc<dyn ClusterBackend>
+    };
+    let dry_run = || Arc::new(DryRunBackend::new(state_dir).with_network(network.clone())) as Arc<dyn ClusterBackend>;
     match choice {
         BackendChoice::Kubeadm => kubeadm(PathBuf::from("kubeadm")),
-        BackendChoice::DryRun => Arc::new(DryRunBackend::new(state_dir)),
+        BackendChoice::DryRun => dry_run(),
         BackendChoice::Auto => match find_on_path("kubeadm") {
             Some(p) => kubeadm(p),
-            None => Arc::new(DryRunBackend::new(state_dir)),
+            None => dry_run(),
         },
     }
 }
