@@ -17,11 +17,12 @@ use std::time::Duration;
 use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, EngineValidator, Verifier};
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
-use attest_bootstrapper::disk::{DiskSetup, HeaderState, KeyFileDisk, LuksDisk};
+use attest_bootstrapper::disk::{DiskSetup, HeaderState, KeyFileDisk};
 use attest_bootstrapper::dryrun::DryRunBackend;
 use attest_bootstrapper::endpoints::{AtlsCall, FailoverSource, StaticEndpoints};
 use attest_bootstrapper::lifecycle::{RejoinSetup, rejoin};
 use attest_bootstrapper::lock::expected_pcr_value;
+use attest_bootstrapper::luks::LuksDisk;
 use attest_bootstrapper::rejoin::{KeySource, RejoinError};
 use attest_bootstrapper::verifysvc::serve_verify;
 use attest_bootstrapper::{
@@ -317,7 +318,7 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
 /// reopen after closing. Needs root and a device mapper; skips with a notice elsewhere.
 #[test]
 fn luks_disk_is_mapped_and_mounted() {
-    if !attest_bootstrapper::disk::device_mapper_available()
+    if !attest_bootstrapper::luks::device_mapper_available()
         || attest_bootstrapper::process::find_on_path("cryptsetup").is_none()
     {
         eprintln!("NOTICE: no device mapper or no cryptsetup: LUKS2 mapping, mkfs and mount not tested here");

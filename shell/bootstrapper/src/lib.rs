@@ -83,10 +83,11 @@ pub mod verifysvc;
 mod tests;
 
 pub use backend::{ClusterBackend, InitParams, JoinParams};
-pub use disk::{DiskSetup, KeyFileDisk, LuksDisk};
+pub use disk::{DiskSetup, KeyFileDisk};
 pub use init::{DEFAULT_INIT_PORT, InitService};
 pub use join::{AtlsTicketSource, JoinClient, JoinConfig, JoinError, PreJoin, TicketSource};
 pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
+pub use luks::LuksDisk;
 pub use node::{Node, NodeConfig, Outcome};
 pub use request::InitSecretHash;
 pub use state::{NodeState, Phase, Role, Startup, StartupError};

@@ -1,9 +1,9 @@
-//! A node's whole life at start-up: which row of the start-up table it is in ([`startup`]), the reset of a
+//! A node's whole life at start-up: which row of the start-up table it is in ([`Node::startup`]), the reset of a
 //! node marked for it ([`reset`]), and the rebooted node's wait for its keys ([`rejoin`]: rejoin client and
 //! recovery server racing, as the init server and the join client race on a fresh node).
 //!
 //! ```text
-//!  start ─▶ startup(): PCR 15 + node state (disk header, else state file)
+//!  start ─▶ Node::startup(): PCR 15 + node state (disk header, else state file)
 //!    Fresh          ─▶ init server + join client (crate::cmd)
 //!    Reset(state)   ─▶ reset(): disk key and header state gone, state file removed ─▶ Fresh
 //!    Rejoin(state)  ─▶ rejoin(): recovery server ∥ rejoin client ─▶ Rejoined | RejoinError (stays down)
@@ -14,37 +14,13 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::disk::HeaderState;
 use super::endpoints::FailoverSource;
 use super::join::JoinConfig;
 use super::node::Node;
 use super::recover::serve_recover;
 use super::rejoin::{RejoinError, Rejoined, Rejoiner, run_rejoin_client};
-use super::state::{NodeState, Startup, StartupError, StateError, check_startup};
+use super::state::NodeState;
 use attest_atls::AttestationIssuer;
-
-/// [`Node::startup`]: the node state from the disk's header where it keeps one, else the state file,
-/// combined with PCR 15; a `Rejoin` whose disk is not the one the state names is refused.
-pub(crate) fn startup(node: &Node) -> Result<Result<Startup, StartupError>, StateError> {
-    let state = match node.disk().header_state() {
-        Ok(HeaderState::Present(s)) => Some(s),
-        Ok(HeaderState::Absent) => None,
-        Ok(HeaderState::Unsupported) => node.store().load()?,
-        Err(e) => return Err(StateError::Header { reason: e.to_string() }),
-    };
-    let result = check_startup(&node.lock().initial_pcr(), state);
-    if let Ok(Startup::Rejoin(s)) = &result {
-        let disk_uuid = node.disk().disk_uuid().map_err(|e| StateError::Header { reason: e.to_string() })?;
-        if disk_uuid != s.disk_uuid {
-            return Ok(Err(StartupError::StateWithoutDisk {
-                cluster_id: s.cluster_id,
-                state_disk_uuid: s.disk_uuid.clone(),
-                disk_uuid,
-            }));
-        }
-    }
-    Ok(result)
-}
 
 /// Resets a node whose bootstrap failed after the lock (and that rebooted since): the disk's keyslots and
 /// header state, then the state file. Afterwards the node starts as a fresh one. Returns log lines.

@@ -30,9 +30,11 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::backend::{BackendError, ClusterBackend};
-use super::disk::{DiskError, DiskSetup};
+use super::disk::{DiskError, DiskSetup, HeaderState};
 use super::lock::{LockHolder, NodeLock};
-use super::state::{NodeState, Phase, Role, STATE_FORMAT_VERSION, Startup, StateError, StateStore};
+use super::state::{
+    NodeState, Phase, Role, STATE_FORMAT_VERSION, Startup, StartupError, StateError, StateStore, check_startup,
+};
 
 /// The node's configuration.
 #[derive(Clone, Debug)]
@@ -166,8 +168,26 @@ impl Node {
 
     /// What this node is at start-up: PCR 15 as the lock found it, combined with the node state (from the
     /// disk's header where it keeps one, else the state file; see [`super::state`]).
-    pub fn startup(&self) -> Result<Result<Startup, super::state::StartupError>, StateError> {
-        super::lifecycle::startup(self)
+    pub fn startup(&self) -> Result<Result<Startup, StartupError>, StateError> {
+        let state = match self.disk.header_state() {
+            Ok(HeaderState::Present(s)) => Some(s),
+            Ok(HeaderState::Absent) => None,
+            Ok(HeaderState::Unsupported) => self.store.load()?,
+            Err(e) => return Err(StateError::Header { reason: e.to_string() }),
+        };
+        let result = check_startup(&self.lock.initial_pcr(), state);
+        if let Ok(Startup::Rejoin(s)) = &result {
+            // "Whose state disk exists": the disk the state names must be this node's.
+            let disk_uuid = self.disk.disk_uuid().map_err(|e| StateError::Header { reason: e.to_string() })?;
+            if disk_uuid != s.disk_uuid {
+                return Ok(Err(StartupError::StateWithoutDisk {
+                    cluster_id: s.cluster_id,
+                    state_disk_uuid: s.disk_uuid.clone(),
+                    disk_uuid,
+                }));
+            }
+        }
+        Ok(result)
     }
 
     /// A receiver of the outcome (`None` until the path that took the lock has finished).

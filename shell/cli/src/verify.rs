@@ -54,7 +54,16 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
     let cluster_id = args.cluster_id.as_deref().map(super::verifysvc::parse_cluster_id).transpose()?;
     let policy = super::verifysvc::with_cluster_id(policy, cluster_id.as_ref());
     if args.service != super::verifysvc::VerifyVia::Atls {
-        return super::verifysvc::run(args, addr, registry, policy, cluster_id.as_ref(), stdout);
+        return super::verifysvc::run(
+            &args.endpoint,
+            args.service,
+            args.json,
+            addr,
+            registry,
+            policy,
+            cluster_id.as_ref(),
+            stdout,
+        );
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -167,16 +167,19 @@ pub fn verify_via_service(
 
 /// Runs `attest verify --service grpc|http` and prints the verdict as `attest verify` does, with the
 /// cluster id checked (when given).
+#[allow(clippy::too_many_arguments)] // the verify command's inputs, each its own type
 pub fn run(
-    args: &super::verify::VerifyArgs,
+    endpoint: &str,
+    via_service: VerifyVia,
+    json: bool,
     addr: SocketAddr,
     registry: Arc<attest_registration::FileAkRegistry>,
     policy: PcrPolicy,
     cluster_id: Option<&[u8; 32]>,
     stdout: &mut dyn std::io::Write,
 ) -> Result<Status, UsageError> {
-    let (status, verdict) = verify_via_service(addr, args.service, registry, policy)?;
-    let via = match args.service {
+    let (status, verdict) = verify_via_service(addr, via_service, registry, policy)?;
+    let via = match via_service {
         VerifyVia::Grpc => "verify service (gRPC)",
         VerifyVia::Http => "verify service (HTTP)",
         VerifyVia::Atls => "aTLS",
@@ -184,15 +187,15 @@ pub fn run(
     let cluster = cluster_id.map(hex::encode);
     match verdict {
         Ok(summary) => {
-            if args.json {
+            if json {
                 let mut v = summary.to_json();
                 v["verified"] = serde_json::json!(true);
-                v["endpoint"] = serde_json::json!(args.endpoint);
+                v["endpoint"] = serde_json::json!(endpoint);
                 v["via"] = serde_json::json!(via);
                 v["clusterId"] = serde_json::json!(cluster);
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
-                let _ = writeln!(stdout, "VERIFIED {} ({via})\n{}", args.endpoint, summary.describe());
+                let _ = writeln!(stdout, "VERIFIED {endpoint} ({via})\n{}", summary.describe());
                 if let Some(c) = &cluster {
                     let _ = writeln!(stdout, "cluster      {c} (PCR 15 ✓)");
                 }
@@ -200,12 +203,12 @@ pub fn run(
         }
         Err((attested, why)) => {
             let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
-            if args.json {
-                let v = serde_json::json!({"verified": false, "endpoint": args.endpoint, "via": via,
+            if json {
+                let v = serde_json::json!({"verified": false, "endpoint": endpoint, "via": via,
                     "refused": attested, "error": why, "clusterId": cluster});
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
-                let _ = writeln!(stdout, "{kind} {} ({via})", args.endpoint);
+                let _ = writeln!(stdout, "{kind} {endpoint} ({via})");
             }
             eprintln!("attest: {kind}: {why}");
         }
