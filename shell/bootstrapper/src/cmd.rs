@@ -14,7 +14,7 @@
 //! The node's whole life (crate docs, [`crate::lifecycle`]): a fresh node serves init and joins; a node
 //! marked for reset (its bootstrap failed after the lock, then it rebooted) is reset and starts fresh; a
 //! bootstrapped node after a reboot gets its disk key back through a rejoin ticket or the recovery endpoint
-//! ([`crate::cmd_lifecycle`]); and every node serves its attestation (verify service) for as long as the
+//! (`cmd_lifecycle.rs`); and every node serves its attestation (verify service) for as long as the
 //! process runs — with the verify service on (the default) the process keeps running after bootstrapping
 //! until SIGTERM (a systemd `Type=simple` unit); with both verify listeners `none` it exits as before.
 //!
