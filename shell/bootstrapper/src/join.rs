@@ -110,7 +110,7 @@ impl AttemptError {
     /// The error of a failed connection: the join service's attestation refused by this node is
     /// [`AttemptError::ServerRefused`]; anything else (TCP, our attestation refused by them, HTTP/2) a
     /// connection failure.
-    fn from_connect(e: ConnectError) -> AttemptError {
+    pub(crate) fn from_connect(e: ConnectError) -> AttemptError {
         use attest_atls::Error as A;
         match &e {
             ConnectError::Atls(
@@ -179,15 +179,13 @@ pub trait TicketSource: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>>;
 }
 
-/// The join service over mutual aTLS: this node attests with its issuer, the service's attestation is
-/// verified ([`JoinServiceTrust`]) before the call is made. A new connection per attempt.
+/// One join service over mutual aTLS ([`crate::endpoints::AtlsCall`]: this node attests with its issuer, the
+/// service's attestation is verified before the call is made), a new connection per attempt. Several
+/// endpoints with failover: [`crate::endpoints::FailoverSource`].
 #[derive(Debug)]
 pub struct AtlsTicketSource {
     addr: SocketAddr,
-    connector: attest_atls::AtlsConnector,
-    server: Arc<JoinServiceTrust>,
-    config: ChannelConfig,
-    timeout: Duration,
+    call: crate::endpoints::AtlsCall,
 }
 
 impl AtlsTicketSource {
@@ -197,14 +195,12 @@ impl AtlsTicketSource {
         issuer: Arc<dyn AttestationIssuer>,
         server: Arc<JoinServiceTrust>,
     ) -> Result<AtlsTicketSource, attest_atls::Error> {
-        let connector = server.connector(issuer)?;
-        Ok(AtlsTicketSource { addr, connector, server, config: ChannelConfig::default(), timeout: CALL_TIMEOUT })
+        Ok(AtlsTicketSource { addr, call: crate::endpoints::AtlsCall::new(issuer, server)? })
     }
 
     /// Uses this call timeout and channel configuration (e.g. a short connect timeout in tests).
     pub fn with_timeouts(mut self, call: Duration, connect: Duration) -> AtlsTicketSource {
-        self.timeout = call;
-        self.config.connect_timeout = connect;
+        self.call = self.call.with_timeouts(call, connect);
         self
     }
 }
@@ -214,24 +210,8 @@ impl TicketSource for AtlsTicketSource {
         &self,
         request: IssueJoinTicketRequest,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
-        Box::pin(async move {
-            let (channel, peer) =
-                connect(self.addr, &self.connector, self.config.clone()).await.map_err(AttemptError::from_connect)?;
-            let peer = peer.ok_or_else(|| AttemptError::ServerRefused("the join service did not attest".into()))?;
-            let proof = self.server.establish(&channel, &peer).await?;
-            tracing::info!(
-                variant = proof.variant.map_or("unknown", Variant::name),
-                ak_digest = %proof.ak_digest.map_or_else(|| "none".to_owned(), hex::encode),
-                ak_basis = proof.ak_basis.map_or("none", AkBasis::name),
-                waivers = %self.server.trust().waivers_field(),
-                "join: the join service's attestation verified"
-            );
-            let response = channel
-                .unary(paths::JOIN_ISSUE_JOIN_TICKET, request, Metadata::new(), Some(self.timeout))
-                .await
-                .map_err(AttemptError::Status)?;
-            Ok((response.message, proof))
-        })
+        use crate::endpoints::EndpointCall as _;
+        self.call.join(self.addr, request)
     }
 }
 

@@ -25,12 +25,14 @@ pub mod kds;
 pub mod measurements;
 pub mod node;
 pub mod pcs;
+pub mod recover;
 pub mod secret;
 pub mod snp;
 pub mod tdx;
 pub mod trust;
 pub mod tpm;
 pub mod verify;
+pub mod verifysvc;
 
 use clap::{Parser, Subcommand};
 use std::fmt;
@@ -82,6 +84,8 @@ pub enum Command {
     /// This project's attestation documents (as sent in aTLS certificates).
     #[command(subcommand)]
     Document(document::DocumentCommand),
+    /// Recover a rebooted node that cannot reach a join service: verify it over aTLS, send it the master secret.
+    Recover(recover::RecoverArgs),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -146,6 +150,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Azure(cmd) => azure::run(cmd),
         Command::Gce(cmd) => gce::run(cmd),
         Command::Document(cmd) => document::run(cmd),
+        Command::Recover(args) => recover::run(&args, &mut std::io::stdout()),
     };
     match result {
         Ok(status) => status.into(),

@@ -46,6 +46,16 @@ pub fn resolve(endpoint: &str) -> Result<SocketAddr, UsageError> {
     addrs.next().ok_or_else(|| bad("the host has no address".into()))
 }
 
+/// The expected PCR values of a measurements file for `variant` (a map, or the variant's entry of a release
+/// list), read without a signature check: for inspecting evidence (`attest document verify`), never for a
+/// command that trusts a node with something.
+pub fn load_policy(path: &Path, variant: Variant) -> Result<PcrPolicy, UsageError> {
+    let bytes = read_file(path, "measurements file")?;
+    let bad = |e: attest_measurements::Error| UsageError::new(format!("{}: {e}", path.display()));
+    let document = attest_measurements::parse_document(&bytes).map_err(bad)?;
+    document.for_variant(variant).map_err(bad)?.to_pcr_policy().map_err(bad)
+}
+
 /// Which variant a node attests with, and what its validator needs beyond the measurements.
 #[derive(Debug, clap::Args)]
 pub struct VariantArgs {
@@ -84,13 +94,15 @@ impl VariantArgs {
     /// The validator of [`VariantArgs::variant`] for the measurements at `measurements`, with `registry`'s
     /// AKs (`qemu-vtpm`), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
     /// variant only with a pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots,
-    /// the test PKI's CRLs from their directory instead). Any refusal is a usage error.
+    /// the test PKI's CRLs from their directory instead). With `cluster_id`, PCR 15 must hold it (replacing
+    /// the file's PCR 15 entry). Any refusal is a usage error.
     pub fn validator(
         &self,
         trust: &attest_trust::TrustArgs,
         measurements: &Path,
         registry: Arc<dyn AkRegistry>,
         rt: &tokio::runtime::Runtime,
+        cluster_id: Option<&[u8; 32]>,
     ) -> Result<(NodeValidator, attest_trust::Trust), UsageError> {
         let (snp, gce, test_roots) = match &self.dangerous_test_roots {
             None => (SnpVerifier::new(), GceVerifier::new(), None),
@@ -105,7 +117,8 @@ impl VariantArgs {
             test_roots.is_some(),
             rt,
         )?;
-        let mut validator = Validator::new(self.variant, prepared.snp, prepared.snp_policy, prepared.pcrs);
+        let pcrs = crate::verifysvc::with_cluster_id(prepared.pcrs, cluster_id);
+        let mut validator = Validator::new(self.variant, prepared.snp, prepared.snp_policy, pcrs);
         match self.variant {
             Variant::QemuVtpm => validator = validator.with_ak_registry(registry),
             Variant::GcpShieldedVm => validator = validator.with_gce(Arc::new(gce), GcePolicy::default()),

@@ -5,6 +5,9 @@
 //! the fresh report) against a fresh nonce, the certificate key against the quote — then closes it; no RPC
 //! is made. The verdict names every waiver in effect.
 //!
+//! With `--service grpc|http` the node's verify service is asked instead, and `--cluster-id` adds the PCR 15
+//! check ([`super::verifysvc`]).
+//!
 //! Exit statuses: 0 verified; 1 refused (with the reason) or unreachable; 2 usage.
 
 use super::node::{self, CONNECT_TIMEOUT, reason, verifying_connector};
@@ -37,6 +40,14 @@ pub struct VerifyArgs {
     /// Measurements signature, launch pinning, CRLs and their waivers.
     #[command(flatten)]
     pub trust: TrustArgs,
+    /// Also require PCR 15 to hold this cluster id (64 hex digits, as `attest init` printed it): the node is
+    /// bound to this cluster. Replaces the measurements file's PCR 15 entry.
+    #[arg(long, value_name = "HEX")]
+    pub cluster_id: Option<String>,
+    /// How to reach the node: an aTLS handshake with the endpoint, or the node's verify service (gRPC on
+    /// port 30081, HTTP on 30080 in a cluster).
+    #[arg(long, value_enum, default_value = "atls")]
+    pub service: super::verifysvc::VerifyVia,
 }
 
 /// Runs `attest verify`; the verdict goes to `stdout`.
@@ -58,7 +69,21 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
     } else {
         std::sync::Arc::new(attest_engine::variant::StaticAkRegistry::default())
     };
-    let (validator, trust) = args.node.validator(&args.trust, &args.measurements, registry, &rt)?;
+    let cluster_id = args.cluster_id.as_deref().map(super::verifysvc::parse_cluster_id).transpose()?;
+    let (validator, trust) =
+        args.node.validator(&args.trust, &args.measurements, registry, &rt, cluster_id.as_ref())?;
+    if args.service != super::verifysvc::VerifyVia::Atls {
+        return super::verifysvc::run(
+            &args.endpoint,
+            args.service,
+            args.json,
+            addr,
+            validator,
+            &trust,
+            cluster_id.as_ref(),
+            stdout,
+        );
+    }
     let (connector, recorder) =
         verifying_connector(validator).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
     let outcome: Result<(), (bool, String)> = rt.block_on(async {

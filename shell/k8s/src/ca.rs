@@ -23,7 +23,10 @@
 //! - the key is EC P-256/P-384 or RSA of 2048–8192 bits.
 //!
 //! Requested extensions are ignored: the certificate gets this module's, never the requester's —
-//! keyUsage digitalSignature (+ keyEncipherment for RSA, critical), extKeyUsage clientAuth, basicConstraints
+//! keyUsage digitalSignature (+ keyEncipherment for RSA, critical), extKeyUsage clientAuth and serverAuth
+//! (the kubelet serves its API with it too), subjectAltName DNS = the node name of the checked subject (the
+//! only name the node may claim; IP addresses are not certified, as the service has no trusted source for
+//! them), basicConstraints
 //! CA:FALSE (critical), subject and authority key identifiers, a random 127-bit serial, validity from
 //! [`CLOCK_SKEW_ALLOWANCE`] ago for the configured duration, signed with SHA-256.
 
@@ -337,7 +340,15 @@ impl ClusterCa {
             usage.key_encipherment();
         }
         b.append_extension(usage.build().map_err(signing)?).map_err(signing)?;
-        b.append_extension(ExtendedKeyUsage::new().client_auth().build().map_err(signing)?).map_err(signing)?;
+        b.append_extension(ExtendedKeyUsage::new().client_auth().server_auth().build().map_err(signing)?)
+            .map_err(signing)?;
+        // The kubelet also serves with this certificate (its cert-dir's kubelet.crt): the one name the node
+        // proved in its CSR subject, never a name or address the requester asks for.
+        let san = openssl::x509::extension::SubjectAlternativeName::new()
+            .dns(&csr.node_name)
+            .build(&b.x509v3_context(Some(&self.cert), None))
+            .map_err(signing)?;
+        b.append_extension(san).map_err(signing)?;
         let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(&self.cert), None)).map_err(signing)?;
         b.append_extension(ski).map_err(signing)?;
         let aki = AuthorityKeyIdentifier::new()
