@@ -102,8 +102,10 @@ enum attest_evidence_kind
    * `attest_verifier_verify_td_quote`.
    */
   ATTEST_EVIDENCE_KIND_TD_QUOTE = 5,
+  /**
+   * `attest_verifier_verify_gce`.
    */
-  ATTEST_EVIDENCE_KIND_GCE_PLACEHOLDER
+  ATTEST_EVIDENCE_KIND_GCE = 6,
 };
 #ifndef __cplusplus
 typedef uint32_t attest_evidence_kind;

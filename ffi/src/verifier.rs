@@ -773,7 +773,8 @@ pub extern "C" fn attest_verifier_verify_document(
             };
             verdict = verdict.check(format!("pcr_{index}"), o);
         }
-        let verdict = verdict.with_variant(ok.variant.name(), ok.ak_basis.map(AkBasis::name)).with_instance(ok.instance.as_ref());
+        let verdict =
+            verdict.with_variant(ok.variant.name(), ok.ak_basis.map(AkBasis::name)).with_instance(ok.instance.as_ref());
         write_verdict(out, verdict);
         Ok(())
     })

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, EngineValidator, Verifier};
 use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
+use attest_bootstrapper::JoinServiceTrust;
 use attest_bootstrapper::disk::{DiskSetup, HeaderState, KeyFileDisk};
 use attest_bootstrapper::dryrun::DryRunBackend;
 use attest_bootstrapper::endpoints::{AtlsCall, FailoverSource, StaticEndpoints};
@@ -29,6 +31,7 @@ use attest_bootstrapper::{
     BOOTSTRAP_PCR, InitSecretHash, InitService, JoinConfig, Node, NodeConfig, NodeLock, PcrBackend, Startup,
 };
 use attest_cli::verifysvc::{VerifyVia, verify_via_service, with_cluster_id};
+use attest_engine::variant::Variant;
 use attest_engine::variant::{AkBasis, PcrExpectation, PcrPolicy, StaticAkRegistry};
 use attest_grpc::{ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig};
 use attest_hwtests::Swtpm;
@@ -38,7 +41,9 @@ use attest_proto::init::{InitRequest, init_response::Kind};
 use attest_proto::join::{IssueRejoinTicketRequest, IssueRejoinTicketResponse};
 use attest_proto::paths;
 use attest_proto::recover::{RecoverMessage, RecoverResponse};
+use attest_registration::EkCaBundle;
 use attest_registration::ak_digest;
+use attest_trust::Trust;
 
 const INIT_SECRET: &[u8] = b"hwtests-lifecycle-secret-0123456";
 const KMS: &str = "kms://cluster-kms?key=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=&salt=AQ==";
@@ -110,6 +115,14 @@ fn verifier(issuer: &QemuVtpmIssuer, pcrs: PcrPolicy) -> Arc<Verifier> {
     Arc::new(Verifier::new(vec![Arc::new(EngineValidator::new(validator(registry, pcrs)))]))
 }
 
+/// `attest verify`'s validator of a `qemu-vtpm` node: its AKs from `registry`, `pcrs` expected.
+fn node_validator(
+    registry: Arc<attest_registration::FileAkRegistry>,
+    pcrs: PcrPolicy,
+) -> attest_cli::node::NodeValidator {
+    attest_cli::node::NodeValidator { validator: validator(registry, pcrs), test_roots: None }
+}
+
 /// The default join measurements' rule: PCR 15 = 0 (a node bound to no cluster).
 fn pcr15_zero() -> PcrPolicy {
     PcrPolicy { entries: vec![PcrExpectation { index: 15, expected: [0; 32], warn_only: false }] }
@@ -127,10 +140,63 @@ async fn init(node: &Arc<Node>) -> Result<Vec<attest_proto::init::InitResponse>,
     service.init(Request::new(request)).await?.message.collect().await
 }
 
-/// A stand-in join service on aTLS that verifies the node with `verifier` and answers IssueRejoinTicket
-/// with the keys of `kms` (a refused node never gets past the handshake).
-async fn join_service(verifier: Arc<Verifier>, kms: &'static str) -> (Server, SocketAddr) {
+/// The TPM of the control-plane node a stand-in join service runs on: its own swtpm (EK certificate from the
+/// local EK CA), PCR 15 holding the cluster id (its node is the cluster's).
+struct ServiceTpm {
+    _sw: Swtpm,
+    issuer: Arc<QemuVtpmIssuer>,
+    ek: Vec<u8>,
+}
+
+impl ServiceTpm {
+    fn start(cluster: &[u8; 32]) -> ServiceTpm {
+        let sw = Swtpm::start().expect("swtpm");
+        let mut tpm = Tpm::open(&sw.tcti()).expect("open TPM");
+        let ek = tpm.ek_certificate().expect("EK certificate");
+        tpm.extend_pcr(BOOTSTRAP_PCR, cluster).unwrap();
+        let issuer =
+            Arc::new(QemuVtpmIssuer::new(tpm, AkConfig::default()).expect("issuer").with_ek_certificate(ek.clone()));
+        ServiceTpm { _sw: sw, issuer, ek }
+    }
+
+    /// How a node verifies this service: its PCRs 0–7 (a freshly started swtpm's, the same on every TPM
+    /// here), its AK by credential activation against the swtpm EK CA, PCR 15 checked after the ticket.
+    fn trust(&self) -> Arc<JoinServiceTrust> {
+        let pcrs =
+            self.issuer.with_tpm(|tpm, _| tpm.read_pcrs(PcrMask::from_indices(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap()));
+        let pcrs = pcrs.unwrap();
+        let entries: Vec<String> = (0u8..8)
+            .map(|i| {
+                format!("\"{i}\": {{\"expected\": \"{}\", \"warnOnly\": false}}", hex::encode(pcrs.get(i).unwrap()))
+            })
+            .collect();
+        let document = attest_measurements::parse_document(format!("{{{}}}", entries.join(", ")).as_bytes()).unwrap();
+        let trust = Arc::new(Trust {
+            measurements: attest_trust::SignatureState::Verified,
+            launch: vec![(Variant::QemuVtpm, attest_engine::LaunchPinning::NotApplicable)],
+            revocation: None,
+        });
+        let ek_ca = EkCaBundle::from_swtpm_localca(&Swtpm::ca_dir().unwrap()).unwrap();
+        Arc::new(
+            JoinServiceTrust::new(
+                &[Variant::QemuVtpm],
+                &document,
+                &Arc::new(attest_engine::SnpVerifier::new()),
+                &attest_engine::SnpPolicy::default(),
+                Some(ek_ca),
+                trust,
+            )
+            .unwrap(),
+        )
+    }
+}
+
+/// A stand-in join service on mutual aTLS: it attests with `service`'s TPM (and serves credential activation
+/// for that TPM's AK), verifies the node with `verifier` and answers IssueRejoinTicket with the keys of `kms`
+/// (a refused node never gets past the handshake).
+async fn join_service(verifier: Arc<Verifier>, kms: &'static str, service: &ServiceTpm) -> (Server, SocketAddr) {
     let mut router = Router::new();
+    router.add_service(Arc::new(ActivationService::new(Arc::clone(&service.issuer), service.ek.clone())));
     router.unary(paths::JOIN_ISSUE_REJOIN_TICKET, move |r: Request<IssueRejoinTicketRequest>| async move {
         assert!(r.peer::<attest_atls::PeerAttestation>().is_some(), "only attested peers reach the handler");
         let master = MasterSecret::from_kms_uri(kms).unwrap();
@@ -140,15 +206,17 @@ async fn join_service(verifier: Arc<Verifier>, kms: &'static str) -> (Server, So
         }))
     });
     let server = Server::new(router, ServerConfig::default());
-    let acceptor = Arc::new(AtlsAcceptor::new(None, Some(verifier)).unwrap());
+    let issuer = Arc::clone(&service.issuer) as Arc<dyn AttestationIssuer>;
+    let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer), Some(verifier)).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = attest_atls::grpc::serve(&server, listener, acceptor).unwrap();
     (server, addr)
 }
 
-fn failover(issuer: &Arc<QemuVtpmIssuer>, endpoints: Vec<SocketAddr>) -> Arc<FailoverSource> {
-    let connector = AtlsConnector::new(Some(issuer.clone() as Arc<dyn AttestationIssuer>), None).unwrap();
-    let call = AtlsCall::new(connector).with_timeouts(Duration::from_secs(30), Duration::from_secs(5));
+fn failover(issuer: &Arc<QemuVtpmIssuer>, endpoints: Vec<SocketAddr>, service: &ServiceTpm) -> Arc<FailoverSource> {
+    let call = AtlsCall::new(issuer.clone() as Arc<dyn AttestationIssuer>, service.trust())
+        .unwrap()
+        .with_timeouts(Duration::from_secs(30), Duration::from_secs(5));
     Arc::new(FailoverSource::new(Arc::new(StaticEndpoints(endpoints)), Arc::new(call)))
 }
 
@@ -200,19 +268,27 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
     for (via, addr) in [(VerifyVia::Grpc, servers.grpc_addr.unwrap()), (VerifyVia::Http, servers.http_addr.unwrap())] {
         let (reg, right) = (registry.clone(), with_cluster_id(pcr15_zero(), Some(&id)));
         let (status, verdict) =
-            tokio::task::spawn_blocking(move || verify_via_service(addr, via, reg, right)).await.unwrap().unwrap();
+            tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, right)))
+                .await
+                .unwrap()
+                .unwrap();
         assert_eq!(status, attest_cli::Status::Accepted, "{via:?}: {verdict:?}");
         assert!(verdict.unwrap().pcrs.contains(&(15, attest_engine::variant::PcrOutcome::Match)));
         let (reg, wrong) = (registry.clone(), with_cluster_id(pcr15_zero(), Some(&[0xee; 32])));
         let (status, verdict) =
-            tokio::task::spawn_blocking(move || verify_via_service(addr, via, reg, wrong)).await.unwrap().unwrap();
+            tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, wrong)))
+                .await
+                .unwrap()
+                .unwrap();
         assert_eq!(status, attest_cli::Status::Rejected, "{via:?}: a wrong cluster id must be refused");
         let (attested, why) = verdict.unwrap_err();
         assert!(attested && why.contains("PCR 15"), "{why}");
         // Without --cluster-id, the default join measurements (PCR 15 = 0) refuse a bootstrapped node.
         let (reg, zero) = (registry.clone(), pcr15_zero());
-        let (status, _) =
-            tokio::task::spawn_blocking(move || verify_via_service(addr, via, reg, zero)).await.unwrap().unwrap();
+        let (status, _) = tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, zero)))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(status, attest_cli::Status::Rejected);
     }
     servers.shutdown(Duration::from_secs(1)).await;
@@ -242,12 +318,17 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
             PcrExpectation { index: 15, expected: [0; 32], warn_only: false },
         ],
     };
-    let (strict, strict_addr) = join_service(verifier(&issuer, changed), KMS).await;
+    let service_tpm = ServiceTpm::start(&id);
+    let (strict, strict_addr) = join_service(verifier(&issuer, changed), KMS, &service_tpm).await;
     let dead: SocketAddr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let setup = RejoinSetup { source: Some(failover(&issuer, vec![dead, strict_addr])), recover: None, config: fast() };
+    let setup = RejoinSetup {
+        source: Some(failover(&issuer, vec![dead, strict_addr], &service_tpm)),
+        recover: None,
+        config: fast(),
+    };
     let refused = rejoin(n.clone(), state.clone(), issuer.clone() as Arc<dyn AttestationIssuer>, setup, |_| {}).await;
     match &refused {
         Err(RejoinError::Refused { last, .. }) => assert!(last.contains("alert"), "{last}"),
@@ -302,8 +383,9 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
     let issuer = issuer_on(&sw);
     let n = node(&issuer, &dir, disk(&dir));
     let Ok(Startup::Rejoin(state)) = n.startup().unwrap() else { panic!() };
-    let (service, addr) = join_service(verifier(&issuer, pcr15_zero()), KMS).await;
-    let setup = RejoinSetup { source: Some(failover(&issuer, vec![dead, addr])), recover: None, config: fast() };
+    let (service, addr) = join_service(verifier(&issuer, pcr15_zero()), KMS, &service_tpm).await;
+    let setup =
+        RejoinSetup { source: Some(failover(&issuer, vec![dead, addr], &service_tpm)), recover: None, config: fast() };
     let rejoined = rejoin(n.clone(), state, issuer.clone() as Arc<dyn AttestationIssuer>, setup, |_| {}).await.unwrap();
     assert_eq!((rejoined.via, rejoined.cluster_id), (KeySource::RejoinTicket, id));
     assert_eq!(pcr15(&issuer), expected_pcr_value(&id));

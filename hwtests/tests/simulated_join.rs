@@ -5,7 +5,6 @@
 //! handshake, and a join service whose CRL revokes the VLEK refuses the genuine node; neither gets a token.
 
 #[path = "../../shell/joinservice/tests/join_support/mod.rs"]
-#[allow(dead_code)]
 mod join_support;
 
 use attest_atls::{AtlsAcceptor, AttestationIssuer, Verifier};
@@ -63,7 +62,8 @@ impl JoinServer {
         let fixture = join_support::fixture(kms, Duration::from_secs(5), None);
         let registry = Arc::new(FileAkRegistry::open(fixture.dir.join("aks.json")).unwrap());
         let path = fixture.dir.join("measurements.json");
-        std::fs::write(&path, measurements).unwrap();
+        let signer = join_support::MeasurementsSigner::new(&fixture.dir);
+        signer.write(&path, measurements);
         let roots = TestRoots::load(roots).unwrap();
         let mut snp_policies = HashMap::new();
         snp_policies.insert(
@@ -74,7 +74,7 @@ impl JoinServer {
             snp: Arc::new(roots.snp_verifier().unwrap()),
             gce: Arc::new(roots.gce_verifier().unwrap()),
             snp_policies,
-            ..ValidatorConfig::new(vec![Variant::AwsSevSnp, Variant::GcpShieldedVm], registry)
+            ..ValidatorConfig::new(vec![Variant::AwsSevSnp, Variant::GcpShieldedVm], registry, signer.trust(&path))
         };
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
         let mut router = Router::new();

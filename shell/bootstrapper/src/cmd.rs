@@ -329,16 +329,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let server_trust = match args.join_service.is_empty() && args.join_endpoints_file.is_none() {
-        true => None,
-        false => match runtime.block_on(join_service_trust(&args)) {
+    let server_trust = if args.join_service.is_empty() && args.join_endpoints_file.is_none() {
+        None
+    } else {
+        match runtime.block_on(join_service_trust(&args)) {
             Ok(t) => Some(t),
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
                 event(&serde_json::json!({"event": "refused", "reason": e}));
                 return ExitCode::from(EXIT_CONFIG);
             }
-        },
+        }
     };
     let issuer = match open_issuer(&args) {
         Ok(v) => Arc::new(v),

@@ -22,7 +22,7 @@ use crate::node::Node;
 use crate::rejoin::RejoinError;
 use crate::state::NodeState;
 use crate::verifysvc::{VerifyServers, serve_verify};
-use attest_atls::{AtlsConnector, AttestationIssuer};
+use attest_atls::AttestationIssuer;
 
 /// Exit code: the rejoin was refused (the node's measurements changed, or the keys are another
 /// cluster's); the node stays down until an operator acts.

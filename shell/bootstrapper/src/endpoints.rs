@@ -155,7 +155,10 @@ pub struct AtlsCall {
 
 impl AtlsCall {
     /// Calls where this node attests with `issuer` and the service is verified by `server`.
-    pub fn new(issuer: Arc<dyn AttestationIssuer>, server: Arc<JoinServiceTrust>) -> Result<AtlsCall, attest_atls::Error> {
+    pub fn new(
+        issuer: Arc<dyn AttestationIssuer>,
+        server: Arc<JoinServiceTrust>,
+    ) -> Result<AtlsCall, attest_atls::Error> {
         let connector = server.connector(issuer)?;
         Ok(AtlsCall { connector, server, config: ChannelConfig::default(), timeout: CALL_TIMEOUT })
     }
@@ -395,7 +398,7 @@ mod tests {
         let call = Arc::new(Scripted { down: vec![first], ..Default::default() });
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![first, second, third])), call.clone());
         let ticket = source.issue(IssueJoinTicketRequest::default()).await.unwrap();
-        assert_eq!(ticket.api_server_endpoint, second.to_string());
+        assert_eq!(ticket.0.api_server_endpoint, second.to_string());
         assert_eq!(*call.asked.lock().unwrap(), [first, second]);
         // The next round starts with the endpoint that answered.
         source.rejoin(IssueRejoinTicketRequest::default()).await.unwrap();
@@ -414,7 +417,7 @@ mod tests {
         let call = Arc::new(Scripted { refusing: vec![first], ..Default::default() });
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![first, second])), call);
         let ticket = source.issue(IssueJoinTicketRequest::default()).await.unwrap();
-        assert_eq!(ticket.api_server_endpoint, second.to_string());
+        assert_eq!(ticket.0.api_server_endpoint, second.to_string());
         // All down: retryable.
         let call = Arc::new(Scripted { down: vec![first, second], ..Default::default() });
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![first, second])), call);

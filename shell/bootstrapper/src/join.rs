@@ -38,7 +38,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
-use attest_proto::paths;
 
 use super::lock::{LockError, LockHolder};
 use super::node::{CommitError, Committed, Node, Outcome};
@@ -46,9 +45,8 @@ use super::server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
 use super::state::Role;
 use super::ticket::{KubeletKey, TicketError, check_ticket};
 use attest_atls::AttestationIssuer;
-use attest_atls::grpc::{ConnectError, connect};
-use attest_engine::variant::{AkBasis, Variant};
-use attest_grpc::{ChannelConfig, Code, Metadata, Status};
+use attest_atls::grpc::ConnectError;
+use attest_grpc::{Code, Status};
 
 /// First back-off delay.
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);

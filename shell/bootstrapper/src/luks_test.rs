@@ -12,6 +12,7 @@ fn state() -> NodeState {
         cluster_id: [2; 32],
         disk_uuid: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9".into(),
         phase: Phase::Bootstrapped,
+        dry_run: false,
         disk_protection: None,
         last_refusal: None,
     }

@@ -121,7 +121,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         }
         (None, _) => Arc::new(StaticAkRegistry::default()),
     };
-    let node = a.node.validator(registry, policy)?;
+    let node = a.node.offline_validator(registry, policy)?;
     let mut subject = Subject {
         what: format!(
             "{} attestation document{}",

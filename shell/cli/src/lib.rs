@@ -29,8 +29,8 @@ pub mod recover;
 pub mod secret;
 pub mod snp;
 pub mod tdx;
-pub mod trust;
 pub mod tpm;
+pub mod trust;
 pub mod verify;
 pub mod verifysvc;
 

@@ -50,7 +50,7 @@ pub fn resolve(endpoint: &str) -> Result<SocketAddr, UsageError> {
 /// list), read without a signature check: for inspecting evidence (`attest document verify`), never for a
 /// command that trusts a node with something.
 pub fn load_policy(path: &Path, variant: Variant) -> Result<PcrPolicy, UsageError> {
-    let bytes = read_file(path, "measurements file")?;
+    let bytes = crate::input::read_file(path, "measurements file")?;
     let bad = |e: attest_measurements::Error| UsageError::new(format!("{}: {e}", path.display()));
     let document = attest_measurements::parse_document(&bytes).map_err(bad)?;
     document.for_variant(variant).map_err(bad)?.to_pcr_policy().map_err(bad)
@@ -91,6 +91,34 @@ pub struct NodeValidator {
 }
 
 impl VariantArgs {
+    /// The validator of [`VariantArgs::variant`] expecting `pcrs`, with `registry`'s AKs (`qemu-vtpm`), for
+    /// evidence at rest (`attest document verify`): the SNP policy of `--snp-policy` must pin the launch (a
+    /// usage error otherwise); CRLs are whatever the verifier holds (the test PKI's with test roots; none from
+    /// AMD: revocation is not checked offline and the verdict's `revocation` says so).
+    pub fn offline_validator(
+        &self,
+        registry: Arc<dyn AkRegistry>,
+        pcrs: PcrPolicy,
+    ) -> Result<NodeValidator, UsageError> {
+        let snp_policy = attest_trust::TrustArgs::default()
+            .snp_policy(self.snp_policy.as_deref())
+            .map_err(|e| UsageError::new(e.to_string()))?;
+        let (snp, gce, test_roots) = match &self.dangerous_test_roots {
+            None => (SnpVerifier::new(), GceVerifier::new(), None),
+            Some(dir) => test_root_verifiers(dir)?,
+        };
+        let mut validator = Validator::new(self.variant, Arc::new(snp), snp_policy, pcrs);
+        match self.variant {
+            Variant::QemuVtpm => validator = validator.with_ak_registry(registry),
+            Variant::GcpShieldedVm => validator = validator.with_gce(Arc::new(gce), GcePolicy::default()),
+            _ => {}
+        }
+        validator.launch_pinning().map_err(|e| {
+            UsageError::new(format!("{}: {e} (give --snp-policy pinning the launch measurement)", self.variant))
+        })?;
+        Ok(NodeValidator { validator, test_roots })
+    }
+
     /// The validator of [`VariantArgs::variant`] for the measurements at `measurements`, with `registry`'s
     /// AKs (`qemu-vtpm`), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
     /// variant only with a pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots,

@@ -91,7 +91,9 @@ mod tests {
     #[test]
     fn unsigned_measurements_refuse_to_start_unless_waived() {
         let (_d, path) = measurements("cli-trust-unsigned");
-        let e = prepare(&TrustArgs::default(), Variant::QemuVtpm, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap_err();
+        let e =
+            prepare(&TrustArgs::default(), Variant::QemuVtpm, &path, None, Arc::new(SnpVerifier::new()), false, &rt())
+                .unwrap_err();
         assert!(e.0.contains("must be signed"), "{e}");
         let waived = TrustArgs { dangerously_skip_measurements_signature: true, ..TrustArgs::default() };
         let p = prepare(&waived, Variant::QemuVtpm, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap();

@@ -27,7 +27,6 @@ use attest_proto::paths;
 use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
 use base64::Engine;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 /// Largest HTTP response read from a verify service, in bytes (a document is a few KiB).
 pub const MAX_VERIFY_RESPONSE_SIZE: usize = 1024 * 1024;

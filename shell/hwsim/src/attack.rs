@@ -13,7 +13,6 @@ use attest_atls::{AtlsConnector, AttestationIssuer, BoxError, nonce::Nonce};
 use attest_attester::issuer::snp::{SnpCertificates, snp_document};
 use attest_attester::issuer::{HwIssuerError, SnpIssuer};
 use attest_bootstrapper::ticket::KubeletKey;
-use attest_bootstrapper::{AtlsTicketSource, TicketSource};
 use attest_proto::join::IssueJoinTicketRequest;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -95,17 +94,27 @@ pub async fn attempt_join(
     issuer: Arc<dyn AttestationIssuer>,
     node_name: &str,
 ) -> Result<JoinOutcome, String> {
+    // The attacker does not care who the join service is: its connector attests but verifies nothing.
     let connector = AtlsConnector::new(Some(issuer), None).map_err(|e| e.to_string())?;
-    let source =
-        AtlsTicketSource::new(join_service, connector).with_timeouts(Duration::from_secs(30), Duration::from_secs(10));
+    let config = attest_grpc::ChannelConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
     let kubelet = KubeletKey::generate(node_name).map_err(|e| e.to_string())?;
     let request = IssueJoinTicketRequest {
         disk_uuid: "00000000-0000-4000-8000-00000000a77c".to_owned(),
         certificate_request: kubelet.csr_der().to_vec(),
         ..IssueJoinTicketRequest::default()
     };
-    match source.issue(request).await {
-        Ok(ticket) => Ok(JoinOutcome::Issued { disk_key_len: ticket.state_disk_key.len() }),
+    let channel = match attest_atls::grpc::connect(join_service, &connector, config).await {
+        Ok((channel, _)) => channel,
+        Err(e) => return Ok(JoinOutcome::Refused { reason: error_chain(&e) }),
+    };
+    let call = channel.unary::<_, attest_proto::join::IssueJoinTicketResponse>(
+        attest_proto::paths::JOIN_ISSUE_JOIN_TICKET,
+        request,
+        attest_grpc::Metadata::new(),
+        Some(Duration::from_secs(30)),
+    );
+    match call.await {
+        Ok(ticket) => Ok(JoinOutcome::Issued { disk_key_len: ticket.message.state_disk_key.len() }),
         Err(e) => Ok(JoinOutcome::Refused { reason: error_chain(&e) }),
     }
 }

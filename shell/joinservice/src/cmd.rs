@@ -59,8 +59,8 @@ use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::SnpVerifier;
-use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::gce::GceVerifier;
+use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::Variant;
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_k8s::{ClusterCa, DryRunTokenIssuer, KubeClient, KubeConfig, KubeTokenIssuer, TokenIssuer};
@@ -389,7 +389,7 @@ async fn load(args: &Args) -> Result<Loaded, String> {
     } else {
         None
     };
-    Ok(Loaded { validators, service, metrics, registry, ek_ca, crls, issuer, activation, tdx })
+    Ok(Loaded { validators, service, metrics, registry, ek_ca, tdx, crls, issuer, activation })
 }
 
 /// The PCS supply of `--pcs-*`.

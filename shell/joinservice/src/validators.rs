@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::gce::{GcePolicy, GceVerifier};
+use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
 

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
 use attest_engine::{LaunchPinning, Product, SnpPolicy, SnpVerifier};
 use attest_kds::{ChainKind, CrlKeeper, CrlPolicy, CrlWanted, Kds, KdsConfig, KdsError, RevocationState};
-use attest_measurements::{AttestationVariant, Csp, Document};
+use attest_measurements::Document;
 use serde_json::json;
 
 pub use measurements::{LoadedMeasurements, MeasurementsTrust, SignatureState};

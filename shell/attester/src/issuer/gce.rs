@@ -140,6 +140,7 @@ impl GceIssuer {
                 ek_certificate: Vec::new(),
             }),
             snp: None,
+            tdx: None,
             hcl_report: Vec::new(),
             instance_info: instance_info.to_vec(),
             user_data: user_data.to_vec(),

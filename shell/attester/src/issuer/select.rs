@@ -234,6 +234,9 @@ impl NodeIssuer {
                 Self::Azure(AzureSnpIssuer::new(tpm, vcek)?)
             }
             Variant::GcpShieldedVm => Self::Gce(GceIssuer::new(tpm, config.gce_ak)?.with_event_log(event_log)),
+            // A TD's quote comes from the TDX guest device, which this attester does not drive yet: the TDX
+            // variants are verified (join service, CLI, FFI) but a node cannot attest as one.
+            Variant::AzureTdx | Variant::QemuTdx => return Err(HwIssuerError::UnsupportedVariant(variant)),
         })
     }
 
