@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The main job: a local attested cluster bootstrap on loopback.
 
-    make demo          (builds the release binaries, then runs this script)
-    python3 scripts/demo-cluster.py target/release [--keep]
+    make demo          (builds the release binaries and the test-root build for the SNP attacks, then runs this)
+    python3 scripts/demo-cluster.py target/release [--snp-attacks target/simulated/release] [--keep]
     make demo VARIANT=aws-sev-snp   (azure-sev-snp, aws-sev-snp, gcp-sev-snp: SIMULATED SNP hardware with a
     python3 scripts/demo-cluster.py target/simulated/release --variant aws-sev-snp   test root; demo_variants.py)
 
@@ -276,6 +276,11 @@ def main():
     args = [a for a in sys.argv[1:] if a != "--keep"]
     keep = "--keep" in sys.argv[1:]
     variant = "qemu-vtpm"
+    snp_bins = None
+    if "--snp-attacks" in args:
+        i = args.index("--snp-attacks")
+        snp_bins = Path(args[i + 1]).resolve() if i + 1 < len(args) else None
+        del args[i:i + 2]
     if "--variant" in args:
         i = args.index("--variant")
         variant = args[i + 1] if i + 1 < len(args) else ""
@@ -308,7 +313,9 @@ def main():
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             import demo_variants
             sim = demo_variants.SimulatedVariant(variant, root, bins, procs, sys.modules[__name__])
-        ok = demo(root, bins, procs, sim)
+        if snp_bins is not None or sim is not None:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+        ok = demo(root, bins, procs, sim, None if sim else snp_bins)
     except Failure as e:
         log(f"FAILED: {e}")
     except KeyboardInterrupt:
@@ -346,7 +353,7 @@ class Cluster:
         self.__dict__.update(kw)
 
 
-def demo(root, bins, procs, sim=None):
+def demo(root, bins, procs, sim=None, snp_bins=None):
     """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
     log(f"work directory {root}")
     log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
@@ -473,7 +480,7 @@ def demo(root, bins, procs, sim=None):
     cluster = Cluster(root=root, bins=bins, procs=procs, ca=ca, nodes=nodes, join=join, join_addr=join_addr,
                       metrics_addr=metrics_addr, kms_addr=kms_addr, pki=pki, measurements=measurements, sig=sig,
                       pub=pub, salt_file=salt_file, kube_config=kube_config, init_secret_hash=init_secret_hash,
-                      init=init, sim=sim, snp_ctx=None)
+                      init=init, sim=sim, snp_ctx=None, snp_bins=snp_bins)
     if sim:
         import demo_variants
         cluster.snp_ctx = demo_variants.AttackContext(sys.modules[__name__], root, bins, procs, ca, sim, join_addr,
@@ -929,13 +936,42 @@ def attack_impostor_join_service(c):
 # join service. On qemu-vtpm there is no SNP report: not applicable.
 
 def snp_attack(c, attack):
-    if c.sim is None:
-        return (attack.__name__, None, "not applicable on qemu-vtpm (no SNP report); run make demo VARIANT=aws-sev-snp")
+    if c.sim is None and c.snp_bins is None:
+        return (attack.__name__, None, "needs simulated SNP hardware: pass --snp-attacks DIR (binaries built with "
+                                       "the feature dangerous-test-roots), as make demo does")
+    if c.snp_ctx is None:
+        c.snp_ctx = snp_attack_setup(c)
     r = attack(c.snp_ctx)
     if not r.get("applicable", True):
         return (r["attack"], None, f"not applicable on {c.sim.variant}: {r['why']}")
     import demo_variants
     return (r["attack"], r["ok"], demo_variants.print_attack(r).split(":", 1)[1].strip())
+
+
+def snp_attack_setup(c):
+    """For the qemu-vtpm demo: SIMULATED aws-sev-snp hardware (attest-hwsim, test root) and a join service of
+    the test-root build that admits aws-sev-snp nodes of this cluster (same signed measurements, key service
+    and cluster PKI), on a TPM of its own; the SNP attacks run against it."""
+    import demo_variants
+    bins = {n: c.snp_bins / n for n in ("attest", "attest-bootstrapper", "join-service", "key-service",
+                                        "attest-hwsim")}
+    missing = [str(p) for p in bins.values() if not p.is_file()]
+    if missing:
+        raise Failure(f"--snp-attacks: {', '.join(missing)} not found")
+    sim = demo_variants.SimulatedVariant("aws-sev-snp", c.root, bins, c.procs, sys.modules[__name__])
+    sim.start()
+    host = Node("snp-join-host", c.root, GOOD_IMAGE, True)
+    host.manufacture(c.ca)
+    host.start_tpm(c.procs)
+    argv = join_service_args(bins, c.root, c.nodes[0], c.kms_addr, c.pki, c.measurements, c.sig, c.pub,
+                             c.salt_file, c.kube_config, c.ca, tag="-snp")
+    argv = demo_variants._rewrite(argv, {"--tpm": host.tcti, "--registration-listen": "127.0.0.1:0"})
+    argv += sim.verifier_args()
+    p = c.procs.start("join-service-snp", argv)
+    join_addr, metrics_addr, _ = wait_for_lines(c.root / "join-service-snp.out", r"listening on (\S+)", 3, p)
+    log(f"[SIMULATED, test root] aws-sev-snp join service for the SNP attacks on {join_addr}")
+    return demo_variants.AttackContext(sys.modules[__name__], c.root, bins, c.procs, c.ca, sim, join_addr, argv,
+                                       c.root / "join-service-snp.log", c.root / "tokens-snp", metrics_addr)
 
 
 def attack_replayed_snp_report(c):

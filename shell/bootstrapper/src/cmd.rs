@@ -670,8 +670,21 @@ mod tests {
             Args::try_parse_from(base.iter().chain(["--init-secret-hash", "/h"].iter()).chain(extra.iter()))
         };
         assert!(with(&[]).is_err(), "--disk has no default");
-        let a = with(&["--disk", "luks-header:/img", "--join-service", "127.0.0.1:1", "--join-service", "127.0.0.1:2"])
-            .unwrap();
+        assert!(
+            with(&["--disk", "key-file", "--join-service", "127.0.0.1:1"]).is_err(),
+            "a join service needs --measurements"
+        );
+        let a = with(&[
+            "--disk",
+            "luks-header:/img",
+            "--join-service",
+            "127.0.0.1:1",
+            "--join-service",
+            "127.0.0.1:2",
+            "--measurements",
+            "/m",
+        ])
+        .unwrap();
         assert_eq!(a.join_service.len(), 2);
         assert_eq!(a.verify_listen.0, Some("0.0.0.0:30081".parse().unwrap()));
         assert_eq!(a.verify_http_listen.0, Some("0.0.0.0:30080".parse().unwrap()));

@@ -241,6 +241,41 @@ pub fn is_refusal(e: &AttemptError) -> bool {
     }
 }
 
+/// One join service over mutual aTLS ([`AtlsCall`]: this node attests with its issuer, the
+/// service's attestation is verified before the call is made), a new connection per attempt. Several
+/// endpoints with failover: [`crate::endpoints::FailoverSource`].
+#[derive(Debug)]
+pub struct AtlsTicketSource {
+    addr: SocketAddr,
+    call: AtlsCall,
+}
+
+impl AtlsTicketSource {
+    /// The join service at `addr`: this node attests with `issuer`, the service is verified by `server`.
+    pub fn new(
+        addr: SocketAddr,
+        issuer: Arc<dyn AttestationIssuer>,
+        server: Arc<JoinServiceTrust>,
+    ) -> Result<AtlsTicketSource, attest_atls::Error> {
+        Ok(AtlsTicketSource { addr, call: AtlsCall::new(issuer, server)? })
+    }
+
+    /// Uses this call timeout and channel configuration (e.g. a short connect timeout in tests).
+    pub fn with_timeouts(mut self, call: Duration, connect: Duration) -> AtlsTicketSource {
+        self.call = self.call.with_timeouts(call, connect);
+        self
+    }
+}
+
+impl TicketSource for AtlsTicketSource {
+    fn issue(
+        &self,
+        request: IssueJoinTicketRequest,
+    ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
+        self.call.join(self.addr, request)
+    }
+}
+
 /// Tries every endpoint of a source in turn (module docs).
 #[derive(Debug)]
 pub struct FailoverSource {

@@ -32,7 +32,6 @@
 //! nothing is locked, written or kept.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,10 +40,9 @@ use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 
 use super::lock::{LockError, LockHolder};
 use super::node::{CommitError, Committed, Node, Outcome};
-use super::server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
+use super::server_trust::{ServerProof, ServerTrustError};
 use super::state::Role;
 use super::ticket::{KubeletKey, TicketError, check_ticket};
-use attest_atls::AttestationIssuer;
 use attest_atls::grpc::ConnectError;
 use attest_grpc::{Code, Status};
 
@@ -175,42 +173,6 @@ pub trait TicketSource: Send + Sync + std::fmt::Debug {
         &self,
         request: IssueJoinTicketRequest,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>>;
-}
-
-/// One join service over mutual aTLS ([`crate::endpoints::AtlsCall`]: this node attests with its issuer, the
-/// service's attestation is verified before the call is made), a new connection per attempt. Several
-/// endpoints with failover: [`crate::endpoints::FailoverSource`].
-#[derive(Debug)]
-pub struct AtlsTicketSource {
-    addr: SocketAddr,
-    call: crate::endpoints::AtlsCall,
-}
-
-impl AtlsTicketSource {
-    /// The join service at `addr`: this node attests with `issuer`, the service is verified by `server`.
-    pub fn new(
-        addr: SocketAddr,
-        issuer: Arc<dyn AttestationIssuer>,
-        server: Arc<JoinServiceTrust>,
-    ) -> Result<AtlsTicketSource, attest_atls::Error> {
-        Ok(AtlsTicketSource { addr, call: crate::endpoints::AtlsCall::new(issuer, server)? })
-    }
-
-    /// Uses this call timeout and channel configuration (e.g. a short connect timeout in tests).
-    pub fn with_timeouts(mut self, call: Duration, connect: Duration) -> AtlsTicketSource {
-        self.call = self.call.with_timeouts(call, connect);
-        self
-    }
-}
-
-impl TicketSource for AtlsTicketSource {
-    fn issue(
-        &self,
-        request: IssueJoinTicketRequest,
-    ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
-        use crate::endpoints::EndpointCall as _;
-        self.call.join(self.addr, request)
-    }
 }
 
 /// A step run once before the first join attempt (the AK registration with the join service). An error is

@@ -89,8 +89,9 @@ mod tests;
 
 pub use backend::{ClusterBackend, InitParams, JoinParams};
 pub use disk::{DiskSetup, KeyFileDisk};
+pub use endpoints::AtlsTicketSource;
 pub use init::{DEFAULT_INIT_PORT, InitService};
-pub use join::{AtlsTicketSource, JoinClient, JoinConfig, JoinError, PreJoin, TicketSource};
+pub use join::{JoinClient, JoinConfig, JoinError, PreJoin, TicketSource};
 pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
 pub use luks::LuksDisk;
 pub use node::{Node, NodeConfig, Outcome};

@@ -9,7 +9,7 @@ fn a_build_without_the_feature_refuses_a_simulated_device() {
     let out = Command::new(env!("CARGO_BIN_EXE_attest-bootstrapper"))
         .args(["--tpm", "swtpm:host=127.0.0.1,port=1", "--state-dir", "/nonexistent/state"])
         .args(["--init-secret-hash", "/nonexistent/hash", "--variant", "aws-sev-snp"])
-        .args(["--snp-device", "sim:/nonexistent/sev-guest.sock"])
+        .args(["--snp-device", "sim:/nonexistent/sev-guest.sock", "--disk", "key-file"])
         .output()
         .expect("run attest-bootstrapper");
     let stderr = String::from_utf8_lossy(&out.stderr);

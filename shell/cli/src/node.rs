@@ -56,6 +56,28 @@ pub fn load_policy(path: &Path, variant: Variant) -> Result<PcrPolicy, UsageErro
     document.for_variant(variant).map_err(bad)?.to_pcr_policy().map_err(bad)
 }
 
+/// The PCR 15 value of a node bound to `cluster_id`: SHA-256(0³² ‖ cluster id).
+pub fn cluster_pcr15(cluster_id: &[u8; 32]) -> [u8; 32] {
+    let mut h = openssl::sha::Sha256::new();
+    h.update(&[0; 32]);
+    h.update(cluster_id);
+    h.finish()
+}
+
+/// `policy` with PCR 15 expected (enforced) to hold `cluster_id`'s value; unchanged without a cluster id.
+pub fn with_cluster_id(mut policy: PcrPolicy, cluster_id: Option<&[u8; 32]>) -> PcrPolicy {
+    if let Some(id) = cluster_id {
+        policy.entries.retain(|e| e.index != 15);
+        policy.entries.push(attest_engine::variant::PcrExpectation {
+            index: 15,
+            expected: cluster_pcr15(id),
+            warn_only: false,
+        });
+        policy.entries.sort_by_key(|e| e.index);
+    }
+    policy
+}
+
 /// Which variant a node attests with, and what its validator needs beyond the measurements.
 #[derive(Debug, clap::Args)]
 pub struct VariantArgs {
@@ -145,7 +167,7 @@ impl VariantArgs {
             test_roots.is_some(),
             rt,
         )?;
-        let pcrs = crate::verifysvc::with_cluster_id(prepared.pcrs, cluster_id);
+        let pcrs = with_cluster_id(prepared.pcrs, cluster_id);
         let mut validator = Validator::new(self.variant, prepared.snp, prepared.snp_policy, pcrs);
         match self.variant {
             Variant::QemuVtpm => validator = validator.with_ak_registry(registry),

@@ -19,8 +19,10 @@
 //! default join measurements expect 0: a node not yet bound to any cluster) by that value, enforced.
 
 use super::node::{self, CONNECT_TIMEOUT, RecordingValidator, reason};
+pub use super::node::{cluster_pcr15, with_cluster_id};
 use super::{Status, UsageError};
 use attest_atls::AttestationValidator;
+#[cfg(test)]
 use attest_engine::variant::{PcrExpectation, PcrPolicy};
 use attest_grpc::{Channel, ChannelConfig, Metadata};
 use attest_proto::paths;
@@ -42,30 +44,12 @@ pub enum VerifyVia {
     Http,
 }
 
-/// The PCR 15 value of a node bound to `cluster_id`: SHA-256(0³² ‖ cluster id).
-pub fn cluster_pcr15(cluster_id: &[u8; 32]) -> [u8; 32] {
-    let mut h = openssl::sha::Sha256::new();
-    h.update(&[0; 32]);
-    h.update(cluster_id);
-    h.finish()
-}
-
 /// Parses `--cluster-id` (64 hex digits).
 pub fn parse_cluster_id(text: &str) -> Result<[u8; 32], UsageError> {
     let mut out = [0u8; 32];
     hex::decode_to_slice(text.trim(), &mut out)
         .map_err(|_| UsageError::new("--cluster-id: expected 64 hex digits (the cluster id `attest init` printed)"))?;
     Ok(out)
-}
-
-/// `policy` with PCR 15 expected (enforced) to hold `cluster_id`'s value; unchanged without a cluster id.
-pub fn with_cluster_id(mut policy: PcrPolicy, cluster_id: Option<&[u8; 32]>) -> PcrPolicy {
-    if let Some(id) = cluster_id {
-        policy.entries.retain(|e| e.index != 15);
-        policy.entries.push(PcrExpectation { index: 15, expected: cluster_pcr15(id), warn_only: false });
-        policy.entries.sort_by_key(|e| e.index);
-    }
-    policy
 }
 
 /// The node's document for `nonce` from its verify service at `addr`.
