@@ -966,6 +966,7 @@ def snp_attack_setup(c):
     argv = join_service_args(bins, c.root, c.nodes[0], c.kms_addr, c.pki, c.measurements, c.sig, c.pub,
                              c.salt_file, c.kube_config, c.ca, tag="-snp")
     argv = demo_variants._rewrite(argv, {"--tpm": host.tcti, "--registration-listen": "127.0.0.1:0"})
+    argv += ["--ek-ca", c.ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", c.ca.dir / "issuercert.pem"]
     argv += sim.verifier_args()
     p = c.procs.start("join-service-snp", argv)
     join_addr, metrics_addr, _ = wait_for_lines(c.root / "join-service-snp.out", r"listening on (\S+)", 3, p)

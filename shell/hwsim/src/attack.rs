@@ -9,7 +9,7 @@
 //! - **Revoked VCEK**: a genuine node joins a join service whose CRL revokes the node's VCEK; the join
 //!   service must refuse. The client is [`attempt_join`] with the node's ordinary issuer.
 
-use attest_atls::{AtlsConnector, AttestationIssuer, BoxError, nonce::Nonce};
+use attest_atls::{AtlsConnector, AttestationIssuer, AttestationValidator, BoxError, nonce::Nonce};
 use attest_attester::issuer::snp::{SnpCertificates, snp_document};
 use attest_attester::issuer::{HwIssuerError, SnpIssuer};
 use attest_bootstrapper::ticket::KubeletKey;
@@ -94,8 +94,10 @@ pub async fn attempt_join(
     issuer: Arc<dyn AttestationIssuer>,
     node_name: &str,
 ) -> Result<JoinOutcome, String> {
-    // The attacker does not care who the join service is: its connector attests but verifies nothing.
-    let connector = AtlsConnector::new(Some(issuer), None).map_err(|e| e.to_string())?;
+    // The attacker does not care who the join service is: it sends a nonce (mutual aTLS needs one for the
+    // service's own attestation) and takes whatever the service presents.
+    let ignore = Arc::new(attest_atls::Verifier::new(vec![Arc::new(IgnoreServer) as Arc<dyn AttestationValidator>]));
+    let connector = AtlsConnector::new(Some(issuer), Some(ignore)).map_err(|e| e.to_string())?;
     let config = attest_grpc::ChannelConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
     let kubelet = KubeletKey::generate(node_name).map_err(|e| e.to_string())?;
     let request = IssueJoinTicketRequest {
@@ -116,6 +118,24 @@ pub async fn attempt_join(
     match call.await {
         Ok(ticket) => Ok(JoinOutcome::Issued { disk_key_len: ticket.message.state_disk_key.len() }),
         Err(e) => Ok(JoinOutcome::Refused { reason: error_chain(&e) }),
+    }
+}
+
+/// The attacker's view of the join service's attestation: decoded, never checked (the user data is taken as
+/// the document states it, so the handshake's key binding holds for an honest service).
+#[derive(Debug)]
+struct IgnoreServer;
+
+impl AttestationValidator for IgnoreServer {
+    fn oid(&self) -> &str {
+        attest_engine::variant::Variant::QemuVtpm.oid()
+    }
+
+    fn validate(&self, document: &[u8], _: &Nonce) -> Result<Vec<u8>, attest_atls::ValidationError> {
+        use prost::Message as _;
+        let doc = attest_proto::attest::v1::AttestationDocument::decode(document)
+            .map_err(|e| attest_atls::ValidationError::Rejected(Box::new(e)))?;
+        Ok(doc.user_data)
     }
 }
 
