@@ -5,10 +5,22 @@ setup:
 	bash scripts/setup.sh
 
 # The main job: a local attested cluster bootstrap on loopback, Kubernetes as an explicit dry run, then the
-# attack section (scripts/demo-cluster.py).
+# attack section and the nodes' later life (scripts/demo-cluster.py). The two SNP attacks of the plain demo run
+# against SIMULATED aws-sev-snp hardware, so the test-root build (below) is made for every demo.
+# VARIANT=azure-sev-snp | aws-sev-snp | gcp-sev-snp runs it on SIMULATED SEV-SNP hardware whose reports a test
+# root signs (scripts/demo_variants.py): those binaries are built with the feature dangerous-test-roots into a
+# target directory of their own, so the release binaries in target/release never trust a test root.
+VARIANT ?= qemu-vtpm
+SIMULATED_FEATURES = attest-cli/dangerous-test-roots,attest-joinservice/dangerous-test-roots,attest-bootstrapper/dangerous-test-roots
 demo: setup
+	cargo build --release -q --target-dir target/simulated --features $(SIMULATED_FEATURES) \
+		--bin attest --bin key-service --bin join-service --bin attest-bootstrapper --bin attest-hwsim
+ifeq ($(VARIANT),qemu-vtpm)
 	cargo build --release -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
-	python3 scripts/demo-cluster.py target/release
+	python3 scripts/demo-cluster.py target/release --snp-attacks target/simulated/release
+else
+	python3 scripts/demo-cluster.py target/simulated/release --variant $(VARIANT)
+endif
 
 # Every SEV-SNP vector of ../shared/testdata through `attest snp verify`, as a table.
 demo-snp: setup

@@ -9,6 +9,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "protos/components.proto",
         "protos/registration.proto",
         "protos/gotpm.proto",
+        "protos/verify.proto",
+        "protos/recover.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

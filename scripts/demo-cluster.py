@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The main job: a local attested cluster bootstrap on loopback.
 
-    make demo          (builds the release binaries, then runs this script)
-    python3 scripts/demo-cluster.py target/release [--keep]
+    make demo          (builds the release binaries and the test-root build for the SNP attacks, then runs this)
+    python3 scripts/demo-cluster.py target/release [--snp-attacks target/simulated/release] [--keep]
+    make demo VARIANT=aws-sev-snp   (azure-sev-snp, aws-sev-snp, gcp-sev-snp: SIMULATED SNP hardware with a
+    python3 scripts/demo-cluster.py target/simulated/release --variant aws-sev-snp   test root; demo_variants.py)
 
 A DRY RUN of Kubernetes: the nodes run the bootstrapper's dry-run backend (`--backend dry-run`: it writes
 the kubeadm configuration and the cluster PKI but runs no kubeadm) and the join service writes its bootstrap
@@ -25,6 +27,11 @@ Starts, on 127.0.0.1 only:
   7. node-bad, whose PCR 9 differs (a modified kernel): the join service refuses it with a clear reason;
   8. the attack section: attacks of issue 14 against the live cluster, each refused without partial state,
      ending in `attacks refused: N/N`;
+  9. the node's later life (lifecycle()): node-4 joins the control plane (its first join endpoint is down,
+     the second answers); node-2 reboots (swtpm restarted: PCRs reset; same TPM state and LUKS2 disk image)
+     and rejoins with the same disk key from a verified join service; `attest verify --cluster-id` against
+     node-2's verify service succeeds and fails with a wrong cluster id; the join service stops and node-1,
+     rebooted, recovers through `attest recover`;
 and prints a summary: who attested what, which checks ran, the keys derived (fingerprints only), the lock
 state, timings. Every process it started is stopped by PID at the end, also on errors and Ctrl-C.
 
@@ -202,13 +209,19 @@ class EkCa:
 
 
 class Node:
-    def __init__(self, name, root, image, control_plane):
+    def __init__(self, name, root, image, control_plane, disk_image=False):
         self.name = name
+        # A LUKS2 header on a file (`--disk luks-header:`): this machine has no device mapper, so the disk
+        # is formatted and its key checked, but not mapped. Otherwise the explicit key-file mode.
+        self.disk_image = root / name / "state-disk.img" if disk_image else None
         self.dir = root / name
         self.tpm_dir = self.dir / "tpm"
         self.state_dir = self.dir / "state"
         self.tpm_dir.mkdir(parents=True)
         self.state_dir.mkdir(parents=True)
+        if self.disk_image is not None:
+            with open(self.disk_image, "wb") as f:
+                f.truncate(20 * 1024 * 1024)
         self.image = image
         self.control_plane = control_plane
         self.port = None
@@ -262,8 +275,21 @@ def fingerprint(b):
 def main():
     args = [a for a in sys.argv[1:] if a != "--keep"]
     keep = "--keep" in sys.argv[1:]
+    variant = "qemu-vtpm"
+    snp_bins = None
+    if "--snp-attacks" in args:
+        i = args.index("--snp-attacks")
+        snp_bins = Path(args[i + 1]).resolve() if i + 1 < len(args) else None
+        del args[i:i + 2]
+    if "--variant" in args:
+        i = args.index("--variant")
+        variant = args[i + 1] if i + 1 < len(args) else ""
+        del args[i:i + 2]
     bindir = Path(args[0] if args else "target/release").resolve()
-    bins = {n: bindir / n for n in ("attest", "attest-bootstrapper", "join-service", "key-service")}
+    names = ("attest", "attest-bootstrapper", "join-service", "key-service")
+    if variant != "qemu-vtpm":
+        names += ("attest-hwsim",)
+    bins = {n: bindir / n for n in names}
     for n, p in bins.items():
         if not p.is_file():
             print(f"error: {p} not found; build with `cargo build --release --bin attest --bin key-service --bin join-service --bin attest-bootstrapper`", file=sys.stderr)
@@ -282,7 +308,14 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     ok = False
     try:
-        ok = demo(root, bins, procs)
+        sim = None
+        if variant != "qemu-vtpm":
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import demo_variants
+            sim = demo_variants.SimulatedVariant(variant, root, bins, procs, sys.modules[__name__])
+        if snp_bins is not None or sim is not None:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+        ok = demo(root, bins, procs, sim, None if sim else snp_bins)
     except Failure as e:
         log(f"FAILED: {e}")
     except KeyboardInterrupt:
@@ -320,16 +353,19 @@ class Cluster:
         self.__dict__.update(kw)
 
 
-def demo(root, bins, procs):
+def demo(root, bins, procs, sim=None, snp_bins=None):
+    """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
     log(f"work directory {root}")
     log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
     ca = EkCa(root)
     measurements = root / "measurements.json"
+    # As the default join measurements: PCR 15 = 0 too (a node already bound to a cluster cannot join).
+    expected = {**expected_pcrs(GOOD_IMAGE), 15: "00" * 32}
     measurements.write_text(json.dumps(
-        {str(pcr): {"expected": value, "warnOnly": False} for pcr, value in sorted(expected_pcrs(GOOD_IMAGE).items())},
+        {str(pcr): {"expected": value, "warnOnly": False} for pcr, value in sorted(expected.items())},
         indent=2))
     pub, sig = sign_measurements(root, measurements)
-    log(f"measurements: PCRs {sorted(GOOD_IMAGE)} enforced ({measurements.name}, signed: {sig.name})")
+    log(f"measurements: PCRs {sorted(expected)} enforced, PCR 15 = 0 ({measurements.name}, signed: {sig.name})")
 
     # Master secret and init secret, as an operator would create them.
     master_secret = root / "master-secret.json"
@@ -339,16 +375,20 @@ def demo(root, bins, procs):
     init_secret_hash.write_text(hashlib.sha256(init_secret.read_bytes()).hexdigest() + "\n")
     run([bins["attest"], "secret", "new", "--out", master_secret])
 
-    nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False),
+    nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False, disk_image=True),
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]
+    if sim:
+        sim.start()
     for n in nodes:
         n.manufacture(ca)
         n.start_tpm(procs)
         n.measured_boot()
+        if sim:
+            sim.provision(n)
     log(f"{len(nodes)} swtpm TPMs manufactured with EK certificates from the local EK CA and booted")
 
     first = nodes[0]
-    boot = bootstrapper_args(bins, first, init_secret_hash)
+    boot = bootstrapper_args(bins, first, init_secret_hash, sim, verify=False)
     p1 = procs.start(first.name, boot)
     first.init_addr = wait_for_line(root / f"{first.name}.out", r"listening on (\S+)", p1).group(1)
     log(f"{first.name}: bootstrapper, init server on {first.init_addr}")
@@ -359,8 +399,8 @@ def demo(root, bins, procs):
     r = subprocess.run([bins["attest"], "init", "--endpoint", first.init_addr,
                         *signature_args(measurements, sig, pub),
                         "--ak-registry", registry_cli, "--ek-ca", ca.dir, "--master-secret", master_secret,
-                        "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"],
-                       capture_output=True)
+                        "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"]
+                       + (sim.verifier_args() if sim else []), capture_output=True)
     (root / "attest-init.log").write_bytes(r.stderr)
     if r.returncode != 0:
         raise Failure(f"attest init failed ({r.returncode}): {r.stderr.decode(errors='replace')}")
@@ -392,9 +432,10 @@ def demo(root, bins, procs):
     kube_config.write_text(json.dumps({"kubernetesVersion": "v1.31.1",
                                        "components": []}))
     join_argv = join_service_args(bins, root, first, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca)
-    join = procs.start("join-service", join_argv + [
-        "--registration-listen", "127.0.0.1:0",
-        "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"])
+    join_argv += ["--registration-listen", "127.0.0.1:0",
+                  "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"]
+    join_argv += sim.verifier_args() if sim else []
+    join = procs.start("join-service", join_argv)
     addrs = wait_for_lines(root / "join-service.out", r"listening on (\S+)", 3, join)
     join_addr, metrics_addr, reg_addr = addrs
     log(f"join service on {join_addr} (mutual aTLS on {first.name}'s TPM; AK registration {reg_addr}, "
@@ -402,7 +443,8 @@ def demo(root, bins, procs):
 
     started = {}
     for n in nodes[1:]:
-        argv = bootstrapper_args(bins, n, init_secret_hash) + joining_args(join_addr, reg_addr, measurements, sig, pub, ca)
+        argv = (bootstrapper_args(bins, n, init_secret_hash, sim)
+                + joining_args(join_addr, reg_addr, measurements, sig, pub, ca))
         started[n.name] = (procs.start(n.name, argv), time.monotonic())
     for n in nodes[1:3]:
         p, t = started[n.name]
@@ -425,12 +467,11 @@ def demo(root, bins, procs):
     bad.reason = m.group(1)
     log(f"{bad.name}: refused by the join service: {bad.reason}")
 
-    # Joined nodes exit once bootstrapped; node-bad keeps retrying until stopped. Stop it, so that every
-    # TPM is free to read back (swtpm serves one connection at a time).
+    # Joined nodes keep serving their attestation (verify service) and node-bad keeps retrying: stop them, so
+    # that every TPM is free to read back (swtpm serves one connection at a time).
     for n in nodes[1:]:
         p = started[n.name][0]
-        if n is bad:
-            p.send_signal(signal.SIGTERM)
+        p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -439,18 +480,33 @@ def demo(root, bins, procs):
     cluster = Cluster(root=root, bins=bins, procs=procs, ca=ca, nodes=nodes, join=join, join_addr=join_addr,
                       metrics_addr=metrics_addr, kms_addr=kms_addr, pki=pki, measurements=measurements, sig=sig,
                       pub=pub, salt_file=salt_file, kube_config=kube_config, init_secret_hash=init_secret_hash,
-                      init=init)
+                      init=init, sim=sim, snp_ctx=None, snp_bins=snp_bins)
+    if sim:
+        import demo_variants
+        cluster.snp_ctx = demo_variants.AttackContext(sys.modules[__name__], root, bins, procs, ca, sim, join_addr,
+                                                      join_argv, root / "join-service.log", root / "tokens",
+                                                      metrics_addr)
     attacks_ok = attack_section(cluster)
 
     metrics_text = scrape(metrics_addr)
     # Stop the join service: node-1's TPM is read back next.
-    join.send_signal(signal.SIGTERM)
-    try:
-        join.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        raise Failure("join service did not stop")
-    ok = check_and_summarize(root, nodes, init, master_secret, metrics_text)
+    stop(join, "join service")
+    ok = check_and_summarize(root, nodes, init, master_secret, metrics_text, sim)
+    if ok:
+        # The join service again (same files, node-1's TPM) for the nodes' later life.
+        join = procs.start("join-service-2", join_argv)
+        join_addr, _, reg_addr = wait_for_lines(root / "join-service-2.out", r"listening on (\S+)", 3, join)
+        log(f"join service restarted on {join_addr} for the nodes' later life")
+        ok = lifecycle(cluster, join, join_addr, reg_addr, master_secret)
     return ok and attacks_ok
+
+
+def stop(proc, what):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"{what} did not stop")
 
 
 def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca, tag=""):
@@ -501,8 +557,9 @@ def pcr15(node):
     return m.group(1).lower()
 
 
-def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
+def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim=None):
     """Checks every node's outcome independently of the services and prints the summary."""
+    variant = sim.variant if sim else "qemu-vtpm"
     ms = json.loads(master_secret_file.read_text())
     key, salt = base64.b64decode(ms["key"]), base64.b64decode(ms["salt"])
     measurement_secret = hkdf_sha256(key, salt, b"key-measurementSecret")
@@ -534,15 +591,19 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
         else:
             if n is nodes[0]:
                 att = init["attestation"]
-                ak = att["akDigest"][:16]
+                ak = (att["akDigest"] or "(HCL runtime)")[:16]
                 checks = f"{att['variant']}: PCRs {', '.join(str(c['pcr']) for c in att['pcrsChecked'])} matched"
+                if att.get("simulatedHardware"):
+                    checks += f"; launch {att['launch']}, SIMULATED (test root)"
             else:
                 if n.name not in issued:
                     problems.append(f"{n.name}: the join service logged no ticket for it")
                 digest, token = issued.get(n.name, ("?", "?"))
-                ak = digest[:16]
-                checks = (f"qemu-vtpm: PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} matched; join service verified; "
+                ak = "(HCL runtime)" if digest == "none" else digest[:16]
+                checks = (f"{variant}: PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} matched; join service verified; "
                           f"dry-run token {token}")
+                if sim:
+                    checks += f"; {sim.detected(n)}, SIMULATED (test root)"
                 # The kubelet certificate the join service signed: chains to node-1's cluster CA, for this node.
                 cert = n.state_dir / "kubelet" / "pki" / "kubelet.crt"
                 verify = subprocess.run(["openssl", "verify", "-CAfile", nodes[0].state_dir / "pki" / "ca.crt", cert],
@@ -562,11 +623,15 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
             else:
                 if state.get("cluster_id") != cluster_id:
                     problems.append(f"{n.name}: node state names cluster {state.get('cluster_id')}")
-                disk_key = (n.dir / "run" / "state-disk.key").read_bytes()
                 expected = hkdf_sha256(key, salt, ("key-" + state["disk_uuid"]).encode())
+                # A LUKS2 disk image: the derived key must open its keyslot; a key-file disk: the file holds it.
+                disk_key = expected if n.disk_image is not None and luks_key_opens(n.disk_image, expected) else \
+                    (n.dir / "run" / "state-disk.key").read_bytes() if n.disk_image is None else b""
                 if disk_key != expected:
                     problems.append(f"{n.name}: state-disk key is not HKDF(master secret, key-<disk uuid>)")
                 disk = f"sha256 {hashlib.sha256(disk_key).hexdigest()[:12]}… = HKDF ✓" if disk_key == expected else "MISMATCH"
+                if n.disk_image is not None and disk_key == expected:
+                    disk += " (opens the LUKS2 keyslot of its disk image)"
             if pcr != locked_pcr15:
                 problems.append(f"{n.name}: PCR 15 {pcr} is not the cluster id extended")
             lock = "locked (PCR 15 = cluster id ✓)" if pcr == locked_pcr15 else f"PCR 15 = {pcr[:16]}…"
@@ -577,8 +642,11 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
     print("summary")
     print("=======")
     print(f"cluster id      {cluster_id}  (= HKDF(measurement secret, measurement salt) ✓)")
-    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} enforced (signed file); every AK registered "
-          f"by TPM2 credential activation against the local EK CA")
+    ak_trust = sim.ak_trust() if sim else "every AK registered by TPM2 credential activation against the local EK CA"
+    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} and 15 (= 0) enforced (signed file); {ak_trust}")
+    if sim:
+        print(f"hardware        {variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {sim.roots}; launch "
+              f"MEASUREMENT pinned ({sim.policy.name})")
     print("kubernetes      DRY RUN: no kubeadm ran (--backend dry-run); bootstrap tokens are files (--token-issuer dry-run)")
     print()
     for name, role, outcome, timing, ak, checks, disk, lock in rows:
@@ -600,14 +668,21 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text):
         for p in problems:
             print(f"PROBLEM: {p}")
         return False
-    print("all checks passed: 1 node initialized, 2 joined, 1 refused for its PCR 9 (Kubernetes as a dry run)")
+    print("all checks passed: 1 node initialized, 2 joined, 1 refused for its PCR 9 (Kubernetes as a dry run)"
+          + (f" ({variant} on SIMULATED SNP hardware, test root)" if sim else ""))
     return True
 
 
-def bootstrapper_args(bins, node, init_secret_hash):
+def bootstrapper_args(bins, node, init_secret_hash, sim=None, verify=True):
+    """A node's bootstrapper; `verify=False` turns its verify service off, so that it exits once bootstrapped
+    (node-1, whose TPM then serves the join service: swtpm takes one connection at a time)."""
+    disk = f"luks-header:{node.disk_image}" if node.disk_image is not None else "key-file"
     argv = [bins["attest-bootstrapper"], "--tpm", node.tcti, "--state-dir", node.state_dir, "--init-listen",
-            "127.0.0.1:0", "--node-name", node.name, "--init-secret-hash", init_secret_hash, "--disk", "key-file",
-            "--runtime-dir", node.dir / "run", "--backend", "dry-run"]
+            "127.0.0.1:0", "--node-name", node.name, "--init-secret-hash", init_secret_hash, "--disk", disk,
+            "--runtime-dir", node.dir / "run", "--backend", "dry-run", "--recover-listen", "127.0.0.1:0"]
+    argv += (["--verify-listen", "127.0.0.1:0", "--verify-http-listen", "127.0.0.1:0"] if verify
+             else ["--verify-listen", "none", "--verify-http-listen", "none"])
+    argv += sim.node_args(node) if sim else ["--variant", "qemu-vtpm"]
     if node.control_plane:
         argv.append("--control-plane")
     return argv
@@ -616,8 +691,8 @@ def bootstrapper_args(bins, node, init_secret_hash):
 # ---------------------------------------------------------------------------------------------------------------
 # The attack section (issue 14): each attack runs against the live cluster above and returns
 # (attack, refused, detail); `refused` is True only when the attack was refused AND left no partial state (no
-# token, no lock, no key, no changed validator set). An attack function that returns None is not run here (see
-# the SNP placeholders at the end).
+# token, no lock, no key, no changed validator set); `refused` is None for an attack that does not apply to the
+# variant (the SNP attacks on qemu-vtpm).
 
 def attack_section(c):
     print()
@@ -631,10 +706,10 @@ def attack_section(c):
             r = attack(c)
         except Failure as e:
             r = (attack.__name__, False, f"the attack could not be run: {e}")
-        if r is None:
-            print(f"  [pending] {attack.__name__}: needs the simulated SNP device (see the placeholder)")
-            continue
         name, refused, detail = r
+        if refused is None:
+            print(f"  [n/a] {name}: {detail}")
+            continue
         print(f"  [{'REFUSED' if refused else 'NOT REFUSED'}] {name}: {detail}")
         results.append(refused)
     n = sum(results)
@@ -855,22 +930,214 @@ def attack_impostor_join_service(c):
             f"{'no ticket issued' if no_ticket else 'A TICKET WAS ISSUED'}")
 
 
-# ---- SNP attacks: placeholders for the lead -------------------------------------------------------------------
-# Both need the Variants helper's simulated SNP device (a software SEV-SNP guest whose reports the test PKI
-# signs, the join service trusting that test ARK through the test-root build). Once both branches are merged,
-# fill these in the same shape as the attacks above: start what the attack needs against the live cluster,
-# return (attack, refused-and-no-partial-state, detail). Until then they return None and are listed as pending.
+# ---- SNP attacks (simulated SNP hardware: make demo VARIANT=aws-sev-snp|gcp-sev-snp|azure-sev-snp) -------------
+# They need a software SEV-SNP guest whose reports the test PKI signs and a join service trusting that test ARK
+# (binaries built with the feature dangerous-test-roots); scripts/demo_variants.py runs them against the live
+# join service. On qemu-vtpm there is no SNP report: not applicable.
+
+def snp_attack(c, attack):
+    if c.sim is None and c.snp_bins is None:
+        return (attack.__name__, None, "needs simulated SNP hardware: pass --snp-attacks DIR (binaries built with "
+                                       "the feature dangerous-test-roots), as make demo does")
+    if c.snp_ctx is None:
+        c.snp_ctx = snp_attack_setup(c)
+    r = attack(c.snp_ctx)
+    if not r.get("applicable", True):
+        return (r["attack"], None, f"not applicable on {c.sim.variant}: {r['why']}")
+    import demo_variants
+    return (r["attack"], r["ok"], demo_variants.print_attack(r).split(":", 1)[1].strip())
+
+
+def snp_attack_setup(c):
+    """For the qemu-vtpm demo: SIMULATED aws-sev-snp hardware (attest-hwsim, test root) and a join service of
+    the test-root build that admits aws-sev-snp nodes of this cluster (same signed measurements, key service
+    and cluster PKI), on a TPM of its own; the SNP attacks run against it."""
+    import demo_variants
+    bins = {n: c.snp_bins / n for n in ("attest", "attest-bootstrapper", "join-service", "key-service",
+                                        "attest-hwsim")}
+    missing = [str(p) for p in bins.values() if not p.is_file()]
+    if missing:
+        raise Failure(f"--snp-attacks: {', '.join(missing)} not found")
+    sim = demo_variants.SimulatedVariant("aws-sev-snp", c.root, bins, c.procs, sys.modules[__name__])
+    sim.start()
+    host = Node("snp-join-host", c.root, GOOD_IMAGE, True)
+    host.manufacture(c.ca)
+    host.start_tpm(c.procs)
+    argv = join_service_args(bins, c.root, c.nodes[0], c.kms_addr, c.pki, c.measurements, c.sig, c.pub,
+                             c.salt_file, c.kube_config, c.ca, tag="-snp")
+    argv = demo_variants._rewrite(argv, {"--tpm": host.tcti, "--registration-listen": "127.0.0.1:0"})
+    argv += ["--ek-ca", c.ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", c.ca.dir / "issuercert.pem"]
+    argv += sim.verifier_args()
+    p = c.procs.start("join-service-snp", argv)
+    join_addr, metrics_addr, _ = wait_for_lines(c.root / "join-service-snp.out", r"listening on (\S+)", 3, p)
+    log(f"[SIMULATED, test root] aws-sev-snp join service for the SNP attacks on {join_addr}")
+    return demo_variants.AttackContext(sys.modules[__name__], c.root, bins, c.procs, c.ca, sim, join_addr, argv,
+                                       c.root / "join-service-snp.log", c.root / "tokens-snp", metrics_addr)
+
 
 def attack_replayed_snp_report(c):
-    """PLACEHOLDER (lead): an aws-sev-snp / gcp-sev-snp node replays a recorded SNP report next to a fresh quote;
-    the join service refuses it (FreshnessBindingMismatch) and issues no token."""
-    return None
+    """An aws-sev-snp / gcp-sev-snp node replays a recorded SNP report next to a fresh quote; the join service
+    refuses it (the report does not bind this attestation's key and nonce) and issues no token or key."""
+    import demo_variants
+    return snp_attack(c, demo_variants.attack_replayed_snp_report)
 
 
 def attack_revoked_vcek(c):
-    """PLACEHOLDER (lead): a node whose VCEK the test PKI's CRL revokes (CRL in the join service's --kds-store)
-    attests; the running join service refuses it (revoked by the ARK's CRL) and issues no token."""
-    return None
+    """A node whose VCEK (VLEK on AWS) the test PKI's CRL revokes attests to a join service holding that CRL;
+    it is refused (revoked by the ARK's CRL) and no token or key is issued."""
+    import demo_variants
+    return snp_attack(c, demo_variants.attack_revoked_vcek)
+
+
+def luks_key_opens(image, key):
+    """Whether `key` opens a keyslot of the LUKS2 header on `image` (cryptsetup, key on stdin; no mapping)."""
+    r = subprocess.run(["cryptsetup", "open", "--test-passphrase", "--type", "luks2", "--key-file", "-", image],
+                       input=key, capture_output=True)
+    return r.returncode == 0
+
+
+def json_event(path, event, proc, timeout=JOIN_TIMEOUT):
+    """The first stdout line of a bootstrapper that is the JSON event `event`."""
+    return json.loads(wait_for_line(path, r'^\{.*"event":"' + event + r'".*\}$', proc, timeout=timeout).group(0))
+
+
+def reboot(node, procs):
+    """Power-cycles a node's TPM: swtpm stopped and started again on the same state (PCRs reset), then the
+    measured boot of its image again."""
+    pid = int((node.tpm_dir / "swtpm.pid").read_text().strip())
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (node.tpm_dir / "swtpm.pid").unlink(missing_ok=True)
+    node.start_tpm(procs)
+    node.measured_boot()
+
+
+def attest_verify(c, endpoint, service, cluster_id, registry):
+    r = subprocess.run([c.bins["attest"], "verify", "--endpoint", endpoint, "--service", service, "--cluster-id",
+                        cluster_id, *signature_args(c.measurements, c.sig, c.pub), "--ak-registry", registry,
+                        "--json"] + (c.sim.verifier_args() if c.sim else []),
+                       capture_output=True)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def lifecycle(c, join, join_addr, reg_addr, master_secret):
+    """A node's life after its first boot (issue 16): control-plane join, reboot and rejoin, verify, recovery.
+    Every node verifies the join service it asks (as on join). Prints one line per event and the closing
+    `lifecycle:` line."""
+    root, bins, procs, ca, nodes, init, sim = c.root, c.bins, c.procs, c.ca, c.nodes, c.init, c.sim
+    init_secret_hash = c.init_secret_hash
+    joining = lambda addr, reg: joining_args(addr, reg, c.measurements, c.sig, c.pub, ca)
+    events = []
+    cluster_id = init["clusterId"]
+    ms = json.loads(master_secret.read_text())
+    key, salt = base64.b64decode(ms["key"]), base64.b64decode(ms["salt"])
+    events.append(f"init: node-1 initialized cluster {cluster_id[:16]}…")
+    events.append("join: node-2 and node-3 joined as workers")
+    events.append(f"refused: node-bad ({nodes[3].reason})")
+    log("lifecycle: the node's life after its first boot")
+
+    # A second control-plane node; its first join endpoint is down, the second (the join service) answers.
+    cp = Node("node-4", root, GOOD_IMAGE, True)
+    cp.manufacture(ca)
+    cp.start_tpm(procs)
+    cp.measured_boot()
+    if sim:
+        sim.provision(cp)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_addr = f"127.0.0.1:{dead.getsockname()[1]}"
+    dead.close()
+    argv = bootstrapper_args(bins, cp, init_secret_hash, sim) + joining(dead_addr, reg_addr) + ["--join-service",
+                                                                                                join_addr]
+    p = procs.start(cp.name, argv)
+    event = json_event(root / f"{cp.name}.out", "bootstrapped", p)
+    if event.get("path") != "join" or event.get("cluster_id") != cluster_id:
+        raise Failure(f"{cp.name}: unexpected bootstrap event {event}")
+    ca_key = (nodes[0].state_dir / "pki" / "ca.key").read_bytes()
+    if (cp.state_dir / "pki" / "ca.key").read_bytes() != ca_key:
+        raise Failure(f"{cp.name}: the control-plane files are not the cluster's")
+    if "controlPlane" not in (cp.state_dir / "kubeadm-join.yaml").read_text():
+        raise Failure(f"{cp.name}: the join configuration has no controlPlane section")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    events.append(f"control-plane join: node-4 joined the control plane with the cluster's CA files "
+                  f"(first join endpoint {dead_addr} down, failover to {join_addr})")
+    log(events[-1])
+
+    # node-2 reboots: same TPM state and disk image, PCRs reset; it rejoins with the same disk key.
+    n2 = nodes[1]
+    state = json.loads((n2.state_dir / "node-state.json").read_text())
+    reboot(n2, procs)
+    p2 = procs.start(f"{n2.name}-reboot", bootstrapper_args(bins, n2, init_secret_hash, sim) +
+                     joining(join_addr, reg_addr))
+    out2 = root / f"{n2.name}-reboot.out"
+    event = json_event(out2, "rejoined", p2)
+    if event.get("via") != "rejoin" or event.get("cluster_id") != cluster_id or not event.get("pcr15_extended"):
+        raise Failure(f"{n2.name}: unexpected rejoin event {event}")
+    disk_key = hkdf_sha256(key, salt, ("key-" + state["disk_uuid"]).encode())
+    if not luks_key_opens(n2.disk_image, disk_key):
+        raise Failure(f"{n2.name}: the disk key HKDF(master, key-<uuid>) does not open its disk image")
+    if luks_key_opens(n2.disk_image, bytes(32)):
+        raise Failure(f"{n2.name}: a wrong key opens its disk image")
+    events.append(f"rejoin: node-2 rebooted (PCR 15 reset) and rejoined: rejoin ticket, same disk key "
+                  f"(cryptsetup open --test-passphrase on its disk image; no device mapper here, so not mapped), "
+                  f"PCR 15 re-extended")
+    log(events[-1])
+
+    # attest verify --cluster-id against node-2's verify service (gRPC and HTTP); a wrong id is refused.
+    verify = json_event(out2, "verify-service", p2)
+    registry = root / "join-ak-registry.json"
+    for service in ("grpc", "http"):
+        rc, out, err = attest_verify(c, verify[service], service, cluster_id, registry)
+        if rc != 0:
+            raise Failure(f"attest verify --service {service} --cluster-id failed ({rc}): {out} {err}")
+    wrong = "ee" * 32
+    rc, out, err = attest_verify(c, verify["grpc"], "grpc", wrong, registry)
+    if rc != 1 or "PCR 15" not in err:
+        raise Failure(f"attest verify with a wrong cluster id was not refused ({rc}): {out} {err}")
+    events.append(f"verify: attest verify --cluster-id against node-2's verify service (gRPC {verify['grpc']}, "
+                  f"HTTP {verify['http']}) verified; a wrong cluster id refused (PCR 15)")
+    log(events[-1])
+
+    # The join service stops; node-1 reboots and cannot rejoin; the operator recovers it.
+    join.send_signal(signal.SIGTERM)
+    join.wait(timeout=30)
+    n1 = nodes[0]
+    reboot(n1, procs)
+    p1 = procs.start(f"{n1.name}-reboot", bootstrapper_args(bins, n1, init_secret_hash, sim) +
+                     joining(join_addr, None))
+    out1 = root / f"{n1.name}-reboot.out"
+    recovery = json_event(out1, "recovery-listening", p1)["addr"]
+    r = subprocess.run([bins["attest"], "recover", "--endpoint", recovery,
+                        *signature_args(c.measurements, c.sig, c.pub),
+                        "--ak-registry", root / "cli-ak-registry.json", "--master-secret", master_secret, "--json"]
+                       + (sim.verifier_args() if sim else []), capture_output=True)
+    (root / "attest-recover.log").write_bytes(r.stderr)
+    if r.returncode != 0:
+        raise Failure(f"attest recover failed ({r.returncode}): {r.stdout.decode()} {r.stderr.decode()}")
+    event = json_event(out1, "rejoined", p1)
+    if event.get("via") != "recovery" or event.get("cluster_id") != cluster_id:
+        raise Failure(f"{n1.name}: unexpected recovery event {event}")
+    n1_state = json.loads((n1.state_dir / "node-state.json").read_text())
+    if (n1.dir / "run" / "state-disk.key").read_bytes() != hkdf_sha256(key, salt, ("key-" + n1_state["disk_uuid"]).encode()):
+        raise Failure(f"{n1.name}: the recovered disk key is not HKDF(master, key-<uuid>)")
+    v1 = json_event(out1, "verify-service", p1)
+    rc, out, err = attest_verify(c, v1["grpc"], "grpc", cluster_id, root / "cli-ak-registry.json")
+    if rc != 0:
+        raise Failure(f"node-1 after recovery: attest verify --cluster-id failed ({rc}): {err}")
+    events.append(f"recover: join service stopped; node-1 rebooted, could not rejoin, and recovered through "
+                  f"attest recover ({recovery}): disk key back, PCR 15 = cluster id (verified)")
+    log(events[-1])
+
+    print()
+    print("lifecycle")
+    print("=========")
+    for e in events:
+        print(f"    {e}")
+    print("lifecycle: init ok, join ok, control-plane join ok, rejoin ok, verify ok, recover ok")
+    return True
 
 
 if __name__ == "__main__":

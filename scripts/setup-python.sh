@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the Python virtualenv `.venv` at the repository root with the third-party gRPC peers that the
-# interop tests drive (docs/ARCHITECTURE.md, "Tests with real components"): `grpcio` (client and server) and `grpcio-tools` (protoc + Python stub
+# interop tests drive, and PyJWT for the EAR token test (docs/ARCHITECTURE.md, "Tests with real components"): `grpcio` (client and server) and `grpcio-tools` (protoc + Python stub
 # generation at test time). Idempotent: pip runs only when a package is missing from the venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +13,11 @@ if ! "$venv/bin/python" -c 'import grpc, grpc_tools.protoc' 2>/dev/null; then
   echo "setup-python: installing grpcio, grpcio-tools into $venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check 'grpcio==1.*' 'grpcio-tools==1.*'
 fi
+# PyJWT with `cryptography` (ES256/ES384): the independent verifier of the CLI's EAR tokens
+# (shell/cli/tests/cli_document.rs).
+if ! "$venv/bin/python" -c 'import jwt, cryptography' 2>/dev/null; then
+  echo "setup-python: installing PyJWT[crypto] into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check 'PyJWT[crypto]==2.*'
+fi
 "$venv/bin/python" -c 'import grpc; print("setup-python: grpcio", grpc.__version__, "ok")'
+"$venv/bin/python" -c 'import jwt; print("setup-python: PyJWT", jwt.__version__, "ok")'

@@ -27,9 +27,22 @@ step "cargo test (engine, aws-lc-rs and ring providers)"
 cargo test -p attest-engine --features ring
 step "cargo test (engine, ring provider only)"
 cargo test -p attest-engine --no-default-features --features ring
+step "the main job on SIMULATED SEV-SNP hardware (test roots): azure-sev-snp, aws-sev-snp, gcp-sev-snp"
+# Debug binaries built with the feature dangerous-test-roots (the only builds that trust test roots), kept in
+# target/simulated-debug for the plain demo's SNP attacks, then rebuilt without it, so that target/debug is a
+# default build again.
+simulated="attest-cli/dangerous-test-roots,attest-joinservice/dangerous-test-roots,attest-bootstrapper/dangerous-test-roots"
+cargo build -q --features "$simulated" --bin attest --bin key-service --bin join-service --bin attest-bootstrapper \
+  --bin attest-hwsim
+rm -rf target/simulated-debug && mkdir -p target/simulated-debug
+cp target/debug/attest target/debug/key-service target/debug/join-service target/debug/attest-bootstrapper \
+  target/debug/attest-hwsim target/simulated-debug/
+for variant in azure-sev-snp aws-sev-snp gcp-sev-snp; do
+  python3 scripts/demo-cluster.py target/simulated-debug --variant "$variant"
+done
 step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"
 cargo build -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
-python3 scripts/demo-cluster.py target/debug
+python3 scripts/demo-cluster.py target/debug --snp-attacks target/simulated-debug
 step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
 ffi/gen-header.sh --check
 step "ffi: make install + pkg-config, C program linked shared and static"

@@ -9,12 +9,7 @@ use attest_engine::gce::{ConfidentialTechnology, GcePolicy, GceVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
 use attest_engine::variant::{AkBasis, Document, PcrPolicy, TpmEvidence, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
-use attest_test_support::aws_lc_rs::rand::SystemRandom;
-use attest_test_support::aws_lc_rs::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair as _};
-use attest_test_support::der::{
-    bit_string, bit_string_with_unused, boolean, explicit, integer_u64, integer_unsigned, null, octet_string, oid,
-    sequence, set, unix_from_civil, utc_time, utf8_string,
-};
+use attest_test_support::gce::{GoogleLikeCa, InstanceSpec};
 use attest_test_support::tpm::{self, EventLogBuilder, PcrBank, QuoteSpec, SoftAk, tpms_attest};
 use std::sync::{Arc, LazyLock};
 
@@ -27,97 +22,20 @@ fn now() -> UnixTime {
     UnixTime::from_civil(2025, 6, 1, 0, 0, 0).unwrap()
 }
 
-struct Ca {
-    key: EcdsaKeyPair,
-    name: Vec<u8>,
-    der: Vec<u8>,
+fn new_ca(cn: &str) -> GoogleLikeCa {
+    GoogleLikeCa::root(cn)
 }
 
-fn name(cn: &str) -> Vec<u8> {
-    sequence(&[&set(&[&sequence(&[&oid("2.5.4.3"), &utf8_string(cn)])])])
+fn instance_info(project: &str, production: bool) -> InstanceSpec {
+    InstanceSpec::new(project, "node-1").production(production)
 }
 
-fn ext(id: &str, critical: bool, value: &[u8]) -> Vec<u8> {
-    if critical {
-        sequence(&[&oid(id), &boolean(true), &octet_string(value)])
-    } else {
-        sequence(&[&oid(id), &octet_string(value)])
-    }
+fn ak_certificate(ca: &GoogleLikeCa, ak: &SoftAk, info: &InstanceSpec) -> Vec<u8> {
+    ca.ak_certificate(&ak.spki(), info)
 }
 
-fn p256_spki(point: &[u8]) -> Vec<u8> {
-    sequence(&[&sequence(&[&oid("1.2.840.10045.2.1"), &oid("1.2.840.10045.3.1.7")]), &bit_string(point)])
-}
-
-fn rsa_spki(n: &[u8], e: &[u8]) -> Vec<u8> {
-    sequence(&[
-        &sequence(&[&oid("1.2.840.113549.1.1.1"), &null()]),
-        &bit_string(&sequence(&[&integer_unsigned(n), &integer_unsigned(e)])),
-    ])
-}
-
-fn certificate(issuer: &Ca, subject: &[u8], spki: &[u8], extensions: &[Vec<u8>], serial: u64) -> Vec<u8> {
-    let alg = sequence(&[&oid("1.2.840.10045.4.3.2")]);
-    let validity =
-        sequence(&[&utc_time(unix_from_civil(2024, 1, 1, 0, 0, 0)), &utc_time(unix_from_civil(2030, 1, 1, 0, 0, 0))]);
-    let exts: Vec<&[u8]> = extensions.iter().map(Vec::as_slice).collect();
-    let tbs = sequence(&[
-        &explicit(0, &integer_u64(2)),
-        &integer_u64(serial),
-        &alg,
-        &issuer.name,
-        &validity,
-        subject,
-        spki,
-        &explicit(3, &sequence(&exts)),
-    ]);
-    let sig = issuer.key.sign(&SystemRandom::new(), &tbs).unwrap();
-    sequence(&[&tbs, &alg, &bit_string(sig.as_ref())])
-}
-
-fn new_ca(cn: &str) -> Ca {
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).unwrap();
-    let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).unwrap();
-    let mut ca = Ca { name: name(cn), der: Vec::new(), key };
-    let spki = p256_spki(ca.key.public_key().as_ref());
-    let exts = vec![
-        ext("2.5.29.19", true, &sequence(&[&boolean(true)])),
-        ext("2.5.29.15", true, &bit_string_with_unused(1, &[0x06])),
-    ];
-    let subject = ca.name.clone();
-    ca.der = certificate(&ca, &subject, &spki, &exts, 1);
-    ca
-}
-
-/// Google's instance-information extension value.
-fn instance_info(project: &str, production: bool) -> Vec<u8> {
-    let props = sequence(&[&explicit(0, &integer_u64(0)), &explicit(1, &boolean(production))]);
-    sequence(&[
-        &utf8_string("europe-west4-a"),
-        &integer_u64(123_456),
-        &utf8_string(project),
-        &integer_u64(987_654_321),
-        &utf8_string("node-1"),
-        &explicit(0, &props),
-    ])
-}
-
-fn ak_certificate(ca: &Ca, ak: &SoftAk, info: &[u8]) -> Vec<u8> {
-    let spki = match (ak.modulus(), ak.point()) {
-        (Some(n), _) => rsa_spki(n, ak.exponent().unwrap()),
-        (None, Some((x, y))) => p256_spki(&[&[4u8][..], x, y].concat()),
-        _ => unreachable!(),
-    };
-    let exts = vec![
-        ext("2.5.29.19", true, &sequence(&[])),
-        ext("2.5.29.15", true, &bit_string_with_unused(7, &[0x80])),
-        ext("1.3.6.1.4.1.11129.2.1.21", false, info),
-    ];
-    certificate(ca, &sequence(&[]), &spki, &exts, 2)
-}
-
-static CA: LazyLock<Ca> = LazyLock::new(|| new_ca("test EK/AK CA root"));
-static OTHER_CA: LazyLock<Ca> = LazyLock::new(|| new_ca("test EK/AK CA root"));
+static CA: LazyLock<GoogleLikeCa> = LazyLock::new(|| new_ca("test EK/AK CA root"));
+static OTHER_CA: LazyLock<GoogleLikeCa> = LazyLock::new(|| new_ca("test EK/AK CA root"));
 static RSA_AK: LazyLock<SoftAk> = LazyLock::new(SoftAk::rsa);
 static ECC_AK: LazyLock<SoftAk> = LazyLock::new(SoftAk::ecc_p256);
 static BOOT_LOG: LazyLock<EventLogBuilder> = LazyLock::new(EventLogBuilder::typical_boot);
@@ -215,17 +133,8 @@ fn certified_aks_validate() {
     let doc = Doc::new(&RSA_AK, ak_certificate(&CA, &RSA_AK, &instance_info("p", true)), 0x4000_0001);
     doc.validate(&validator(GcePolicy::default())).unwrap();
     // Intermediates may follow the AK certificate.
-    let inter = new_ca("test EK/AK CA intermediate");
-    let inter_der = certificate(
-        &CA,
-        &inter.name,
-        &p256_spki(inter.key.public_key().as_ref()),
-        &[
-            ext("2.5.29.19", true, &sequence(&[&boolean(true)])),
-            ext("2.5.29.15", true, &bit_string_with_unused(1, &[0x06])),
-        ],
-        3,
-    );
+    let inter = CA.intermediate("test EK/AK CA intermediate");
+    let inter_der = inter.der.clone();
     let chain = [ak_certificate(&inter, &RSA_AK, &instance_info("p", true)), inter_der].concat();
     Doc::new(&RSA_AK, chain.clone(), TPM_RH_ENDORSEMENT).validate(&validator(GcePolicy::default())).unwrap();
     // Without the intermediate there is no path.

@@ -1,6 +1,7 @@
 // Package attest verifies confidential-VM attestation evidence (AMD SEV-SNP reports, Intel TDX quotes,
-// TPM 2.0 quotes, Azure SNP vTPM bundles, attestation documents) through the attest C library
-// (ffi/include/attest.h). TDX: install collateral with SetTDXCollateral, then VerifyTDQuote.
+// TPM 2.0 quotes, Azure SNP vTPM bundles and trustee's JSON evidence, GCE vTPM attestations from
+// go-tpm-tools, attestation documents) through the attest C library (ffi/include/attest.h). TDX: install
+// collateral with SetTDXCollateral, then VerifyTDQuote.
 //
 // A Verifier is safe for concurrent use by many goroutines; create one, configure it (SetPolicyJSON,
 // SetCRL, PinAK), share it, and Close it when done. Verification returns a Verdict (a Go value, copied
@@ -73,6 +74,12 @@ const (
 	CodeNonceRequired          Code = C.ATTEST_RESULT_NONCE_REQUIRED
 	CodeLaunchUnpinned         Code = C.ATTEST_RESULT_LAUNCH_UNPINNED
 	CodeFreshnessBinding       Code = C.ATTEST_RESULT_FRESHNESS_BINDING_MISMATCH
+	CodeQualifiedSigner        Code = C.ATTEST_RESULT_QUALIFIED_SIGNER_MISMATCH
+	CodePlatformPolicy         Code = C.ATTEST_RESULT_PLATFORM_POLICY
+	CodeGCEInstanceInfo        Code = C.ATTEST_RESULT_GCE_INSTANCE_INFO
+	CodeAKCertificateKey       Code = C.ATTEST_RESULT_AK_CERTIFICATE_KEY_MISMATCH
+	CodeRuntimeUserData        Code = C.ATTEST_RESULT_RUNTIME_USER_DATA_MISMATCH
+	CodeEvidenceFormat         Code = C.ATTEST_RESULT_EVIDENCE_FORMAT
 )
 
 // String is the code's static description.
@@ -378,6 +385,71 @@ func (v *Verifier) VerifyDocument(variant string, document, measurements, nonce 
 	var out *C.attest_verdict
 	err := v.call(func(h *C.attest_verifier) C.attest_result {
 		return C.attest_verifier_verify_document(h, vp, vn, dp, dn, mp, mn, np, nn, unixTime(t), verifyFlags(opts), &out)
+	})
+	return takeVerdict(out, err)
+}
+
+// SetGCEPolicyJSON replaces the GCE policy (the engine's GcePolicy as JSON; "{}" is the default: a
+// production VM and an event log required).
+func (v *Verifier) SetGCEPolicyJSON(policy []byte) error {
+	p, n := bytesArg(policy)
+	return v.call(func(h *C.attest_verifier) C.attest_result { return C.attest_verifier_set_gce_policy_json(h, p, n) })
+}
+
+// VerifyGCE verifies a GCE Shielded VM / Confidential VM attestation (go-tpm-tools' Attestation protobuf)
+// against Google's pinned EK/AK CA roots for nonce (the quotes' extraData; empty only with
+// AllowEmptyNonce) at time t (zero: now). The verdict's Instance names the VM.
+func (v *Verifier) VerifyGCE(attestation, nonce []byte, t time.Time, opts ...VerifyOption) (Verdict, error) {
+	ap, an := bytesArg(attestation)
+	np, nn := bytesArg(nonce)
+	var out *C.attest_verdict
+	err := v.call(func(h *C.attest_verifier) C.attest_result {
+		return C.attest_verifier_verify_gce(h, ap, an, np, nn, unixTime(t), verifyFlags(opts), &out)
+	})
+	return takeVerdict(out, err)
+}
+
+// IgnoreUserData skips the HCL runtime user-data check of trustee's v2 Azure evidence
+// (ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA); VerifyAzureEvidence only.
+func IgnoreUserData() VerifyOption {
+	return func(flags *C.uint32_t) { *flags |= C.ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA }
+}
+
+// VerifyAzureEvidence verifies Azure SNP vTPM evidence in trustee's JSON layouts (v0, v1, v2) for nonce
+// (the vTPM quote's extraData). userData is what v2 evidence's runtime user-data must hold (64 bytes; nil
+// for v0/v1, or with IgnoreUserData).
+func (v *Verifier) VerifyAzureEvidence(json, nonce, userData []byte, t time.Time, opts ...VerifyOption) (Verdict, error) {
+	jp, jn := bytesArg(json)
+	np, nn := bytesArg(nonce)
+	up, un := bytesArg(userData)
+	var out *C.attest_verdict
+	err := v.call(func(h *C.attest_verifier) C.attest_result {
+		return C.attest_verifier_verify_azure_evidence(h, jp, jn, np, nn, up, un, unixTime(t), verifyFlags(opts), &out)
+	})
+	return takeVerdict(out, err)
+}
+
+// TPMEvidenceFormat names another tool's TPM quote format.
+type TPMEvidenceFormat uint32
+
+const (
+	// TPMEvidenceTrusteeJSON is trustee's TPM evidence JSON (AK and quote together; pass no AK).
+	TPMEvidenceTrusteeJSON TPMEvidenceFormat = C.ATTEST_TPM_EVIDENCE_TRUSTEE_JSON
+	// TPMEvidenceAzCvmVtpmBincode is az-cvm-vtpm's bincode quote bundle.
+	TPMEvidenceAzCvmVtpmBincode TPMEvidenceFormat = C.ATTEST_TPM_EVIDENCE_AZ_CVM_VTPM_BINCODE
+	// TPMEvidenceHexJSON is trustee's hex quote JSON {signature, message, pcrs}.
+	TPMEvidenceHexJSON TPMEvidenceFormat = C.ATTEST_TPM_EVIDENCE_HEX_JSON
+)
+
+// VerifyTPMEvidence verifies a TPM quote in another tool's format by ak (SPKI DER/PEM, TPM2B_PUBLIC or
+// TPMT_PUBLIC; nil for TPMEvidenceTrusteeJSON, which carries it) with extraData = nonce.
+func (v *Verifier) VerifyTPMEvidence(format TPMEvidenceFormat, evidence, ak, nonce []byte, opts ...VerifyOption) (Verdict, error) {
+	ep, en := bytesArg(evidence)
+	kp, kn := bytesArg(ak)
+	np, nn := bytesArg(nonce)
+	var out *C.attest_verdict
+	err := v.call(func(h *C.attest_verifier) C.attest_result {
+		return C.attest_verifier_verify_tpm_evidence(h, C.uint32_t(format), ep, en, kp, kn, np, nn, verifyFlags(opts), &out)
 	})
 	return takeVerdict(out, err)
 }

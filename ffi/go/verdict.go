@@ -41,7 +41,7 @@ type TCB struct {
 
 // Verdict is the result of accepted evidence, copied out of the library.
 type Verdict struct {
-	Kind   uint32  // 1 SNP, 2 TPM quote, 3 Azure SNP, 4 document, 5 TD quote
+	Kind   uint32  // 1 SNP, 2 TPM quote, 3 Azure SNP, 4 document, 5 TD quote, 6 GCE
 	Checks []Check // every check, in order
 	// SNP part (nil/empty when the evidence has no SNP report).
 	Report      []byte // the whole 0x4A0-byte report
@@ -57,6 +57,14 @@ type Verdict struct {
 	Variant, AKBasis string
 	// TD quote part (TD quote verdicts and TDX documents; nil otherwise).
 	TDX *TDX
+	// GCE part (VerifyGCE, and gcp-shielded-vm documents): the VM the AK certificate names.
+	Instance *GCEInstance
+}
+
+// GCEInstance is the VM a GCE AK certificate names (Google's instance-information extension).
+type GCEInstance struct {
+	Zone, ProjectID, InstanceName string
+	ProjectNumber, InstanceID     uint64
 }
 
 // Outcome returns the outcome of the check named name, and whether the verdict has it.
@@ -147,6 +155,16 @@ func takeVerdict(p *C.attest_verdict, err error) (Verdict, error) {
 				v.PCRs = make(map[int][]byte)
 			}
 			v.PCRs[i] = goBytes(b)
+		}
+	}
+	var inst C.attest_gce_instance
+	if C.attest_verdict_gce_instance(p, &inst) == C.ATTEST_RESULT_OK {
+		v.Instance = &GCEInstance{
+			Zone:          goString(inst.zone),
+			ProjectID:     goString(inst.project_id),
+			InstanceName:  goString(inst.instance_name),
+			ProjectNumber: uint64(inst.project_number),
+			InstanceID:    uint64(inst.instance_id),
 		}
 	}
 	if v.Kind != kindDocument {

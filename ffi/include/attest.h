@@ -38,6 +38,28 @@
 #define ATTEST_VERIFY_ALLOW_EMPTY_NONCE 1
 
 /**
+ * `flags` of `attest_verifier_verify_azure_evidence`: do not check the HCL runtime data's `user-data` of v2
+ * evidence (without it, v2 evidence needs the expected 64 bytes).
+ */
+#define ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA 2
+
+/**
+ * `format` of `attest_verifier_verify_tpm_evidence`: trustee's TPM evidence JSON (AK and quote together;
+ * pass no AK).
+ */
+#define ATTEST_TPM_EVIDENCE_TRUSTEE_JSON 0
+
+/**
+ * `format`: az-cvm-vtpm's bincode quote bundle (bare RSASSA-SHA256 signature, TPMS_ATTEST, SHA-256 PCRs).
+ */
+#define ATTEST_TPM_EVIDENCE_AZ_CVM_VTPM_BINCODE 1
+
+/**
+ * `format`: trustee's hex quote JSON `{signature, message, pcrs}` (bare RSASSA-SHA256 signature).
+ */
+#define ATTEST_TPM_EVIDENCE_HEX_JSON 2
+
+/**
  * `signature_format`: a marshalled TPMT_SIGNATURE, as TPM2_Quote returns it.
  */
 #define ATTEST_QUOTE_SIGNATURE_TPMT 0
@@ -80,6 +102,10 @@ enum attest_evidence_kind
    * `attest_verifier_verify_td_quote`.
    */
   ATTEST_EVIDENCE_KIND_TD_QUOTE = 5,
+  /**
+   * `attest_verifier_verify_gce`.
+   */
+  ATTEST_EVIDENCE_KIND_GCE = 6,
 };
 #ifndef __cplusplus
 typedef uint32_t attest_evidence_kind;
@@ -349,6 +375,11 @@ enum attest_result
    */
   ATTEST_RESULT_EVENT_LOG_REPLAY_MISMATCH = 4012,
   /**
+   * A quote's qualifiedSigner is not the attestation key's qualified name (GCE: the TPM says another key
+   * signed).
+   */
+  ATTEST_RESULT_QUALIFIED_SIGNER_MISMATCH = 4013,
+  /**
    * A policy check failed (a check without a code of its own).
    */
   ATTEST_RESULT_POLICY_VIOLATION = 5000,
@@ -365,6 +396,10 @@ enum attest_result
    * `dangerous_allow_unpinned_launch`.
    */
   ATTEST_RESULT_LAUNCH_UNPINNED = 5003,
+  /**
+   * A platform policy check failed (GCE: production VM, project, confidential technology).
+   */
+  ATTEST_RESULT_PLATFORM_POLICY = 5004,
   /**
    * Policy check `report_structure` failed.
    */
@@ -614,6 +649,19 @@ enum attest_result
    */
   ATTEST_RESULT_FRESHNESS_BINDING_MISMATCH = 6009,
   /**
+   * Google's instance-information extension of a GCE AK certificate is malformed or disagrees with the
+   * attestation's unsigned copy.
+   */
+  ATTEST_RESULT_GCE_INSTANCE_INFO = 6010,
+  /**
+   * The AK certificate certifies another key than the attestation key.
+   */
+  ATTEST_RESULT_AK_CERTIFICATE_KEY_MISMATCH = 6011,
+  /**
+   * The Azure HCL runtime data's user-data is not the expected value (trustee v2 evidence).
+   */
+  ATTEST_RESULT_RUNTIME_USER_DATA_MISMATCH = 6012,
+  /**
    * Another encoding error.
    */
   ATTEST_RESULT_ENCODING_OTHER = 7000,
@@ -633,6 +681,11 @@ enum attest_result
    * An unsupported algorithm, key type or parameter.
    */
   ATTEST_RESULT_UNSUPPORTED_ALGORITHM = 7004,
+  /**
+   * Evidence in another tool's format (trustee JSON, az-cvm-vtpm bincode, go-tpm-tools protobuf) is
+   * malformed.
+   */
+  ATTEST_RESULT_EVIDENCE_FORMAT = 7005,
   /**
    * Another TDX error.
    */
@@ -818,6 +871,33 @@ typedef struct attest_bytes {
    */
   size_t len;
 } attest_bytes;
+
+/**
+ * The VM a GCE verdict's AK certificate names (Google's instance-information extension). The strings are
+ * borrowed from the verdict (valid until `attest_verdict_free`).
+ */
+typedef struct attest_gce_instance {
+  /**
+   * The zone, e.g. `us-central1-a`.
+   */
+  struct attest_str zone;
+  /**
+   * The project id.
+   */
+  struct attest_str project_id;
+  /**
+   * The project number.
+   */
+  uint64_t project_number;
+  /**
+   * The instance name.
+   */
+  struct attest_str instance_name;
+  /**
+   * The instance id.
+   */
+  uint64_t instance_id;
+} attest_gce_instance;
 
 /**
  * One presented PCR value. Plain data (no pointers), so Go can pass a slice of them to C directly.
@@ -1098,6 +1178,13 @@ attest_result attest_verdict_td_report(const struct attest_verdict *verdict,
                                        struct attest_bytes *out);
 
 /**
+ * The VM a GCE verdict (`attest_verifier_verify_gce`, or a `gcp-shielded-vm` document) certifies.
+ * `ATTEST_RESULT_NOT_AVAILABLE` for other verdicts.
+ */
+attest_result attest_verdict_gce_instance(const struct attest_verdict *verdict,
+                                          struct attest_gce_instance *out);
+
+/**
  * Creates a verifier with AMD's Milan, Genoa and Turin roots, the default (strict) SNP policy, and empty
  * caches. On success `*out` holds the handle; free it with `attest_verifier_free`.
  */
@@ -1274,6 +1361,70 @@ attest_result attest_verifier_verify_document(const struct attest_verifier *veri
                                               uint64_t time,
                                               uint32_t flags,
                                               struct attest_verdict **out);
+
+/**
+ * Replaces the GCE policy (used by `attest_verifier_verify_gce` and `gcp-shielded-vm` documents) with one
+ * parsed from JSON: the engine's `GcePolicy` fields (`allow_sha1`, `require_event_log`,
+ * `require_production`, `allowed_projects`, `allowed_technologies`), unknown keys rejected, missing keys at
+ * their secure defaults (`{}`: production VM and an event log required). On error the previous policy stays.
+ */
+attest_result attest_verifier_set_gce_policy_json(const struct attest_verifier *verifier,
+                                                  const uint8_t *json,
+                                                  size_t json_len);
+
+/**
+ * Verifies a GCE Shielded VM / Confidential VM attestation as go-tpm-tools produces it (the encoded
+ * `Attestation` protobuf): the AK certificate against Google's pinned EK/AK CA roots, its key = the AK,
+ * every quote (signature, extraData = `nonce`, PCR digest), the event log replayed, and the verifier's GCE
+ * policy. An empty nonce (evidence made without one) needs `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` and is
+ * recorded as a waived `nonce` check. On success `*out` holds a verdict (kind `ATTEST_EVIDENCE_KIND_GCE`) with
+ * the GCE checks, the SHA-256 PCRs and the instance (`attest_verdict_gce_instance`).
+ */
+attest_result attest_verifier_verify_gce(const struct attest_verifier *verifier,
+                                         const uint8_t *attestation,
+                                         size_t attestation_len,
+                                         const uint8_t *nonce,
+                                         size_t nonce_len,
+                                         uint64_t time,
+                                         uint32_t flags,
+                                         struct attest_verdict **out);
+
+/**
+ * Verifies Azure SEV-SNP vTPM evidence in trustee's JSON layouts (`az-snp-vtpm` v0, v1, v2): as
+ * `attest_verifier_verify_azure_snp` on the parts it carries, plus, for v2, the HCL runtime data's
+ * `user-data`: `(user_data, 64)` is what it must hold; v2 evidence without it needs
+ * `ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA` in `flags`. `nonce` is the vTPM quote's extraData (empty only
+ * with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). Azure TDX evidence is `ATTEST_RESULT_INVALID_PARAMETER` (its TD
+ * quote needs Intel's collateral). On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_AZURE_SNP`.
+ */
+attest_result attest_verifier_verify_azure_evidence(const struct attest_verifier *verifier,
+                                                    const uint8_t *json,
+                                                    size_t json_len,
+                                                    const uint8_t *nonce,
+                                                    size_t nonce_len,
+                                                    const uint8_t *user_data,
+                                                    size_t user_data_len,
+                                                    uint64_t time,
+                                                    uint32_t flags,
+                                                    struct attest_verdict **out);
+
+/**
+ * Verifies a TPM quote given in another tool's format (`format`, `ATTEST_TPM_EVIDENCE_*`): trustee's TPM
+ * evidence JSON (which carries the AK: pass `ak` NULL, 0), az-cvm-vtpm's bincode bundle or trustee's hex
+ * quote JSON (both need `ak`: SubjectPublicKeyInfo DER/PEM, TPM2B_PUBLIC or TPMT_PUBLIC). The quote's
+ * extraData must equal `nonce` (empty only with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). The AK is the caller's
+ * statement: nothing here certifies it. On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_TPM_QUOTE`.
+ */
+attest_result attest_verifier_verify_tpm_evidence(const struct attest_verifier *verifier,
+                                                  uint32_t format,
+                                                  const uint8_t *evidence,
+                                                  size_t evidence_len,
+                                                  const uint8_t *ak,
+                                                  size_t ak_len,
+                                                  const uint8_t *nonce,
+                                                  size_t nonce_len,
+                                                  uint32_t flags,
+                                                  struct attest_verdict **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -149,6 +149,9 @@ pub enum attest_result {
     EventLog = 4011,
     /// The event log does not replay to the quoted PCRs.
     EventLogReplayMismatch = 4012,
+    /// A quote's qualifiedSigner is not the attestation key's qualified name (GCE: the TPM says another key
+    /// signed).
+    QualifiedSignerMismatch = 4013,
 
     // ---- 5000: policy ---------------------------------------------------------------------------------------
     /// A policy check failed (a check without a code of its own).
@@ -160,6 +163,8 @@ pub enum attest_result {
     /// An SNP-based variant's policy pins no launch measurement (a TDX variant's: no MRTD) and does not set
     /// `dangerous_allow_unpinned_launch`.
     LaunchUnpinned = 5003,
+    /// A platform policy check failed (GCE: production VM, project, confidential technology).
+    PlatformPolicy = 5004,
     /// Policy check `report_structure` failed.
     PolicyReportStructure = 5101,
     /// Policy check `product` failed (product not allowed).
@@ -286,6 +291,13 @@ pub enum attest_result {
     UnsupportedVariant = 6008,
     /// The SNP report does not bind this attestation's AK and nonce (a replayed or foreign report).
     FreshnessBindingMismatch = 6009,
+    /// Google's instance-information extension of a GCE AK certificate is malformed or disagrees with the
+    /// attestation's unsigned copy.
+    GceInstanceInfo = 6010,
+    /// The AK certificate certifies another key than the attestation key.
+    AkCertificateKeyMismatch = 6011,
+    /// The Azure HCL runtime data's user-data is not the expected value (trustee v2 evidence).
+    RuntimeUserDataMismatch = 6012,
 
     // ---- 7000: shared encoding ---------------------------------------------------------------------------
     /// Another encoding error.
@@ -298,6 +310,9 @@ pub enum attest_result {
     LimitExceeded = 7003,
     /// An unsupported algorithm, key type or parameter.
     UnsupportedAlgorithm = 7004,
+    /// Evidence in another tool's format (trustee JSON, az-cvm-vtpm bincode, go-tpm-tools protobuf) is
+    /// malformed.
+    EvidenceFormat = 7005,
 
     // ---- 8000: Intel TDX ------------------------------------------------------------------------------
     /// Another TDX error.
@@ -413,11 +428,13 @@ result_table! {
     Sha1Refused => "SHA-1 refused",
     QuoteSignatureInvalid => "quote signature does not verify",
     EventLog => "malformed event log",
+    QualifiedSignerMismatch => "quote qualifiedSigner is not the attestation key's qualified name",
     EventLogReplayMismatch => "event log does not replay to the quoted PCRs",
     PolicyViolation => "policy check failed",
     PolicyFile => "invalid policy file",
     MeasurementsFile => "invalid measurements file",
     LaunchUnpinned => "policy pins no launch measurement",
+    PlatformPolicy => "a platform policy check failed (GCE: production, project, technology)",
     PolicyReportStructure => "policy check failed: report_structure",
     PolicyProduct => "policy check failed: product",
     PolicyCertificateChain => "policy check failed: certificate_chain",
@@ -480,6 +497,9 @@ result_table! {
     DocumentMalformed => "malformed attestation document",
     UnsupportedVariant => "unsupported attestation variant",
     FreshnessBindingMismatch => "SNP report does not bind this attestation's key and nonce",
+    GceInstanceInfo => "GCE instance information is malformed or inconsistent",
+    AkCertificateKeyMismatch => "the AK certificate certifies another key",
+    RuntimeUserDataMismatch => "HCL runtime user-data is not the expected value",
     EncodingOther => "encoding error",
     Truncated => "input truncated",
     TrailingData => "trailing data after a structure",
@@ -502,6 +522,7 @@ result_table! {
     IdentityMismatch => "QE or TDX module identity mismatch",
     UntrustedIntelRoot => "chain does not end in the pinned Intel SGX Root CA",
     RtmrReplayMismatch => "CC event log does not replay to the quote's RTMRs",
+    EvidenceFormat => "malformed evidence in another tool's format",
     Unclassified => "unclassified engine error",
 }
 
@@ -665,6 +686,12 @@ impl From<&Error> for attest_result {
             Error::UntrustedIntelRoot => R::UntrustedIntelRoot,
             Error::RtmrReplayMismatch { .. } => R::RtmrReplayMismatch,
             Error::TdxPolicy(v) => R::for_tdx_check(v.check),
+            Error::QualifiedSignerMismatch { .. } => R::QualifiedSignerMismatch,
+            Error::PlatformPolicy { .. } => R::PlatformPolicy,
+            Error::GceInstanceInfo { .. } => R::GceInstanceInfo,
+            Error::AkCertificateKeyMismatch => R::AkCertificateKeyMismatch,
+            Error::RuntimeUserDataMismatch { .. } => R::RuntimeUserDataMismatch,
+            Error::EvidenceFormat { .. } => R::EvidenceFormat,
             _ => R::Unclassified,
         }
     }
@@ -817,10 +844,12 @@ mod tests {
             (R::QuoteSignatureInvalid, 4010),
             (R::EventLog, 4011),
             (R::EventLogReplayMismatch, 4012),
+            (R::QualifiedSignerMismatch, 4013),
             (R::PolicyViolation, 5000),
             (R::PolicyFile, 5001),
             (R::MeasurementsFile, 5002),
             (R::LaunchUnpinned, 5003),
+            (R::PlatformPolicy, 5004),
             (R::PolicyReportStructure, 5101),
             (R::PolicyProduct, 5102),
             (R::PolicyCertificateChain, 5103),
@@ -883,6 +912,9 @@ mod tests {
             (R::DocumentMalformed, 6007),
             (R::UnsupportedVariant, 6008),
             (R::FreshnessBindingMismatch, 6009),
+            (R::GceInstanceInfo, 6010),
+            (R::AkCertificateKeyMismatch, 6011),
+            (R::RuntimeUserDataMismatch, 6012),
             (R::EncodingOther, 7000),
             (R::Truncated, 7001),
             (R::TrailingData, 7002),
@@ -905,6 +937,7 @@ mod tests {
             (R::IdentityMismatch, 8014),
             (R::UntrustedIntelRoot, 8015),
             (R::RtmrReplayMismatch, 8016),
+            (R::EvidenceFormat, 7005),
             (R::Unclassified, 9000),
         ];
         assert_eq!(pinned.len(), attest_result::ALL.len(), "a code was added without pinning its number");
@@ -959,6 +992,11 @@ mod tests {
             (Error::PolicyFile { format: "json", reason: "r".into() }, attest_result_is_policy_error),
             (Error::LaunchUnpinned, attest_result_is_policy_error),
             (Error::FreshnessBindingMismatch { expected: b.clone(), found: b.clone() }, attest_result_is_variant_error),
+            (Error::QualifiedSignerMismatch { found: b.clone() }, attest_result_is_tpm_error),
+            (Error::GceInstanceInfo { reason: "r" }, attest_result_is_variant_error),
+            (Error::AkCertificateKeyMismatch, attest_result_is_variant_error),
+            (Error::RuntimeUserDataMismatch { expected: b.clone(), found: b.clone() }, attest_result_is_variant_error),
+            (Error::EvidenceFormat { format: "f", reason: "r" }, attest_result_is_encoding_error),
             (
                 Error::PathLenConstraintViolated { role: CertRole::Intermediate, path_len: 0, intermediates_below: 1 },
                 attest_result_is_x509_error,

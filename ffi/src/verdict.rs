@@ -140,6 +140,36 @@ pub enum attest_evidence_kind {
     Document = 4,
     /// `attest_verifier_verify_td_quote`.
     TdQuote = 5,
+    /// `attest_verifier_verify_gce`.
+    Gce = 6,
+}
+
+/// The VM a GCE verdict's AK certificate names (Google's instance-information extension). The strings are
+/// borrowed from the verdict (valid until `attest_verdict_free`).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct attest_gce_instance {
+    /// The zone, e.g. `us-central1-a`.
+    pub zone: attest_str,
+    /// The project id.
+    pub project_id: attest_str,
+    /// The project number.
+    pub project_number: u64,
+    /// The instance name.
+    pub instance_name: attest_str,
+    /// The instance id.
+    pub instance_id: u64,
+}
+
+/// The GCE part of a verdict, owned.
+#[derive(Debug)]
+pub(crate) struct GceFacts {
+    zone: String,
+    project_id: String,
+    project_number: u64,
+    instance_name: String,
+    instance_id: u64,
 }
 
 /// The SNP part of a verdict, owned.
@@ -172,11 +202,12 @@ pub struct Verdict {
     pcrs: Option<Box<[Option<[u8; 32]>; 24]>>,
     variant: Option<&'static str>,
     ak_basis: Option<&'static str>,
+    gce: Option<GceFacts>,
 }
 
 impl Verdict {
     pub(crate) fn new(kind: attest_evidence_kind) -> Self {
-        Self { kind, checks: Vec::new(), snp: None, tdx: None, pcrs: None, variant: None, ak_basis: None }
+        Self { kind, checks: Vec::new(), snp: None, tdx: None, pcrs: None, variant: None, ak_basis: None, gce: None }
     }
 
     /// Adds the SNP report's facts and every SNP check.
@@ -204,6 +235,29 @@ impl Verdict {
             *slot = q.pcr(HashAlgorithm::Sha256, i).and_then(|v| v.try_into().ok());
         }
         self.pcrs = Some(pcrs);
+        self
+    }
+
+    /// Adds a GCE verification's checks, its SHA-256 PCRs and the certified instance.
+    pub(crate) fn with_gce(mut self, g: &attest_engine::gce::VerifiedGce<'_>) -> Self {
+        self.checks.extend(g.verdict().iter().map(|(c, o)| (Cow::Borrowed(c.name()), o.into())));
+        let mut pcrs = Box::new([None; 24]);
+        for (i, slot) in pcrs.iter_mut().enumerate() {
+            *slot = g.pcr(HashAlgorithm::Sha256, i).and_then(|v| v.try_into().ok());
+        }
+        self.pcrs = Some(pcrs);
+        self.with_instance(Some(g.instance()))
+    }
+
+    /// Adds the instance a `gcp-shielded-vm` document's AK certificate names.
+    pub(crate) fn with_instance(mut self, i: Option<&attest_engine::gce::InstanceInfo<'_>>) -> Self {
+        self.gce = i.map(|i| GceFacts {
+            zone: i.zone.to_owned(),
+            project_id: i.project_id.to_owned(),
+            project_number: i.project_number,
+            instance_name: i.instance_name.to_owned(),
+            instance_id: i.instance_id,
+        });
         self
     }
 
@@ -515,4 +569,24 @@ pub extern "C" fn attest_verdict_tdx_fmspc(verdict: *const attest_verdict, out: 
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
 pub extern "C" fn attest_verdict_td_report(verdict: *const attest_verdict, out: *mut attest_bytes) -> attest_result {
     read(verdict, out, |v| Ok(attest_bytes::new(&v.tdx()?.body)))
+}
+
+/// The VM a GCE verdict (`attest_verifier_verify_gce`, or a `gcp-shielded-vm` document) certifies.
+/// `ATTEST_RESULT_NOT_AVAILABLE` for other verdicts.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verdict_gce_instance(
+    verdict: *const attest_verdict,
+    out: *mut attest_gce_instance,
+) -> attest_result {
+    read(verdict, out, |v| {
+        let g = v.gce.as_ref().ok_or(attest_result::NotAvailable)?;
+        Ok(attest_gce_instance {
+            zone: attest_str::new(&g.zone),
+            project_id: attest_str::new(&g.project_id),
+            project_number: g.project_number,
+            instance_name: attest_str::new(&g.instance_name),
+            instance_id: g.instance_id,
+        })
+    })
 }

@@ -20,6 +20,9 @@ use crate::result::attest_result;
 use crate::verdict::{Verdict, attest_evidence_kind, attest_outcome, attest_verdict};
 use attest_engine::azure::{AzureSnpRequest, verify_azure_snp};
 use attest_engine::crypto::HashAlgorithm;
+use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, verify_azure_snp_evidence};
+use attest_engine::formats::tpm::{AkKey, AzureQuoteBin, HexQuote, TrusteeTpmEvidence};
+use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerifier};
 use attest_engine::snp::Report;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::tpm::alg::hash_from_tpm;
@@ -43,6 +46,18 @@ pub const ATTEST_TIME_NOW: u64 = 0;
 /// freshness (a recorded quote replays forever). Set it only for evidence that was produced without a nonce
 /// on purpose (e.g. recorded test vectors).
 pub const ATTEST_VERIFY_ALLOW_EMPTY_NONCE: u32 = 1;
+
+/// `flags` of `attest_verifier_verify_azure_evidence`: do not check the HCL runtime data's `user-data` of v2
+/// evidence (without it, v2 evidence needs the expected 64 bytes).
+pub const ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA: u32 = 2;
+
+/// `format` of `attest_verifier_verify_tpm_evidence`: trustee's TPM evidence JSON (AK and quote together;
+/// pass no AK).
+pub const ATTEST_TPM_EVIDENCE_TRUSTEE_JSON: u32 = 0;
+/// `format`: az-cvm-vtpm's bincode quote bundle (bare RSASSA-SHA256 signature, TPMS_ATTEST, SHA-256 PCRs).
+pub const ATTEST_TPM_EVIDENCE_AZ_CVM_VTPM_BINCODE: u32 = 1;
+/// `format`: trustee's hex quote JSON `{signature, message, pcrs}` (bare RSASSA-SHA256 signature).
+pub const ATTEST_TPM_EVIDENCE_HEX_JSON: u32 = 2;
 
 /// `signature_format`: a marshalled TPMT_SIGNATURE, as TPM2_Quote returns it.
 pub const ATTEST_QUOTE_SIGNATURE_TPMT: u32 = 0;
@@ -124,6 +139,8 @@ impl LeafStore {
 pub struct Verifier {
     snp: Arc<SnpVerifier>,
     policy: RwLock<Arc<SnpPolicy>>,
+    gce: Arc<GceVerifier>,
+    gce_policy: RwLock<Arc<GcePolicy>>,
     pinned_aks: RwLock<Arc<StaticAkRegistry>>,
     leaves: Mutex<LeafStore>,
     /// Intel's pinned root and the installed TDX collateral (`attest_verifier_set_tdx_collateral`).
@@ -142,6 +159,8 @@ impl Verifier {
         Self {
             snp: Arc::new(SnpVerifier::new()),
             policy: RwLock::new(Arc::new(SnpPolicy::default())),
+            gce: Arc::new(GceVerifier::new()),
+            gce_policy: RwLock::new(Arc::new(GcePolicy::default())),
             pinned_aks: RwLock::new(Arc::new(StaticAkRegistry::default())),
             leaves: Mutex::new(LeafStore::default()),
             tdx: Arc::new(tdx),
@@ -155,6 +174,10 @@ impl Verifier {
 
     pub(crate) fn tdx_policy(&self) -> Arc<TdxPolicy> {
         Arc::clone(&self.tdx_policy.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn gce_policy(&self) -> Arc<GcePolicy> {
+        Arc::clone(&self.gce_policy.read().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
@@ -229,7 +252,12 @@ pub(crate) fn required<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a
 
 /// Checks `flags` (only `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` is defined) and refuses an empty nonce without it.
 fn check_nonce(nonce: &[u8], flags: u32) -> Result<(), Failure> {
-    if flags & !ATTEST_VERIFY_ALLOW_EMPTY_NONCE != 0 {
+    check_nonce_with(nonce, flags, 0)
+}
+
+/// [`check_nonce`] where the call also defines the flag bits `extra`.
+fn check_nonce_with(nonce: &[u8], flags: u32, extra: u32) -> Result<(), Failure> {
+    if flags & !(ATTEST_VERIFY_ALLOW_EMPTY_NONCE | extra) != 0 {
         return Err(misuse("unknown flags"));
     }
     if nonce.is_empty() && flags & ATTEST_VERIFY_ALLOW_EMPTY_NONCE == 0 {
@@ -306,6 +334,14 @@ fn pcr_values(pcrs: &[attest_pcr_value]) -> Result<PcrValues<'_>, Failure> {
         out.set(alg, index, value)?;
     }
     Ok(out)
+}
+
+/// The verdict of a verified Azure SNP vTPM bundle: the SNP checks, the AK binding, the quote.
+fn azure_verdict(ok: &attest_engine::azure::VerifiedAzureSnp<'_>) -> Verdict {
+    Verdict::new(attest_evidence_kind::AzureSnp)
+        .with_snp(&ok.snp)
+        .check("ak_binding", attest_outcome::Passed)
+        .with_quote(&ok.quote)
 }
 
 pub(crate) fn write_verdict(out: OutPtr<'_, *mut attest_verdict>, verdict: Verdict) {
@@ -640,11 +676,7 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
             time,
         };
         let ok = verify_azure_snp(&v.snp, &req, &v.policy())?;
-        let verdict = Verdict::new(attest_evidence_kind::AzureSnp)
-            .with_snp(&ok.snp)
-            .check("ak_binding", attest_outcome::Passed)
-            .with_quote(&ok.quote);
-        write_verdict(out, verdict);
+        write_verdict(out, azure_verdict(&ok));
         Ok(())
     })
 }
@@ -710,7 +742,8 @@ pub extern "C" fn attest_verifier_verify_document(
         let pins = Arc::clone(&v.pinned_aks.read().unwrap_or_else(PoisonError::into_inner));
         let validator = Validator::new(variant, Arc::clone(&v.snp), (*v.policy()).clone(), expected)
             .with_ak_registry(pins)
-            .with_tdx(Arc::clone(&v.tdx), tdx_policy);
+            .with_tdx(Arc::clone(&v.tdx), tdx_policy)
+            .with_gce(Arc::clone(&v.gce), (*v.gce_policy()).clone());
         let ok = validator.validate(&view, nonce, time)?;
 
         let mut verdict = Verdict::new(attest_evidence_kind::Document);
@@ -740,7 +773,171 @@ pub extern "C" fn attest_verifier_verify_document(
             };
             verdict = verdict.check(format!("pcr_{index}"), o);
         }
-        write_verdict(out, verdict.with_variant(ok.variant.name(), ok.ak_basis.map(AkBasis::name)));
+        let verdict =
+            verdict.with_variant(ok.variant.name(), ok.ak_basis.map(AkBasis::name)).with_instance(ok.instance.as_ref());
+        write_verdict(out, verdict);
+        Ok(())
+    })
+}
+
+/// Replaces the GCE policy (used by `attest_verifier_verify_gce` and `gcp-shielded-vm` documents) with one
+/// parsed from JSON: the engine's `GcePolicy` fields (`allow_sha1`, `require_event_log`,
+/// `require_production`, `allowed_projects`, `allowed_technologies`), unknown keys rejected, missing keys at
+/// their secure defaults (`{}`: production VM and an event log required). On error the previous policy stays.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_set_gce_policy_json(
+    verifier: *const attest_verifier,
+    json: *const u8,
+    json_len: usize,
+) -> attest_result {
+    call(verifier, |v| {
+        let json = required(json, json_len, "json")?;
+        let policy: GcePolicy = serde_json::from_slice(json)
+            .map_err(|e| Failure { code: attest_result::PolicyFile, message: format!("GCE policy JSON: {e}") })?;
+        *v.gce_policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        Ok(())
+    })
+}
+
+/// Verifies a GCE Shielded VM / Confidential VM attestation as go-tpm-tools produces it (the encoded
+/// `Attestation` protobuf): the AK certificate against Google's pinned EK/AK CA roots, its key = the AK,
+/// every quote (signature, extraData = `nonce`, PCR digest), the event log replayed, and the verifier's GCE
+/// policy. An empty nonce (evidence made without one) needs `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` and is
+/// recorded as a waived `nonce` check. On success `*out` holds a verdict (kind `ATTEST_EVIDENCE_KIND_GCE`) with
+/// the GCE checks, the SHA-256 PCRs and the instance (`attest_verdict_gce_instance`).
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn attest_verifier_verify_gce(
+    verifier: *const attest_verifier,
+    attestation: *const u8,
+    attestation_len: usize,
+    nonce: *const u8,
+    nonce_len: usize,
+    time: u64,
+    flags: u32,
+    out: *mut *mut attest_verdict,
+) -> attest_result {
+    call(verifier, |v| {
+        let bytes = required(attestation, attestation_len, "attestation")?;
+        let nonce = input(nonce, nonce_len)?;
+        let out = out_param(out)?;
+        let time = trusted_time(time)?;
+        check_nonce(nonce, flags)?;
+        let att = attest_proto::gce::decode(bytes)?;
+        let ev = attest_proto::gce::evidence(&att)?;
+        let expected = if nonce.is_empty() { ExpectedNonce::DangerousNone } else { ExpectedNonce::Exactly(nonce) };
+        let ok = v.gce.verify(&ev, &GceRequest { nonce: expected, time }, &v.gce_policy())?;
+        write_verdict(out, Verdict::new(attest_evidence_kind::Gce).with_gce(&ok));
+        Ok(())
+    })
+}
+
+/// Verifies Azure SEV-SNP vTPM evidence in trustee's JSON layouts (`az-snp-vtpm` v0, v1, v2): as
+/// `attest_verifier_verify_azure_snp` on the parts it carries, plus, for v2, the HCL runtime data's
+/// `user-data`: `(user_data, 64)` is what it must hold; v2 evidence without it needs
+/// `ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA` in `flags`. `nonce` is the vTPM quote's extraData (empty only
+/// with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). Azure TDX evidence is `ATTEST_RESULT_INVALID_PARAMETER` (its TD
+/// quote needs Intel's collateral). On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_AZURE_SNP`.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn attest_verifier_verify_azure_evidence(
+    verifier: *const attest_verifier,
+    json: *const u8,
+    json_len: usize,
+    nonce: *const u8,
+    nonce_len: usize,
+    user_data: *const u8,
+    user_data_len: usize,
+    time: u64,
+    flags: u32,
+    out: *mut *mut attest_verdict,
+) -> attest_result {
+    call(verifier, |v| {
+        let json = required(json, json_len, "json")?;
+        let nonce = input(nonce, nonce_len)?;
+        let user_data = input(user_data, user_data_len)?;
+        let out = out_param(out)?;
+        let time = trusted_time(time)?;
+        check_nonce_with(nonce, flags, ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA)?;
+        let ev = AzureVtpmEvidence::from_json(json)?;
+        if ev.hardware != AzureHardware::Snp {
+            return Err(misuse("Azure TDX evidence: its TD quote needs Intel's collateral"));
+        }
+        let expected: Option<&[u8; 64]> = match user_data {
+            [] => None,
+            u => Some(u.try_into().map_err(|_| misuse("user_data must be 64 bytes"))?),
+        };
+        let want = match expected {
+            Some(u) => UserData::Exactly(u),
+            None if flags & ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA != 0 => UserData::DangerousIgnore,
+            None => UserData::NotRequired,
+        };
+        let pcrs = ev.quote.pcr_values()?;
+        let ok = verify_azure_snp_evidence(&v.snp, &ev, &pcrs, nonce, want, time, &v.policy())?;
+        let verdict = match want {
+            UserData::Exactly(_) => azure_verdict(&ok).check("user_data", attest_outcome::Passed),
+            UserData::NotRequired | UserData::DangerousIgnore => {
+                azure_verdict(&ok).check("user_data", attest_outcome::Waived)
+            }
+        };
+        write_verdict(out, verdict);
+        Ok(())
+    })
+}
+
+/// Verifies a TPM quote given in another tool's format (`format`, `ATTEST_TPM_EVIDENCE_*`): trustee's TPM
+/// evidence JSON (which carries the AK: pass `ak` NULL, 0), az-cvm-vtpm's bincode bundle or trustee's hex
+/// quote JSON (both need `ak`: SubjectPublicKeyInfo DER/PEM, TPM2B_PUBLIC or TPMT_PUBLIC). The quote's
+/// extraData must equal `nonce` (empty only with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). The AK is the caller's
+/// statement: nothing here certifies it. On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_TPM_QUOTE`.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn attest_verifier_verify_tpm_evidence(
+    verifier: *const attest_verifier,
+    format: u32,
+    evidence: *const u8,
+    evidence_len: usize,
+    ak: *const u8,
+    ak_len: usize,
+    nonce: *const u8,
+    nonce_len: usize,
+    flags: u32,
+    out: *mut *mut attest_verdict,
+) -> attest_result {
+    call(verifier, |v| {
+        let evidence = required(evidence, evidence_len, "evidence")?;
+        let ak = input(ak, ak_len)?;
+        let nonce = input(nonce, nonce_len)?;
+        let out = out_param(out)?;
+        check_nonce(nonce, flags)?;
+        let (key, parts) = match format {
+            ATTEST_TPM_EVIDENCE_TRUSTEE_JSON => {
+                if !ak.is_empty() {
+                    return Err(misuse("trustee TPM evidence carries its AK: pass ak NULL, 0"));
+                }
+                let ev = TrusteeTpmEvidence::from_json(evidence)?;
+                (ev.ak, ev.quote)
+            }
+            ATTEST_TPM_EVIDENCE_AZ_CVM_VTPM_BINCODE | ATTEST_TPM_EVIDENCE_HEX_JSON => {
+                if ak.is_empty() {
+                    return Err(misuse("this format needs the AK"));
+                }
+                let parts = if format == ATTEST_TPM_EVIDENCE_HEX_JSON {
+                    HexQuote::from_json(evidence)?
+                } else {
+                    AzureQuoteBin::parse(evidence)?.to_parts()?
+                };
+                (AkKey::parse(ak)?, parts)
+            }
+            _ => return Err(misuse("unknown format")),
+        };
+        let pcrs = parts.pcr_values()?;
+        let ok = verify_quote(v.snp.provider(), &parts.request(&pcrs, &key, nonce)?)?;
+        write_verdict(out, Verdict::new(attest_evidence_kind::TpmQuote).with_quote(&ok));
         Ok(())
     })
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-const TESTS: [&str; 4] = ["api", "vectors", "threads", "tdx"];
+const TESTS: [&str; 5] = ["api", "vectors", "threads", "tdx", "formats"];
 
 fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")

@@ -222,6 +222,17 @@ impl Swtpm {
         }
     }
 
+    /// Power-cycles the TPM, as a reboot of its machine would: stops this swtpm and starts a new one on the
+    /// same state directory (same EK, persistent AK and NV; PCRs reset by `startup-clear`). Close every
+    /// connection to it first.
+    pub fn reboot(self) -> Result<Swtpm, HarnessError> {
+        stop_process(self.pid);
+        let dir = self.dir.clone();
+        // The state directory outlives this process: skip `Drop`, which would remove it.
+        std::mem::forget(self);
+        Self::run(dir)
+    }
+
     /// The TCTI string for tss-esapi: `swtpm:host=127.0.0.1,port=P`.
     pub fn tcti(&self) -> String {
         format!("swtpm:host=127.0.0.1,port={}", self.port)
@@ -279,16 +290,20 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+fn stop_process(pid: u32) {
+    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if alive(pid) {
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+}
+
 impl Drop for Swtpm {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.pid.to_string()]).status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while alive(self.pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if alive(self.pid) {
-            let _ = Command::new("kill").args(["-KILL", &self.pid.to_string()]).status();
-        }
+        stop_process(self.pid);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -55,7 +55,7 @@ mod signature;
 pub use compare::{PcrCheck, PcrStatus, Report};
 pub use error::{Error, Form};
 pub use key::VerifyingKey;
-pub use parse::{Document, parse_any, parse_document};
+pub use parse::{Document, for_engine_variant, parse_any, parse_document};
 pub use pcr::{Measurement, Measurements, PcrIndex};
 pub use release::{AttestationVariant, Csp, ReleaseEntry, ReleaseMeasurements};
 pub use signature::SignedMeasurements;

@@ -41,6 +41,18 @@ impl Document {
         }
     }
 
+    /// The map that applies to an attestation variant of the engine: a map applies to every variant; a
+    /// release list is searched for the variant's (CSP, attestationVariant) entry ([`for_engine_variant`]).
+    pub fn for_variant(&self, variant: attest_engine::variant::Variant) -> Result<&Measurements, Error> {
+        match self {
+            Self::Map(map) => Ok(map),
+            Self::List(list) => {
+                let (csp, v) = for_engine_variant(variant);
+                list.select(csp, v)
+            }
+        }
+    }
+
     /// The single map of the document: the map itself, or the only entry of a one-entry release list
     /// ([`Error::AmbiguousList`] for more).
     pub fn into_single(self) -> Result<Measurements, Error> {
@@ -51,6 +63,22 @@ impl Document {
                 entries => Err(Error::AmbiguousList { entries: entries.len() }),
             },
         }
+    }
+}
+
+/// The release-list entry that holds an engine variant's measurements: (CSP, attestationVariant).
+/// `gcp-shielded-vm` (a GCE vTPM whose AK Google certifies) reads Constellation's `gcp-sev-es` entry, the
+/// variant that attests the same vTPM.
+pub fn for_engine_variant(variant: attest_engine::variant::Variant) -> (Csp, AttestationVariant) {
+    use attest_engine::variant::Variant;
+    match variant {
+        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
+        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
+        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
+        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
+        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
+        Variant::AzureTdx => (Csp::Azure, AttestationVariant::AzureTdx),
+        Variant::QemuTdx => (Csp::Qemu, AttestationVariant::QemuTdx),
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! - [`attest::v1::AttestationDocument`]: the evidence a node sends in its aTLS certificate.
 //! - `attest::v1` also holds the AK registration messages (`AkRegistration`, `CredentialActivation`).
-//! - [`join`], [`init`], [`kms`]: the service messages; [`components::Component`] is shared.
+//! - [`join`], [`init`], [`kms`], [`verify`], [`recover`]: the service messages; [`components::Component`] is shared.
 //! - [`gotpm::v1::Attestation`]: go-tpm-tools' GCE attestation, and [`gce`], its bridge to the engine.
 //!
 //! gRPC services are not generated here: the shell implements the framing on h2 and routes by path.
@@ -50,6 +50,21 @@ pub mod kms {
     include!(concat!(env!("OUT_DIR"), "/kms.rs"));
 }
 
+/// The verification service of a running node (node lifecycle).
+pub mod verify {
+    include!(concat!(env!("OUT_DIR"), "/verify.rs"));
+}
+
+/// The recovery service of a locked node that cannot reach a join service (node lifecycle).
+pub mod recover {
+    include!(concat!(env!("OUT_DIR"), "/recover.rs"));
+}
+
+/// What a node's verify service binds into its attestation as user data: SHA-256 of these bytes. A fixed,
+/// service-specific value, so that a document fetched from `verify.API` can never pass as an aTLS one (whose
+/// user data is the hash of a certificate key) or the other way round.
+pub const VERIFY_USER_DATA_CONTEXT: &[u8] = b"attest verify.API/GetAttestation user data v1";
+
 /// gRPC method paths (`/package.Service/Method`), the routing keys of the hand-rolled gRPC server.
 pub mod paths {
     /// join.API/IssueJoinTicket.
@@ -60,6 +75,10 @@ pub mod paths {
     pub const INIT_INIT: &str = "/init.API/Init";
     /// kms.API/GetDataKey.
     pub const KMS_GET_DATA_KEY: &str = "/kms.API/GetDataKey";
+    /// verify.API/GetAttestation (served by every node).
+    pub const VERIFY_GET_ATTESTATION: &str = "/verify.API/GetAttestation";
+    /// recover.API/Recover (served by a locked node waiting for its key).
+    pub const RECOVER_RECOVER: &str = "/recover.API/Recover";
     /// attest.v1.AkRegistration/Begin (served by verifiers).
     pub const REGISTRATION_BEGIN: &str = "/attest.v1.AkRegistration/Begin";
     /// attest.v1.AkRegistration/Complete (served by verifiers).
@@ -94,6 +113,19 @@ mod tests {
         assert_eq!(m.encode_to_vec()[0], (5 << 3) | 2);
         let m = components::Component { extract: true, ..Default::default() };
         assert_eq!(m.encode_to_vec(), vec![4 << 3, 1]);
+    }
+
+    #[test]
+    fn lifecycle_field_numbers_are_the_wire_contract() {
+        let m = verify::GetAttestationRequest { nonce: vec![1] };
+        assert_eq!(m.encode_to_vec()[0], (2 << 3) | 2);
+        let m = verify::GetAttestationResponse { attestation: vec![1] };
+        assert_eq!(m.encode_to_vec()[0], (1 << 3) | 2);
+        let m = recover::RecoverMessage { kms_uri: "k".into(), ..Default::default() };
+        assert_eq!(m.encode_to_vec()[0], (3 << 3) | 2);
+        let m = recover::RecoverMessage { storage_uri: "s".into(), ..Default::default() };
+        assert_eq!(m.encode_to_vec()[0], (4 << 3) | 2);
+        assert!(recover::RecoverResponse {}.encode_to_vec().is_empty());
     }
 
     #[test]

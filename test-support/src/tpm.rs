@@ -358,6 +358,15 @@ impl SoftAk {
         Quote { attest, signature }
     }
 
+    /// The key as a SubjectPublicKeyInfo (DER).
+    pub fn spki(&self) -> Vec<u8> {
+        match (self.modulus(), self.point()) {
+            (Some(n), _) => crate::gce::rsa_spki(n, self.exponent().expect("RSA")),
+            (None, Some((x, y))) => crate::gce::p256_spki(&[&[4u8][..], x, y].concat()),
+            (None, None) => unreachable!("a key is RSA or ECC"),
+        }
+    }
+
     /// The RSA key as a JWK with `kid` "HCLAkPub", as Azure's HCL runtime data carries it:
     /// `{"kid":"HCLAkPub","key_ops":["sign"],"kty":"RSA","e":…,"n":…}` (base64url, no padding).
     ///

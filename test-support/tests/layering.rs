@@ -41,13 +41,15 @@ const LAYERS: &[&[&str]] = &[
     &["attest-joinservice"],
     // The command-line tool.
     &["attest-cli"],
+    // Simulated hardware and the SNP attack clients (a harness: the demo and tests; nothing depends on it).
+    &["attest-hwsim"],
     // On-hardware tests, then benchmarks (which reuse the hardware tests' swtpm harness).
     &["attest-hwtests"],
     &["attest-benches"],
 ];
 
 /// Crates that may take `attest-test-support` as a normal dependency (they are test or bench harnesses).
-const HARNESSES: &[&str] = &["attest-hwtests", "attest-benches"];
+const HARNESSES: &[&str] = &["attest-hwsim", "attest-hwtests", "attest-benches"];
 
 /// Dev-dependencies allowed to point up: `(crate, dependency, why)`. Cargo builds the dependency's library
 /// against the crate's library, so what ships has no cycle.

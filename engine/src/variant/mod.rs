@@ -34,7 +34,7 @@ mod gce;
 pub mod tdx;
 
 use crate::azure::{HclReport, RuntimeData};
-use crate::crypto::{CryptoProvider, Digest, HashAlgorithm};
+use crate::crypto::{CryptoProvider, HashAlgorithm};
 use crate::error::{Bytes, Error};
 use crate::policy::{LaunchPinning, SnpPolicy};
 use crate::snp::{SnpRequest, SnpVerifier, VerifiedReport};
@@ -398,13 +398,6 @@ impl Validator {
         let mut out = [0u8; 32];
         out.copy_from_slice(n.as_bytes());
         out
-    }
-
-    /// SHA-512 of the AK's TPM2B_PUBLIC alone: the **former** REPORT_DATA rule of the SNP variants, which
-    /// lets a host replay one report. No variant accepts it any more; attesters use
-    /// [`binding::snp_vtpm_report_data`]. Kept only until the shell's SNP issuer has moved (issue 14).
-    pub fn ak_binding(provider: &CryptoProvider, ak_public: &[u8]) -> Digest {
-        provider.digests.digest(HashAlgorithm::Sha512, &[ak_public])
     }
 
     /// Validates `doc` for `nonce` at the trusted `time`.

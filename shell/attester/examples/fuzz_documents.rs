@@ -95,7 +95,11 @@ fn main() {
         }],
     ));
     let validator =
-        |variant| Validator::new(variant, Arc::clone(&verifier), SnpPolicy::default(), PcrPolicy::default());
+        // Seeds: the launch measurement is not what the target explores, so it is waived explicitly.
+        |variant| {
+            let policy = SnpPolicy { dangerous_allow_unpinned_launch: true, ..SnpPolicy::default() };
+            Validator::new(variant, Arc::clone(&verifier), policy, PcrPolicy::default())
+        };
     let trusted = StaticAkRegistry(vec![(rsa.tpmt_digest(), AkBasis::Pinned), (ecc.tpmt_digest(), AkBasis::Pinned)]);
     // The fuzz target's PCR policy: PCR 0 warn-only (mismatching), PCR 8 enforced.
     let policy = PcrPolicy {
@@ -119,7 +123,9 @@ fn main() {
         ("synthetic-gcp-sev-snp", Variant::GcpSevSnp, &ecc, &vcek),
         ("synthetic-aws-sev-snp", Variant::AwsSevSnp, &rsa, &vlek),
     ] {
-        let report = ReportBuilder::for_leaf(leaf).report_data(report_data(&ak.tpm2b_public())).sign(leaf);
+        let quote_nonce = Validator::quote_nonce(default_provider(), INSTANCE_INFO, USER_DATA, NONCE);
+        let report =
+            ReportBuilder::for_leaf(leaf).report_data(report_data(&ak.tpm2b_public(), &quote_nonce)).sign(leaf);
         let certs = SnpCertificates { leaf: leaf.der.clone(), ..SnpCertificates::default() };
         let tpm = tpm_document(Variant::QemuVtpm, ak, &values, 0x00FF_FFFF, boot.bytes());
         let doc = snp_document(variant, tpm, report.to_vec(), certs).expect("SNP document");
@@ -131,7 +137,7 @@ fn main() {
     let report = ReportBuilder::for_leaf(&vcek).report_data(hcl_report_data(&json)).sign(&vcek);
     let extra = Validator::quote_nonce(default_provider(), INSTANCE_INFO, USER_DATA, NONCE);
     let attest = rsa.attest(&QuoteSpec::new(&extra, &values, 0x00FF_FFFF));
-    let quote = VtpmQuote { signature: rsa.sign_raw(&attest), attest, pcrs: values.to_vec() };
+    let quote = VtpmQuote { signature: rsa.sign(&attest), attest, pcrs: values.to_vec() };
     let doc = azure_document(hcl_report(&report, &json), vcek.der.clone(), quote, INSTANCE_INFO, USER_DATA)
         .expect("Azure document");
     check(&validator(Variant::AzureSevSnp), &doc);

@@ -6,7 +6,7 @@
 //!
 //! **May depend on:** `attest-engine`, `attest-proto`, `attest-grpc`, `attest-atls` (it implements
 //! [`attest_atls::AttestationIssuer`]), `attest-registration` (the shared error and credential types), and the
-//! device libraries (`tss-esapi`, `sev`, `az-cvm-vtpm`). **Must not depend on:** a service or the CLI; and no
+//! device libraries (`tss-esapi`, `sev`). **Must not depend on:** a service or the CLI; and no
 //! verifier-only crate should need this one — a verifier that links it links the TSS library for nothing.
 
 #![forbid(unsafe_code)]

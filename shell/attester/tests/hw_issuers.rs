@@ -1,20 +1,22 @@
 //! The SNP and Azure issuers' document builders, without hardware: documents assembled from a software AK
 //! (`attest_test_support::tpm::SoftAk`) and a generated AMD-like PKI validate in the engine, the same way the
-//! device-backed issuers assemble them. The device paths themselves run in `hwtests` (skipped when absent).
+//! device-backed issuers assemble them; and a replayed SNP report next to a fresh quote is refused. The
+//! device paths run against simulated hardware in `attest-hwsim`'s tests and on real devices in `hwtests`.
 
 use attest_attester::issuer::azure::{VtpmQuote, azure_document, tpmt_signature_rsassa_sha256};
 use attest_attester::issuer::snp::{SnpCertificates, report_data, snp_document};
-use attest_attester::issuer::{AzureSnpIssuer, HwIssuerError, document, pcr_values};
+use attest_attester::issuer::{HwIssuerError, document, pcr_values};
 use attest_engine::crypto::{HashAlgorithm, default_provider};
+use attest_engine::policy::Hex;
 use attest_engine::snp::OwnedTrustAnchors;
 use attest_engine::tpm::TpmSignature;
 use attest_engine::tpm::alg::TPM_ALG_SHA256;
 use attest_engine::variant::{AkBasis, PcrPolicy, Validator, Variant};
 use attest_engine::{Product, SnpPolicy, SnpVerifier, UnixTime};
+use attest_kds::{CertKind, encode_cert_table};
 use attest_proto::attest::v1::{AttestationDocument, PcrValue, TpmEvidence};
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk, hcl_report, hcl_report_data, runtime_json};
 use attest_test_support::{LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, TestPki};
-use sev::firmware::host::{CertTableEntry, CertType};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -40,7 +42,16 @@ fn validator(pki: &TestPki, variant: Variant) -> Validator {
             asvk: None,
         }],
     );
-    Validator::new(variant, Arc::new(verifier), SnpPolicy::default(), PcrPolicy::default())
+    // The launch is pinned, as the SNP variants require.
+    let policy = SnpPolicy { measurements: vec![Hex(MEASUREMENT)], ..SnpPolicy::default() };
+    Validator::new(variant, Arc::new(verifier), policy, PcrPolicy::default())
+}
+
+/// The launch measurement of the guest the test reports come from.
+const MEASUREMENT: [u8; 48] = [0x4D; 48];
+
+fn report_builder(leaf: &attest_test_support::Leaf) -> ReportBuilder {
+    ReportBuilder::for_leaf(leaf).measurement(MEASUREMENT)
 }
 
 fn validate(v: &Validator, doc: &AttestationDocument) -> Result<AkBasis, attest_engine::Error> {
@@ -48,10 +59,14 @@ fn validate(v: &Validator, doc: &AttestationDocument) -> Result<AkBasis, attest_
     v.validate(&document(doc, &pcrs), NONCE, now()).map(|ok| ok.ak_basis.expect("vTPM variants carry an AK"))
 }
 
-/// What the `qemu-vtpm` issuer returns for `ak`: its TPM2B_PUBLIC and a quote of all 24 PCRs.
-fn tpm_document(ak: &SoftAk) -> AttestationDocument {
+fn quote_nonce(nonce: &[u8]) -> [u8; 32] {
+    Validator::quote_nonce(default_provider(), INSTANCE_INFO, USER_DATA, nonce)
+}
+
+/// What the `qemu-vtpm` issuer returns for `ak`: its TPM2B_PUBLIC and a quote of all 24 PCRs for `nonce`.
+fn tpm_document_for(ak: &SoftAk, nonce: &[u8]) -> AttestationDocument {
     let values = pcrs();
-    let extra = Validator::quote_nonce(default_provider(), INSTANCE_INFO, USER_DATA, NONCE);
+    let extra = quote_nonce(nonce);
     let q = ak.quote(&QuoteSpec::new(&extra, &values, 0x00FF_FFFF));
     AttestationDocument {
         variant: Variant::QemuVtpm.name().to_owned(),
@@ -71,18 +86,24 @@ fn tpm_document(ak: &SoftAk) -> AttestationDocument {
     }
 }
 
+fn tpm_document(ak: &SoftAk) -> AttestationDocument {
+    tpm_document_for(ak, NONCE)
+}
+
 #[test]
 fn gcp_snp_document_validates() {
     let pki = TestPki::new(TsProduct::Milan, SigningKeyKind::Vcek);
     let vcek = pki.issue_leaf(&LeafSpec::new());
     for ak in [SoftAk::rsa(), SoftAk::ecc_p256()] {
-        let report = ReportBuilder::for_leaf(&vcek).report_data(report_data(&ak.tpm2b_public())).sign(&vcek);
+        let report =
+            report_builder(&vcek).report_data(report_data(&ak.tpm2b_public(), &quote_nonce(NONCE))).sign(&vcek);
         // The host's certificate table: the VCEK as DER, the ASK as PEM, plus a VLEK the GCP variant ignores.
-        let table = vec![
-            CertTableEntry::new(CertType::ASK, attest_test_support::pem("CERTIFICATE", pki.ask_der()).into_bytes()),
-            CertTableEntry::new(CertType::VCEK, vcek.der.clone()),
-            CertTableEntry::new(CertType::VLEK, b"not a certificate".to_vec()),
-        ];
+        let ask_pem = attest_test_support::pem("CERTIFICATE", pki.ask_der());
+        let table = encode_cert_table(&[
+            (CertKind::Ask, ask_pem.as_bytes()),
+            (CertKind::Vcek, &vcek.der),
+            (CertKind::Vlek, b"not a certificate"),
+        ]);
         let certs = SnpCertificates::from_cert_table(Variant::GcpSevSnp, &table).unwrap();
         assert_eq!(certs.leaf, vcek.der);
         assert_eq!(certs.intermediate, pki.ask_der());
@@ -92,12 +113,29 @@ fn gcp_snp_document_validates() {
         assert_eq!(validate(&validator(&pki, Variant::GcpSevSnp), &doc).unwrap(), AkBasis::HardwareReport);
 
         // A report that binds another AK is refused.
-        let other = ReportBuilder::for_leaf(&vcek).report_data(report_data(&SoftAk::rsa().tpm2b_public())).sign(&vcek);
-        let doc = snp_document(Variant::GcpSevSnp, tpm_document(&ak), other.to_vec(), certs).unwrap();
+        let other = report_builder(&vcek)
+            .report_data(report_data(&SoftAk::rsa().tpm2b_public(), &quote_nonce(NONCE)))
+            .sign(&vcek);
+        let doc = snp_document(Variant::GcpSevSnp, tpm_document(&ak), other.to_vec(), certs.clone()).unwrap();
         assert!(matches!(
             validate(&validator(&pki, Variant::GcpSevSnp), &doc),
-            Err(attest_engine::Error::AkBindingMismatch { .. })
+            Err(attest_engine::Error::FreshnessBindingMismatch { .. })
         ));
+
+        // Replay: a genuine report of an earlier attestation (another nonce) next to a fresh quote for this
+        // nonce by the same AK — what a host holding the vTPM could produce — is refused.
+        let earlier = report_builder(&vcek)
+            .report_data(report_data(&ak.tpm2b_public(), &quote_nonce(b"an earlier nonce")))
+            .sign(&vcek);
+        let doc = snp_document(Variant::GcpSevSnp, tpm_document(&ak), earlier.to_vec(), certs.clone()).unwrap();
+        assert!(matches!(
+            validate(&validator(&pki, Variant::GcpSevSnp), &doc),
+            Err(attest_engine::Error::FreshnessBindingMismatch { .. })
+        ));
+        // The same earlier report with its own, earlier quote validates only for the earlier nonce.
+        let doc = snp_document(Variant::GcpSevSnp, tpm_document_for(&ak, b"an earlier nonce"), earlier.to_vec(), certs)
+            .unwrap();
+        assert!(validate(&validator(&pki, Variant::GcpSevSnp), &doc).is_err());
     }
 }
 
@@ -105,7 +143,7 @@ fn gcp_snp_document_validates() {
 fn snp_document_needs_a_leaf_and_an_snp_variant() {
     let ak = SoftAk::ecc_p256();
     // AWS needs the VLEK: a table with only a VCEK has no leaf for it.
-    let table = vec![CertTableEntry::new(CertType::VCEK, vec![0x30, 0x00])];
+    let table = encode_cert_table(&[(CertKind::Vcek, &[0x30, 0x00])]);
     let certs = SnpCertificates::from_cert_table(Variant::AwsSevSnp, &table).unwrap();
     assert!(certs.leaf.is_empty());
     assert!(matches!(
@@ -124,12 +162,16 @@ fn azure_document_validates() {
     let vcek = pki.issue_leaf(&LeafSpec::new());
     let ak = SoftAk::rsa();
     let json = runtime_json(&[&ak.jwk()]);
-    let report = ReportBuilder::for_leaf(&vcek).report_data(hcl_report_data(&json)).sign(&vcek);
+    let report = report_builder(&vcek).report_data(hcl_report_data(&json)).sign(&vcek);
     let hcl = hcl_report(&report, &json);
     let values = pcrs();
     let extra = Validator::quote_nonce(default_provider(), INSTANCE_INFO, USER_DATA, NONCE);
     let attest = ak.attest(&QuoteSpec::new(&extra, &values, 0x00FF_FFFF));
-    let quote = VtpmQuote { signature: ak.sign_raw(&attest), attest, pcrs: values.to_vec() };
+    let quote = VtpmQuote {
+        signature: tpmt_signature_rsassa_sha256(&ak.sign_raw(&attest)).unwrap(),
+        attest,
+        pcrs: values.to_vec(),
+    };
     assert!(quote.pcrs_match().unwrap());
     let doc = azure_document(hcl.clone(), vcek.der.clone(), quote.clone(), INSTANCE_INFO, USER_DATA).unwrap();
     let v = validator(&pki, Variant::AzureSevSnp);
@@ -156,15 +198,5 @@ fn tpmt_signature_wrapping() {
             assert_eq!(s, &sig[..]);
         }
         other @ TpmSignature::Ecdsa { .. } => panic!("{other:?}"),
-    }
-}
-
-#[test]
-fn azure_issuer_reports_a_missing_device() {
-    // Off Azure there is no /dev/tpm0, or a TPM without the HCL report's NV index: a typed error, not a panic.
-    match AzureSnpIssuer::new(b"") {
-        Err(HwIssuerError::DeviceNotPresent { device }) => println!("SKIP: {device} not present"),
-        Err(e) => println!("the vTPM is present but unusable here: {e}"),
-        Ok(_) => println!("an Azure vTPM is present"),
     }
 }

@@ -140,4 +140,7 @@ pub trait ClusterBackend: Send + Sync + std::fmt::Debug {
     fn init(&self, params: &InitParams, log: &mut dyn FnMut(&str)) -> Result<InitOutput, BackendError>;
     /// Joins the cluster.
     fn join(&self, params: &JoinParams, log: &mut dyn FnMut(&str)) -> Result<(), BackendError>;
+    /// Restarts this node's Kubernetes components after a reboot (rejoin, recovery): their configuration and
+    /// data are on the reopened state disk.
+    fn restart(&self, role: super::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError>;
 }

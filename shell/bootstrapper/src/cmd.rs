@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! attest-bootstrapper --tpm swtpm:host=127.0.0.1,port=2321 --state-dir DIR --init-secret-hash FILE
+//!     [--variant auto|qemu-vtpm|azure-sev-snp|aws-sev-snp|gcp-sev-snp|gcp-shielded-vm]
+//!     [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] [--event-log FILE]
 //!     [--init-listen 0.0.0.0:9000] [--registration ADDR] [--node-name NAME]
 //!     [--join-service ADDR --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!      | --dangerously-skip-measurements-signature) [--join-service-ek-ca FILE …] [--join-service-variant V …]
@@ -10,14 +12,24 @@
 //!      [--dangerous-allow-unpinned-launch]]
 //!     [--control-plane] [--disk key-file|luks:/dev/X] [--runtime-dir /run/attest]
 //!     [--backend kubeadm|dry-run] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
+//!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
+//!     [--recover-listen 0.0.0.0:9999|none] [--verify-listen 0.0.0.0:30081|none] [--verify-http-listen 0.0.0.0:30080|none]
+//!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID]
 //! ```
 //!
 //! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): against
 //! `--measurements` (signature-checked unless explicitly waived), a `qemu-vtpm` service's AK by credential
-//! activation against `--join-service-ek-ca`, an SNP service's launch pinned and its CRLs loaded at start.
-//! The backend is `kubeadm` unless `--backend dry-run` is given; a missing `kubeadm` is a configuration error
-//! (exit 3), never a silent dry run, and a dry run is announced in the logs, the init stream, every stdout
-//! event (`"dry_run": true`) and the node state.
+//! activation against `--join-service-ek-ca`, an SNP service's launch pinned and its CRLs loaded at start;
+//! so does a rebooted node asking for a rejoin ticket. The backend is `kubeadm` unless `--backend dry-run` is
+//! given; a missing `kubeadm` is a configuration error (exit 3), never a silent dry run, and a dry run is
+//! announced in the logs, the init stream, every stdout event (`"dry_run": true`) and the node state.
+//!
+//! The node's whole life (crate docs, [`crate::lifecycle`]): a fresh node serves init and joins; a node
+//! marked for reset (its bootstrap failed after the lock, then it rebooted) is reset and starts fresh; a
+//! bootstrapped node after a reboot gets its disk key back through a rejoin ticket or the recovery endpoint
+//! (`cmd_lifecycle.rs`); and every node serves its attestation (verify service) for as long as the
+//! process runs — with the verify service on (the default) the process keeps running after bootstrapping
+//! until SIGTERM (a systemd `Type=simple` unit); with both verify listeners `none` it exits as before.
 //!
 //! Stdout carries machine-readable progress: first `listening on ADDR` (the init server's address, useful
 //! with port 0), then one JSON object per line: `{"event":"bootstrapped","path":"init"|"join",
@@ -29,11 +41,19 @@
 //! `Type=oneshot` unit with `RemainAfterExit=yes`. SIGTERM/SIGINT stop it gracefully: before the lock it
 //! simply stops; after the lock it waits (up to the grace) for the running init or join to finish.
 //!
-//! Exit codes: 0 bootstrapped (now or before this start) or stopped by a signal before the lock;
+//! The attestation variant is detected from the machine by default (`attest_attester::issuer::select`: an
+//! ambiguous or failed detection stops the bootstrapper with exit 1, naming what it found; `qemu-vtpm` is
+//! never detected, only chosen). A simulated SEV-SNP device (`--snp-device sim:/path`) is accepted only by
+//! builds with the cargo feature `dangerous-test-roots` (the demo's); release builds refuse it (exit 2).
+//!
+//! Exit codes: 0 bootstrapped (now or before this start) or stopped by a signal;
 //! 1 runtime failure (TPM, bind); 2 usage; 3 configuration (init secret hash file, kubeadm missing, the join
 //! service's trust inputs: measurements and their signature, launch pinning, CRLs); 4 bootstrapping failed
 //! after the lock (now or before this start: the node needs reinstalling); 5 node state inconsistent
-//! (locked without state, state without lock, PCR 15 mismatch): init and join refused.
+//! (locked without state, state without its disk, PCR 15 mismatch): init and join refused; 6 rejoin refused
+//! (the node's measurements changed, or the keys are another cluster's): the node stays down; 7 rejoin
+//! failed (the disk did not reopen, PCR 15 or Kubernetes could not be brought back). Code 4 marks the node
+//! for reset: the systemd unit reboots it, and the next start resets it to a fresh node.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -47,13 +67,12 @@ use crate::kubeadm::KubeadmBackend;
 use crate::process::find_on_path;
 use crate::registration::AkRegistrationStep;
 use crate::{
-    AtlsTicketSource, ClusterBackend, DiskSetup, InitSecretHash, JoinClient, JoinConfig, JoinError, JoinServiceTrust,
-    KeyFileDisk, LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
+    ClusterBackend, DiskSetup, InitSecretHash, JoinClient, JoinConfig, JoinError, JoinServiceTrust, KeyFileDisk,
+    LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
 };
 use attest_atls::AttestationIssuer;
-use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::issuer::{HardwareConfig, NodeIssuer, SnpDeviceAddr, VariantChoice};
 use attest_attester::registration::ActivationService;
-use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::SnpVerifier;
 use attest_engine::variant::Variant;
 use attest_registration::EkCaBundle;
@@ -71,14 +90,16 @@ const EXIT_INCONSISTENT: u8 = 5;
 enum DiskChoice {
     KeyFile,
     Luks(PathBuf),
+    LuksHeader(PathBuf),
 }
 
 fn parse_disk(s: &str) -> Result<DiskChoice, String> {
     match s {
         "key-file" => Ok(DiskChoice::KeyFile),
-        _ => match s.strip_prefix("luks:") {
-            Some(dev) if dev.starts_with('/') => Ok(DiskChoice::Luks(PathBuf::from(dev))),
-            _ => Err("expected key-file or luks:/dev/DEVICE".into()),
+        _ => match (s.strip_prefix("luks:"), s.strip_prefix("luks-header:")) {
+            (Some(dev), _) if dev.starts_with('/') => Ok(DiskChoice::Luks(PathBuf::from(dev))),
+            (_, Some(file)) if file.starts_with('/') => Ok(DiskChoice::LuksHeader(PathBuf::from(file))),
+            _ => Err("expected luks:/dev/DEVICE, luks-header:/ABSOLUTE/FILE or key-file".into()),
         },
     }
 }
@@ -90,16 +111,31 @@ struct Args {
     /// TPM TCTI: swtpm:host=127.0.0.1,port=N or device:/dev/tpmrm0.
     #[arg(long, value_name = "TCTI")]
     tpm: String,
+    /// Attestation variant: auto (detected from the machine; never qemu-vtpm), qemu-vtpm, azure-sev-snp,
+    /// aws-sev-snp, gcp-sev-snp or gcp-shielded-vm.
+    #[arg(long, default_value = "auto", value_name = "VARIANT")]
+    variant: VariantChoice,
+    /// SEV-SNP guest device: /dev/sev-guest, or sim:/path (a simulator; builds with dangerous-test-roots only).
+    #[arg(long, default_value = "/dev/sev-guest", value_parser = SnpDeviceAddr::parse, value_name = "DEVICE")]
+    snp_device: SnpDeviceAddr,
+    /// VCEK/VLEK (DER or PEM) sent when the host's certificate table lacks it; on Azure the VCEK (THIM's
+    /// JSON document or the certificate).
+    #[arg(long, value_name = "FILE")]
+    snp_leaf: Option<PathBuf>,
+    /// TCG event log sent with every attestation (qemu-vtpm, gcp-shielded-vm), e.g.
+    /// /sys/kernel/security/tpm0/binary_bios_measurements.
+    #[arg(long, value_name = "FILE")]
+    event_log: Option<PathBuf>,
     /// State directory (node state, kubeadm configuration, dry-run PKI).
     #[arg(long, value_name = "DIR")]
     state_dir: PathBuf,
     /// Init server address (aTLS gRPC).
     #[arg(long, default_value = "0.0.0.0:9000")]
     init_listen: SocketAddr,
-    /// Join service address; without it the node only waits for init. Needs --measurements: the join
-    /// service is verified before its ticket is believed.
+    /// Join service address (repeatable: tried in turn, with failover); without any the node only waits for
+    /// init. Needs --measurements: the join service is verified before its ticket is believed.
     #[arg(long, value_name = "ADDR", requires = "measurements")]
-    join_service: Option<SocketAddr>,
+    join_service: Vec<SocketAddr>,
     /// AK registration endpoint (h2c), called once before the first join attempt.
     #[arg(long, value_name = "ADDR")]
     registration: Option<SocketAddr>,
@@ -112,8 +148,11 @@ struct Args {
     /// File holding SHA-256(init secret) as 64 hex digits.
     #[arg(long, value_name = "FILE")]
     init_secret_hash: PathBuf,
-    /// State disk: key-file (writes the key to a 0600 file in --runtime-dir; no encryption) or luks:/dev/X.
-    #[arg(long, default_value = "key-file", value_parser = parse_disk)]
+    /// State disk (no default: choose): luks:/dev/X (LUKS2, integrity where available, mounted at
+    /// --state-dir), luks-header:/FILE (LUKS2 header and key check only, nothing mapped: machines without a
+    /// device mapper; the state directory is NOT encrypted) or key-file (the key in a 0600 file in
+    /// --runtime-dir; no encryption).
+    #[arg(long, value_parser = parse_disk)]
     disk: DiskChoice,
     /// Directory of the key file and disk UUID in key-file mode (a tmpfs in production).
     #[arg(long, default_value = "/run/attest", value_name = "DIR")]
@@ -146,6 +185,42 @@ struct Args {
     /// Measurements signature, launch pinning, CRLs and their waivers (for verifying the join service).
     #[command(flatten)]
     trust: TrustArgs,
+    /// File of join endpoints (one HOST:PORT a line), re-read on every round; with or instead of --join-service.
+    #[arg(long, value_name = "FILE", requires = "measurements")]
+    join_endpoints_file: Option<PathBuf>,
+    /// Recovery endpoint (recover.API over aTLS, this node attests) of a rebooted node, or none.
+    #[arg(long, default_value = "0.0.0.0:9999")]
+    recover_listen: crate::cmd_lifecycle::Listen,
+    /// Verify service, gRPC (verify.API/GetAttestation), or none.
+    #[arg(long, default_value = "0.0.0.0:30081")]
+    verify_listen: crate::cmd_lifecycle::Listen,
+    /// Verify service, plain HTTP (GET /?nonce=), or none.
+    #[arg(long, default_value = "0.0.0.0:30080")]
+    verify_http_listen: crate::cmd_lifecycle::Listen,
+    /// This node's IP: the kubelet's --node-ip, the API server's advertise address (control plane), an IP SAN
+    /// of the init node's kubelet serving certificate.
+    #[arg(long, value_name = "IP")]
+    node_ip: Option<std::net::IpAddr>,
+    /// HOST:PORT in front of every API server (load balancer or DNS name) for a highly available control
+    /// plane [default: --api-server-endpoint].
+    #[arg(long, value_name = "HOST:PORT")]
+    control_plane_endpoint: Option<String>,
+    /// This machine's cloud provider id (the kubelet's --provider-id), where known.
+    #[arg(long, value_name = "ID")]
+    provider_id: Option<String>,
+}
+
+impl Args {
+    fn life(&self) -> crate::cmd_lifecycle::LifeArgs {
+        crate::cmd_lifecycle::LifeArgs {
+            verify_grpc: self.verify_listen.0,
+            verify_http: self.verify_http_listen.0,
+            recover: self.recover_listen.0,
+            join_services: self.join_service.clone(),
+            join_endpoints_file: self.join_endpoints_file.clone(),
+            grace: Duration::from_secs(self.shutdown_grace),
+        }
+    }
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -210,6 +285,11 @@ fn host_name() -> String {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    if args.snp_device.is_simulated() && !cfg!(feature = "dangerous-test-roots") {
+        tracing::error!(snp_device = %args.snp_device,
+            "bootstrapper: this build cannot use simulated hardware (built without the feature dangerous-test-roots)");
+        return ExitCode::from(2);
+    }
     let node_name = args.node_name.clone().unwrap_or_else(host_name);
     if !crate::request::is_dns_name(&node_name) {
         tracing::error!(%node_name, "bootstrapper: the node name is not a DNS name (lower case, digits, '-', '.')");
@@ -222,8 +302,20 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    // Configuration before the TPM: the cluster backend and how the join service is verified.
-    let backend = match select_backend(args.backend, &args.state_dir) {
+    // Configuration before the TPM: the node's network facts, the cluster backend and how the join service is
+    // verified.
+    let network = crate::kubeadm::NodeNetwork {
+        node_ip: args.node_ip,
+        control_plane_endpoint: args.control_plane_endpoint.clone(),
+        provider_id: args.provider_id.clone(),
+    };
+    if let Some(e) = &network.control_plane_endpoint
+        && !crate::ticket::is_endpoint(e)
+    {
+        tracing::error!(endpoint = %e, "bootstrapper: --control-plane-endpoint is not HOST:PORT");
+        return ExitCode::from(2);
+    }
+    let backend = match select_backend(args.backend, &args.state_dir, &network) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: no cluster backend");
@@ -237,24 +329,31 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let server_trust = match &args.join_service {
-        None => None,
-        Some(_) => match runtime.block_on(join_service_trust(&args)) {
+    let server_trust = if args.join_service.is_empty() && args.join_endpoints_file.is_none() {
+        None
+    } else {
+        match runtime.block_on(join_service_trust(&args)) {
             Ok(t) => Some(t),
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
                 event(&serde_json::json!({"event": "refused", "reason": e}));
                 return ExitCode::from(EXIT_CONFIG);
             }
-        },
+        }
     };
-    let (issuer, ek_certificate) = match open_issuer(&args.tpm) {
-        Ok(v) => v,
+    let issuer = match open_issuer(&args) {
+        Ok(v) => Arc::new(v),
         Err(e) => {
-            tracing::error!(error = %e, tcti = %args.tpm, "bootstrapper: cannot use the TPM");
+            tracing::error!(error = %e, tcti = %args.tpm, "bootstrapper: cannot open the node's attestation issuer");
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
+    if issuer.is_simulated() {
+        tracing::warn!(variant = %issuer.variant(), snp_device = %args.snp_device,
+            "bootstrapper: SIMULATED SEV-SNP hardware: this node's evidence is signed by a TEST ROOT");
+    }
+    tracing::info!(variant = %issuer.variant(), "bootstrapper: attesting");
+    let ek_certificate = issuer.qemu().map(|q| q.ek_certificate().to_vec()).unwrap_or_default();
     let lock = match NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>) {
         Ok(l) => Arc::new(l),
         Err(e) => {
@@ -264,7 +363,8 @@ pub fn main() -> ExitCode {
     };
     let disk: Arc<dyn DiskSetup> = match &args.disk {
         DiskChoice::KeyFile => Arc::new(KeyFileDisk::new(&args.runtime_dir)),
-        DiskChoice::Luks(dev) => Arc::new(LuksDisk::new(dev)),
+        DiskChoice::Luks(dev) => Arc::new(LuksDisk::new(dev).with_mount(&args.state_dir)),
+        DiskChoice::LuksHeader(file) => Arc::new(LuksDisk::header_only(file)),
     };
     let config = NodeConfig {
         state_dir: args.state_dir.clone(),
@@ -277,6 +377,7 @@ pub fn main() -> ExitCode {
         backend = node.backend().name(),
         dry_run = node.backend().is_dry_run(),
         state_dir = %args.state_dir.display(),
+        disk = %node.disk().protection(),
         "bootstrapper: starting"
     );
 
@@ -297,29 +398,53 @@ pub fn main() -> ExitCode {
                 "bootstrapper: node already bootstrapped; nothing to serve");
             event(&serde_json::json!({"event": "already-bootstrapped", "cluster_id": hex::encode(state.cluster_id),
                 "role": state.role.to_string(), "failed": failed, "dry_run": state.dry_run}));
-            return if failed { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS };
+            return if failed {
+                ExitCode::from(EXIT_FAILED)
+            } else {
+                crate::cmd_lifecycle::run_bootstrapped(&(Arc::clone(&issuer) as _), state.cluster_id, &args.life())
+            };
         }
+        Ok(Ok(Startup::Rejoin(state))) => {
+            // The rejoin ticket is believed only from a verified join service of this cluster (as on join).
+            let call = server_trust.and_then(|t| {
+                crate::endpoints::AtlsCall::new(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, t)
+                    .inspect_err(|e| tracing::error!(error = %e, "bootstrapper: cannot build the aTLS connector"))
+                    .ok()
+            });
+            return crate::cmd_lifecycle::run_rejoin(node, state, &(Arc::clone(&issuer) as _), call, &args.life());
+        }
+        Ok(Ok(Startup::Reset(state))) => match crate::lifecycle::reset(&node, &state) {
+            Ok(lines) => {
+                for line in &lines {
+                    tracing::warn!("bootstrapper: {line}");
+                }
+                event(&serde_json::json!({"event": "reset", "cluster_id": hex::encode(state.cluster_id)}));
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "bootstrapper: cannot reset the node");
+                return ExitCode::from(EXIT_RUNTIME);
+            }
+        },
         Ok(Ok(Startup::Fresh)) => {}
     }
 
     runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust))
 }
 
-fn open_issuer(tcti: &str) -> Result<(Arc<QemuVtpmIssuer>, Vec<u8>), attest_attester::tpm::Error> {
-    let mut tpm = Tpm::open(tcti)?;
-    let ek = tpm.ek_certificate().unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "bootstrapper: no EK certificate; AK registration will not be possible");
-        Vec::new()
-    });
-    let issuer = QemuVtpmIssuer::new(tpm, AkConfig::default())?.with_ek_certificate(ek.clone());
-    Ok((Arc::new(issuer), ek))
+fn open_issuer(args: &Args) -> Result<NodeIssuer, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mut config = HardwareConfig::new(&args.tpm);
+    config.snp_device = args.snp_device.clone();
+    config.snp_leaf = args.snp_leaf.as_deref().map(read).transpose()?;
+    config.event_log = args.event_log.as_deref().map(read).transpose()?;
+    NodeIssuer::open(args.variant, &config).map_err(|e| e.to_string())
 }
 
 async fn run(
     args: &Args,
     node: Arc<Node>,
     secret_hash: InitSecretHash,
-    issuer: Arc<QemuVtpmIssuer>,
+    issuer: Arc<NodeIssuer>,
     ek_certificate: Vec<u8>,
     server_trust: Option<Arc<JoinServiceTrust>>,
 ) -> ExitCode {
@@ -339,8 +464,11 @@ async fn run(
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let activation = (!ek_certificate.is_empty())
-        .then(|| Arc::new(ActivationService::new(Arc::clone(&issuer), ek_certificate.clone())));
+    // AK registration (credential activation) is the qemu-vtpm variant's way of trusting the AK.
+    let activation = issuer
+        .qemu()
+        .filter(|_| !ek_certificate.is_empty())
+        .map(|q| Arc::new(ActivationService::new(Arc::clone(q), ek_certificate.clone())));
     let (server, addr) = match serve_init(
         Arc::clone(&node),
         secret_hash,
@@ -361,25 +489,33 @@ async fn run(
         let _ = out.flush();
     }
 
+    let verify = match crate::cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life()).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+    };
     let mut join_task = None;
     // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
     // nextUpdate for as long as the bootstrapper runs.
     let (_crl_stop, crl_stopped) = tokio::sync::watch::channel(false);
     let _crl_refresher =
         server_trust.as_ref().and_then(|t| t.trust().revocation.as_ref()).map(|k| k.spawn(crl_stopped));
-    if let (Some(join_addr), Some(server_trust)) = (args.join_service, server_trust) {
-        match AtlsTicketSource::new(join_addr, Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, server_trust) {
-            Ok(source) => {
-                let source = Arc::new(source);
+    if let (Some(endpoints), Some(server_trust)) = (args.life().endpoint_source(), server_trust) {
+        match crate::endpoints::AtlsCall::new(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, server_trust) {
+            Ok(call) => {
+                let source = Arc::new(crate::endpoints::FailoverSource::new(endpoints, Arc::new(call)));
                 let mut client = JoinClient::new(Arc::clone(&node), source, JoinConfig::default());
-                if let Some(reg) = args.registration {
+                if let (Some(reg), Some(qemu)) = (args.registration, issuer.qemu()) {
                     client = client.with_pre_join(Arc::new(AkRegistrationStep::new(
                         reg,
-                        Arc::clone(&issuer),
+                        Arc::clone(qemu),
                         ek_certificate.clone(),
                     )));
                 }
-                tracing::info!(%join_addr, "bootstrapper: join client started");
+                tracing::info!(endpoints = ?args.join_service, file = ?args.join_endpoints_file,
+                    "bootstrapper: join client started");
                 join_task = Some(tokio::spawn(client.run()));
             }
             Err(e) => tracing::error!(error = %e, "bootstrapper: cannot build the aTLS connector; join disabled"),
@@ -421,17 +557,20 @@ async fn run(
             announce_dry_run(dry_run, "init");
             event(&serde_json::json!({"event": "bootstrapped", "path": "init", "cluster_id": hex::encode(cluster_id),
                 "dry_run": dry_run}));
-            ExitCode::SUCCESS
+            keep_serving(verify, &cluster_id, grace).await
         }
         Some(Outcome::Joined { cluster_id }) => {
             announce_dry_run(dry_run, "join");
             event(&serde_json::json!({"event": "bootstrapped", "path": "join", "cluster_id": hex::encode(cluster_id),
                 "dry_run": dry_run}));
-            ExitCode::SUCCESS
+            keep_serving(verify, &cluster_id, grace).await
         }
         Some(Outcome::Failed { holder, error }) => {
             event(&serde_json::json!({"event": "failed", "path": holder.to_string(), "error": error,
-                "dry_run": dry_run}));
+                "dry_run": dry_run, "marked_for_reset": true}));
+            if let Some(v) = verify {
+                v.shutdown(grace).await;
+            }
             ExitCode::from(EXIT_FAILED)
         }
     }
@@ -445,6 +584,18 @@ fn announce_dry_run(dry_run: bool, path: &str) {
             "bootstrapper: bootstrapped as a DRY RUN: no kubeadm ran; the node is locked and has \
             its keys but is part of no Kubernetes cluster"
         );
+    }
+}
+
+/// After bootstrapping: serve the attestation until stopped, when the verify service runs.
+async fn keep_serving(
+    verify: Option<crate::verifysvc::VerifyServers>,
+    cluster_id: &[u8; 32],
+    grace: Duration,
+) -> ExitCode {
+    match verify {
+        Some(servers) => crate::cmd_lifecycle::serve_until_signal(servers, cluster_id, grace).await,
+        None => ExitCode::SUCCESS,
     }
 }
 
@@ -484,19 +635,63 @@ impl std::str::FromStr for BackendChoice {
     }
 }
 
-/// The backend for `choice`, working in `state_dir`. `kubeadm` must be on PATH: a node without it refuses to
-/// start instead of locking itself and failing later (or, as before, silently running nothing).
-fn select_backend(choice: BackendChoice, state_dir: &Path) -> Result<Arc<dyn ClusterBackend>, String> {
+/// The backend for `choice`, working in `state_dir`, with the node's network facts. `kubeadm` must be on
+/// PATH: a node without it refuses to start instead of locking itself and failing later (or, as before,
+/// silently running nothing).
+fn select_backend(
+    choice: BackendChoice,
+    state_dir: &Path,
+    network: &crate::kubeadm::NodeNetwork,
+) -> Result<Arc<dyn ClusterBackend>, String> {
     match choice {
         BackendChoice::Kubeadm => match find_on_path("kubeadm") {
-            Some(program) => Ok(Arc::new(KubeadmBackend::new(program, state_dir))),
+            Some(program) => Ok(Arc::new(KubeadmBackend::new(program, state_dir).with_network(network.clone()))),
             None => Err("kubeadm is not on PATH (install it, or choose --backend dry-run, which runs nothing)".into()),
         },
         BackendChoice::DryRun => {
             tracing::warn!(state_dir = %state_dir.display(), "bootstrapper: DRY RUN (--backend dry-run): no kubeadm \
                 will run; an init or join writes configuration and PKI only, and this node will be part of no \
                 Kubernetes cluster");
-            Ok(Arc::new(DryRunBackend::new(state_dir)))
+            Ok(Arc::new(DryRunBackend::new(state_dir).with_network(network.clone())))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn arguments() {
+        Args::command().debug_assert();
+        let base = ["attest-bootstrapper", "--tpm", "swtpm:host=127.0.0.1,port=1", "--state-dir", "/s"];
+        let with = |extra: &[&str]| {
+            Args::try_parse_from(base.iter().chain(["--init-secret-hash", "/h"].iter()).chain(extra.iter()))
+        };
+        assert!(with(&[]).is_err(), "--disk has no default");
+        assert!(
+            with(&["--disk", "key-file", "--join-service", "127.0.0.1:1"]).is_err(),
+            "a join service needs --measurements"
+        );
+        let a = with(&[
+            "--disk",
+            "luks-header:/img",
+            "--join-service",
+            "127.0.0.1:1",
+            "--join-service",
+            "127.0.0.1:2",
+            "--measurements",
+            "/m",
+        ])
+        .unwrap();
+        assert_eq!(a.join_service.len(), 2);
+        assert_eq!(a.verify_listen.0, Some("0.0.0.0:30081".parse().unwrap()));
+        assert_eq!(a.verify_http_listen.0, Some("0.0.0.0:30080".parse().unwrap()));
+        assert_eq!(a.recover_listen.0, Some("0.0.0.0:9999".parse().unwrap()));
+        assert!(matches!(a.disk, DiskChoice::LuksHeader(_)));
+        let off = with(&["--disk", "key-file", "--verify-listen", "none", "--verify-http-listen", "none"]).unwrap();
+        assert!(!off.life().serves_verify());
+        assert!(with(&["--disk", "luks:relative"]).is_err());
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! | | writes |
 //! |---|---|
-//! | init | `kubeadm-init.yaml` (the configuration `kubeadm init` would get), the cluster PKI in kubeadm's layout ([`super::pki`]), `admin.conf` (client certificate signed by the cluster CA) |
+//! | init | `kubeadm-init.yaml` (the configuration `kubeadm init` would get), the cluster PKI in kubeadm's layout ([`super::pki`]), the kubelet's serving certificate `kubelet/pki/kubelet.crt` + `.key` (signed by the cluster CA), `admin.conf` (client certificate signed by the cluster CA) |
 //! | join | `kubeadm-join.yaml` (0600: it holds the token), `kubelet/pki/kubelet.crt` + `.key`, `ca-cert-hash`, control-plane files under `pki/` |
 //!
 //! Each step is reported as a log line, so an init streams a readable account of what happened.
@@ -30,12 +30,19 @@ pub const KUBELET_PKI_SUBDIR: &str = "kubelet/pki";
 #[derive(Debug)]
 pub struct DryRunBackend {
     state_dir: PathBuf,
+    network: super::kubeadm::NodeNetwork,
 }
 
 impl DryRunBackend {
     /// A dry run writing into `state_dir`.
     pub fn new(state_dir: &Path) -> DryRunBackend {
-        DryRunBackend { state_dir: state_dir.to_owned() }
+        DryRunBackend { state_dir: state_dir.to_owned(), network: super::kubeadm::NodeNetwork::default() }
+    }
+
+    /// Uses this node's network facts in the configurations.
+    pub fn with_network(mut self, network: super::kubeadm::NodeNetwork) -> DryRunBackend {
+        self.network = network;
+        self
     }
 }
 
@@ -50,7 +57,7 @@ impl ClusterBackend for DryRunBackend {
 
     fn init(&self, params: &InitParams, log: &mut dyn FnMut(&str)) -> Result<InitOutput, BackendError> {
         let config = self.state_dir.join(INIT_CONFIG_NAME);
-        write_atomic(&config, init_config(params).as_bytes(), PUBLIC_FILE_MODE)?;
+        write_atomic(&config, init_config(params, &self.network).as_bytes(), PUBLIC_FILE_MODE)?;
         log(&format!("[dry-run] wrote the kubeadm init configuration to {}", config.display()));
         let pki = ClusterPki::create_or_load(&self.state_dir)?;
         log(&format!(
@@ -58,6 +65,13 @@ impl ClusterBackend for DryRunBackend {
             self.state_dir.join("pki").display(),
             ca_cert_hash(&pki.ca.cert)?
         ));
+        let kubelet = super::kubeadm::write_kubelet_serving_cert(
+            &pki,
+            &params.node_name,
+            &self.network,
+            &self.state_dir.join(KUBELET_PKI_SUBDIR),
+        )?;
+        log(&format!("[dry-run] kubelet serving certificate (signed by the cluster CA) in {}", kubelet[0].display()));
         let kubeconfig = pki.admin_kubeconfig(&params.cluster_name, &params.api_server_endpoint)?;
         let admin = self.state_dir.join(ADMIN_KUBECONFIG_NAME);
         write_atomic(&admin, &kubeconfig, SECRET_FILE_MODE)?;
@@ -67,6 +81,30 @@ impl ClusterBackend for DryRunBackend {
             params.cluster_name, params.kubernetes_version, params.node_name
         ));
         Ok(InitOutput { kubeconfig })
+    }
+
+    fn restart(&self, role: super::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+        let config = self.state_dir.join(
+            if role == super::state::Role::ControlPlane && self.state_dir.join(INIT_CONFIG_NAME).is_file() {
+                INIT_CONFIG_NAME
+            } else {
+                JOIN_CONFIG_NAME
+            },
+        );
+        if !config.is_file() {
+            return Err(BackendError::File(super::atomic::FileError {
+                path: config,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the reopened state disk has no kubeadm configuration",
+                ),
+            }));
+        }
+        log(&format!(
+            "[dry-run] kubelet restart not run ({role}; configuration {} found on the state disk)",
+            config.display()
+        ));
+        Ok(())
     }
 
     fn join(&self, params: &JoinParams, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
@@ -84,7 +122,7 @@ impl ClusterBackend for DryRunBackend {
             PUBLIC_FILE_MODE,
         )?;
         let config = self.state_dir.join(JOIN_CONFIG_NAME);
-        write_atomic(&config, join_config(params).as_bytes(), SECRET_FILE_MODE)?;
+        write_atomic(&config, join_config(params, &self.network).as_bytes(), SECRET_FILE_MODE)?;
         log(&format!("[dry-run] wrote the kubeadm join configuration to {}", config.display()));
         log(&format!(
             "[dry-run] kubeadm join not run: API server {}, {}",
@@ -104,7 +142,9 @@ mod tests {
     fn init_writes_config_pki_and_kubeconfig() {
         let tmp = attest_test_support::TempDir::new("dryrun");
         let dir = tmp.path().join("dryrun");
-        let backend = DryRunBackend::new(&dir);
+        let network =
+            super::super::kubeadm::NodeNetwork { node_ip: Some("10.0.0.7".parse().unwrap()), ..Default::default() };
+        let backend = DryRunBackend::new(&dir).with_network(network);
         let mut lines = Vec::new();
         let out = backend.init(&init_params(), &mut |l| lines.push(l.to_owned())).unwrap();
         assert!(std::str::from_utf8(&out.kubeconfig).unwrap().contains("client-certificate-data"));
@@ -112,5 +152,18 @@ mod tests {
             assert!(dir.join(f).is_file(), "{f}");
         }
         assert!(lines.iter().any(|l| l.contains("kubeadm init not run")));
+        // The init node's kubelet serving certificate: the cluster CA's, serverAuth, the node's name and IP.
+        let cert = openssl::x509::X509::from_pem(&std::fs::read(dir.join("kubelet/pki/kubelet.crt")).unwrap()).unwrap();
+        let ca = openssl::x509::X509::from_pem(&std::fs::read(dir.join("pki/ca.crt")).unwrap()).unwrap();
+        assert!(cert.verify(&ca.public_key().unwrap()).unwrap());
+        let key =
+            openssl::pkey::PKey::private_key_from_pem(&std::fs::read(dir.join("kubelet/pki/kubelet.key")).unwrap());
+        assert!(cert.public_key().unwrap().public_eq(&key.unwrap()));
+        let sans = cert.subject_alt_names().unwrap();
+        assert_eq!(sans.iter().filter_map(|n| n.dnsname()).collect::<Vec<_>>(), ["node-1"]);
+        assert_eq!(sans.iter().filter_map(|n| n.ipaddress()).collect::<Vec<_>>(), [&[10u8, 0, 0, 7][..]]);
+        let text = String::from_utf8(cert.to_text().unwrap()).unwrap();
+        assert!(text.contains("TLS Web Server Authentication") && text.contains("TLS Web Client Authentication"));
+        assert!(text.contains("CN=system:node:node-1") || text.contains("CN = system:node:node-1"), "{text}");
     }
 }

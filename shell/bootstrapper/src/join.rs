@@ -32,23 +32,19 @@
 //! nothing is locked, written or kept.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
-use attest_proto::paths;
 
 use super::lock::{LockError, LockHolder};
 use super::node::{CommitError, Committed, Node, Outcome};
-use super::server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
+use super::server_trust::{ServerProof, ServerTrustError};
 use super::state::Role;
 use super::ticket::{KubeletKey, TicketError, check_ticket};
-use attest_atls::AttestationIssuer;
-use attest_atls::grpc::{ConnectError, connect};
-use attest_engine::variant::{AkBasis, Variant};
-use attest_grpc::{ChannelConfig, Code, Metadata, Status};
+use attest_atls::grpc::ConnectError;
+use attest_grpc::{Code, Status};
 
 /// First back-off delay.
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
@@ -110,7 +106,7 @@ impl AttemptError {
     /// The error of a failed connection: the join service's attestation refused by this node is
     /// [`AttemptError::ServerRefused`]; anything else (TCP, our attestation refused by them, HTTP/2) a
     /// connection failure.
-    fn from_connect(e: ConnectError) -> AttemptError {
+    pub(crate) fn from_connect(e: ConnectError) -> AttemptError {
         use attest_atls::Error as A;
         match &e {
             ConnectError::Atls(
@@ -177,62 +173,6 @@ pub trait TicketSource: Send + Sync + std::fmt::Debug {
         &self,
         request: IssueJoinTicketRequest,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>>;
-}
-
-/// The join service over mutual aTLS: this node attests with its issuer, the service's attestation is
-/// verified ([`JoinServiceTrust`]) before the call is made. A new connection per attempt.
-#[derive(Debug)]
-pub struct AtlsTicketSource {
-    addr: SocketAddr,
-    connector: attest_atls::AtlsConnector,
-    server: Arc<JoinServiceTrust>,
-    config: ChannelConfig,
-    timeout: Duration,
-}
-
-impl AtlsTicketSource {
-    /// The join service at `addr`: this node attests with `issuer`, the service is verified by `server`.
-    pub fn new(
-        addr: SocketAddr,
-        issuer: Arc<dyn AttestationIssuer>,
-        server: Arc<JoinServiceTrust>,
-    ) -> Result<AtlsTicketSource, attest_atls::Error> {
-        let connector = server.connector(issuer)?;
-        Ok(AtlsTicketSource { addr, connector, server, config: ChannelConfig::default(), timeout: CALL_TIMEOUT })
-    }
-
-    /// Uses this call timeout and channel configuration (e.g. a short connect timeout in tests).
-    pub fn with_timeouts(mut self, call: Duration, connect: Duration) -> AtlsTicketSource {
-        self.timeout = call;
-        self.config.connect_timeout = connect;
-        self
-    }
-}
-
-impl TicketSource for AtlsTicketSource {
-    fn issue(
-        &self,
-        request: IssueJoinTicketRequest,
-    ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
-        Box::pin(async move {
-            let (channel, peer) =
-                connect(self.addr, &self.connector, self.config.clone()).await.map_err(AttemptError::from_connect)?;
-            let peer = peer.ok_or_else(|| AttemptError::ServerRefused("the join service did not attest".into()))?;
-            let proof = self.server.establish(&channel, &peer).await?;
-            tracing::info!(
-                variant = proof.variant.map_or("unknown", Variant::name),
-                ak_digest = %proof.ak_digest.map_or_else(|| "none".to_owned(), hex::encode),
-                ak_basis = proof.ak_basis.map_or("none", AkBasis::name),
-                waivers = %self.server.trust().waivers_field(),
-                "join: the join service's attestation verified"
-            );
-            let response = channel
-                .unary(paths::JOIN_ISSUE_JOIN_TICKET, request, Metadata::new(), Some(self.timeout))
-                .await
-                .map_err(AttemptError::Status)?;
-            Ok((response.message, proof))
-        })
-    }
 }
 
 /// A step run once before the first join attempt (the AK registration with the join service). An error is

@@ -11,8 +11,8 @@
 //! ```text
 //!                       start-up: PCR 15 + node state  (state::check_startup)
 //!            ┌──────────────────────┼───────────────────────────────┐
-//!     already bootstrapped        fresh                 locked without state / inconsistent
-//!     → report, exit 0              │                    → refuse init and join, report, exit ≠ 0
+//!   bootstrapped (same boot) → serve   fresh     rebooted → rejoin ∥ recovery (lifecycle)   inconsistent
+//!   failed after the lock → reset        │                                                   → refuse, exit 5
 //!                                   ▼
 //!       ┌──────────── init server (aTLS, node attests, :9000) ─┐  ┌── join client (aTLS to the join service) ──┐
 //!       │ init.API/Init: secret, request checks, key derivation│  │ ticket ← IssueJoinTicket, back-off retries │
@@ -28,7 +28,7 @@
 //! |---|---|
 //! | [`lock`] | the one-way node lock, persisted by extending PCR 15 with the cluster id |
 //! | [`state`] | node state (role, salt, cluster id, disk UUID, phase), atomic JSON, the start-up table |
-//! | [`disk`] | [`DiskSetup`]: LUKS via cryptsetup (key on stdin), or a 0600 key file |
+//! | [`disk`], [`luks`] | [`DiskSetup`]: LUKS2 via cryptsetup (key on stdin, integrity where available, node state in a header token), header-only, or a 0600 key file |
 //! | [`backend`], [`kubeadm`], [`dryrun`], [`pki`] | [`ClusterBackend`]: real kubeadm, or a dry run that creates kubeadm's PKI |
 //! | [`process`] | running a command with its output streamed line by line |
 //! | [`files`] | writing ticket files under checked names |
@@ -39,16 +39,19 @@
 //! | [`server_trust`] | verifying the join service before a ticket is believed (mutual aTLS, credential activation, cluster binding) |
 //! | [`registration`] | the pre-join AK registration step |
 //! | [`node`] | the shared node and the steps after the lock |
+//! | [`endpoints`] | join endpoints (flags, file, a metadata source) with failover |
+//! | [`lifecycle`], [`rejoin`], [`recover`] | after a reboot: rejoin ticket or recovery endpoint, disk reopen, PCR 15, restart; reset of a node marked for it |
+//! | [`verifysvc`] | the verify service (gRPC `verify.API`, HTTP `/?nonce=`) |
 //! | [`atomic`] | atomic file writes |
 //!
 //! # After bootstrapping
 //!
-//! As in Constellation, the init server and the join client exist only until the node is bootstrapped: the
-//! path that took the lock finishes (the init response stream is drained, up to a grace period), both stop,
-//! and the `attest-bootstrapper` process exits 0 (a systemd `Type=oneshot` unit with `RemainAfterExit=yes`).
-//! A restarted bootstrapper on a bootstrapped node reports so and exits 0 without serving anything. The
-//! rejoin path after a reboot (`IssueRejoinTicket` for a worker's disk key) is not implemented: see
-//! [`state`].
+//! The init server and the join client exist only until the node is bootstrapped; the process then keeps
+//! serving the node's attestation (the verify service, [`verifysvc`]) until it is stopped (a systemd
+//! `Type=simple` unit). A restarted bootstrapper in the same boot only serves. After a reboot (PCR 15 = 0,
+//! the node state says bootstrapped) it gets its disk key back through a rejoin ticket or the recovery
+//! endpoint and re-extends PCR 15 ([`lifecycle`]); a node whose bootstrap failed after the lock is reset
+//! at its next boot. The table is in [`state`].
 //!
 //! No secret (master secret, measurement secret, disk key, init secret, bootstrap token) is ever logged or put
 //! into an error or status message; they live in zeroizing buffers.
@@ -58,30 +61,39 @@
 pub use attest_util::fs as atomic;
 pub mod backend;
 pub mod cmd;
+mod cmd_lifecycle;
 pub mod disk;
 pub mod dryrun;
+pub mod endpoints;
 pub mod files;
 pub mod init;
 pub mod join;
 pub mod kubeadm;
+pub mod lifecycle;
 pub mod lock;
+pub mod luks;
 pub mod node;
 pub mod pki;
 pub mod process;
+pub mod recover;
 pub mod registration;
+pub mod rejoin;
 pub mod request;
 pub mod server_trust;
 pub mod state;
 pub mod ticket;
+pub mod verifysvc;
 
 #[cfg(test)]
 mod tests;
 
 pub use backend::{ClusterBackend, InitParams, JoinParams};
-pub use disk::{DiskSetup, KeyFileDisk, LuksDisk};
+pub use disk::{DiskSetup, KeyFileDisk};
+pub use endpoints::AtlsTicketSource;
 pub use init::{DEFAULT_INIT_PORT, InitService};
-pub use join::{AtlsTicketSource, JoinClient, JoinConfig, JoinError, PreJoin, TicketSource};
+pub use join::{JoinClient, JoinConfig, JoinError, PreJoin, TicketSource};
 pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
+pub use luks::LuksDisk;
 pub use node::{Node, NodeConfig, Outcome};
 pub use request::InitSecretHash;
 pub use server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};

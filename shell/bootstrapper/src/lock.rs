@@ -50,6 +50,8 @@ pub enum LockHolder {
     Init,
     /// The join client (this node joins an existing cluster).
     Join,
+    /// A bootstrapped node after a reboot, re-establishing its lock (rejoin ticket or recovery).
+    Rejoin,
 }
 
 impl std::fmt::Display for LockHolder {
@@ -57,6 +59,7 @@ impl std::fmt::Display for LockHolder {
         f.write_str(match self {
             LockHolder::Init => "init",
             LockHolder::Join => "join",
+            LockHolder::Rejoin => "rejoin",
         })
     }
 }
@@ -121,6 +124,36 @@ impl std::error::Error for LockError {
     }
 }
 
+/// Why [`NodeLock::relock`] refused.
+#[derive(Debug)]
+pub enum RelockError {
+    /// PCR 15 could not be read or extended.
+    Pcr(PcrError),
+    /// PCR 15 holds neither zero nor this cluster's value: something else extended it since the reboot.
+    Foreign {
+        /// PCR 15 now.
+        pcr: [u8; 32],
+        /// SHA-256(0³² ‖ cluster id).
+        expected: [u8; 32],
+    },
+}
+
+impl std::fmt::Display for RelockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RelockError::Pcr(e) => write!(f, "re-extending PCR {BOOTSTRAP_PCR}: {e}"),
+            RelockError::Foreign { pcr, expected } => write!(
+                f,
+                "PCR {BOOTSTRAP_PCR} is {} after the reboot, neither zero nor this cluster's {}: refusing to extend it",
+                hex::encode(pcr),
+                hex::encode(expected)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RelockError {}
+
 /// Read and extend access to SHA-256 PCR 15. Calls may block (a TPM command).
 pub trait PcrBackend: Send + Sync + std::fmt::Debug {
     /// The current value of PCR 15.
@@ -143,6 +176,17 @@ impl PcrBackend for QemuVtpmIssuer {
 
     fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
         self.with_tpm(|tpm, _| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::Tpm)
+    }
+}
+
+/// The TPM of the node's issuer, whatever its variant (the vTPM the quotes come from).
+impl PcrBackend for attest_attester::issuer::NodeIssuer {
+    fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
+        self.with_tpm(read_on)
+    }
+
+    fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
+        self.with_tpm(|tpm| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::Tpm)
     }
 }
 
@@ -275,9 +319,52 @@ impl NodeLock {
     }
 }
 
+impl NodeLock {
+    /// Re-establishes the lock of a bootstrapped node after a reboot (rejoin, recovery): reads PCR 15 *now*
+    /// and extends it with `cluster_id` where it is zero (the TPM was reset), accepts it where it already is
+    /// SHA-256(0³² ‖ cluster id), and refuses anything else. The lock is `Locked(holder)` afterwards, whatever
+    /// the outcome (a refused node must not init or join either). Returns whether PCR 15 was extended.
+    pub fn relock(&self, holder: LockHolder, cluster_id: &[u8; 32]) -> Result<bool, RelockError> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *state = State::Locked(Some(holder));
+        self.locked.send_replace(true);
+        let pcr = self.backend.read_bootstrap_pcr().map_err(RelockError::Pcr)?;
+        let expected = expected_pcr_value(cluster_id);
+        if pcr == expected {
+            return Ok(false);
+        }
+        if pcr != [0; 32] {
+            return Err(RelockError::Foreign { pcr, expected });
+        }
+        self.backend.extend_bootstrap_pcr(cluster_id).map_err(RelockError::Pcr)?;
+        drop(state);
+        Ok(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relock_extends_a_reset_pcr_accepts_its_own_and_refuses_a_foreign_one() {
+        let pcr = Arc::new(MemoryPcr::new());
+        let lock = NodeLock::open(pcr.clone()).unwrap();
+        assert!(lock.relock(LockHolder::Rejoin, &[3; 32]).unwrap(), "PCR 15 = 0: extended");
+        assert_eq!(pcr.read_bootstrap_pcr().unwrap(), expected_pcr_value(&[3; 32]));
+        assert!(lock.is_locked() && lock.holder() == Some(LockHolder::Rejoin));
+        assert!(!lock.relock(LockHolder::Rejoin, &[3; 32]).unwrap(), "already this cluster's: unchanged");
+        assert_eq!(pcr.extend_count(), 1);
+        match lock.relock(LockHolder::Rejoin, &[4; 32]) {
+            Err(RelockError::Foreign { pcr: found, expected }) => {
+                assert_eq!(found, expected_pcr_value(&[3; 32]));
+                assert_eq!(expected, expected_pcr_value(&[4; 32]));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(pcr.extend_count(), 1, "a foreign PCR 15 is never extended");
+        assert!(matches!(lock.try_lock(LockHolder::Init, &[3; 32]), Err(LockError::AlreadyLocked { .. })));
+    }
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -30,9 +30,11 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::backend::{BackendError, ClusterBackend};
-use super::disk::{DiskError, DiskSetup};
+use super::disk::{DiskError, DiskSetup, HeaderState};
 use super::lock::{LockHolder, NodeLock};
-use super::state::{NodeState, Phase, Role, STATE_FORMAT_VERSION, Startup, StateError, StateStore, check_startup};
+use super::state::{
+    NodeState, Phase, Role, STATE_FORMAT_VERSION, Startup, StartupError, StateError, StateStore, check_startup,
+};
 
 /// The node's configuration.
 #[derive(Clone, Debug)]
@@ -164,9 +166,28 @@ impl Node {
         &self.store
     }
 
-    /// What this node is at start-up: PCR 15 as the lock found it, combined with the stored state.
-    pub fn startup(&self) -> Result<Result<Startup, super::state::StartupError>, StateError> {
-        Ok(check_startup(&self.lock.initial_pcr(), self.store.load()?))
+    /// What this node is at start-up: PCR 15 as the lock found it, combined with the node state (from the
+    /// disk's header where it keeps one, else the state file; see [`super::state`]).
+    pub fn startup(&self) -> Result<Result<Startup, StartupError>, StateError> {
+        let state = match self.disk.header_state() {
+            Ok(HeaderState::Present(s)) => Some(s),
+            Ok(HeaderState::Absent) => None,
+            Ok(HeaderState::Unsupported) => self.store.load()?,
+            Err(e) => return Err(StateError::Header { reason: e.to_string() }),
+        };
+        let result = check_startup(&self.lock.initial_pcr(), state);
+        if let Ok(Startup::Rejoin(s)) = &result {
+            // "Whose state disk exists": the disk the state names must be this node's.
+            let disk_uuid = self.disk.disk_uuid().map_err(|e| StateError::Header { reason: e.to_string() })?;
+            if disk_uuid != s.disk_uuid {
+                return Ok(Err(StartupError::StateWithoutDisk {
+                    cluster_id: s.cluster_id,
+                    state_disk_uuid: s.disk_uuid.clone(),
+                    disk_uuid,
+                }));
+            }
+        }
+        Ok(result)
     }
 
     /// A receiver of the outcome (`None` until the path that took the lock has finished).
@@ -203,6 +224,8 @@ impl Node {
             disk_uuid: c.disk_uuid.to_owned(),
             phase: Phase::Bootstrapping,
             dry_run: self.backend.is_dry_run(),
+            disk_protection: Some(self.disk.protection()),
+            last_refusal: None,
         };
         if state.dry_run {
             log("DRY RUN: the dry-run backend runs no kubeadm; this node gets its keys and lock but joins no \
@@ -216,14 +239,20 @@ impl Node {
                 if let Err(se) = self.store.persist(&state) {
                     tracing::error!(error = %se, "bootstrapper: cannot record the failed disk set-up");
                 }
+                let _ = self.disk.record_state(&state);
                 return Err(CommitError::Disk(e));
             }
         }
         self.store.persist(&state).map_err(CommitError::State)?;
+        self.disk.record_state(&state).map_err(CommitError::Disk)?;
         log(&format!("node state persisted ({}, role {})", self.store.path().display(), c.role));
         let result = run(self.backend.as_ref(), log);
         state.phase = if result.is_ok() { Phase::Bootstrapped } else { Phase::Failed };
-        let persisted = self.store.persist(&state).map_err(CommitError::State);
+        let persisted = self
+            .store
+            .persist(&state)
+            .map_err(CommitError::State)
+            .and_then(|()| self.disk.record_state(&state).map_err(CommitError::Disk));
         let value = result.map_err(CommitError::Backend)?;
         persisted?;
         Ok(value)

@@ -252,6 +252,48 @@ impl ClusterPki {
     }
 }
 
+impl ClusterPki {
+    /// A kubelet certificate for `node_name`, signed by the cluster CA, that the kubelet both serves with and
+    /// authenticates with: CN=`system:node:<name>`, O=`system:nodes`, clientAuth and serverAuth, SANs DNS =
+    /// the node name and IP = `ip` (when known), valid [`CLIENT_VALIDITY_DAYS`], on a fresh P-256 key.
+    /// Returns the certificate and key, PEM.
+    pub fn kubelet_serving_cert(
+        &self,
+        node_name: &str,
+        ip: Option<std::net::IpAddr>,
+    ) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), PkiError> {
+        let key = x509::p256_key()?;
+        let name = x509::name(&[
+            (Nid::ORGANIZATIONNAME, "system:nodes"),
+            (Nid::COMMONNAME, &format!("system:node:{node_name}")),
+        ])?;
+        let (serial, not_before, not_after) =
+            (serial()?, Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(CLIENT_VALIDITY_DAYS)?);
+        let mut b = x509::builder(&Tbs {
+            serial: &serial,
+            subject: &name,
+            issuer: self.ca.cert.subject_name(),
+            public_key: &key,
+            not_before: &not_before,
+            not_after: &not_after,
+        })?;
+        b.append_extension(BasicConstraints::new().critical().build()?)?;
+        b.append_extension(KeyUsage::new().critical().digital_signature().key_encipherment().build()?)?;
+        b.append_extension(ExtendedKeyUsage::new().client_auth().server_auth().build()?)?;
+        let mut san = SubjectAlternativeName::new();
+        san.dns(node_name);
+        if let Some(ip) = ip {
+            san.ip(&ip.to_string());
+        }
+        let san = san.build(&b.x509v3_context(Some(&self.ca.cert), None))?;
+        b.append_extension(san)?;
+        let aki = AuthorityKeyIdentifier::new().keyid(true).build(&b.x509v3_context(Some(&self.ca.cert), None))?;
+        b.append_extension(aki)?;
+        let cert = x509::sign(b, &self.ca.key)?;
+        Ok((cert.to_pem()?, Zeroizing::new(key.private_key_to_pem_pkcs8()?)))
+    }
+}
+
 /// `sha256:<hex>` of a certificate's SubjectPublicKeyInfo DER: kubeadm's `--discovery-token-ca-cert-hash`.
 pub fn ca_cert_hash(cert: &X509Ref) -> Result<String, PkiError> {
     let spki = cert.public_key()?.public_key_to_der()?;

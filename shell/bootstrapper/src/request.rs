@@ -19,7 +19,7 @@
 //! | `kms_uri` | 1..=[`MAX_KMS_URI_LENGTH`] bytes, a valid `kms://cluster-kms?key=…&salt=…` (master secret ≥ 16 bytes) |
 //! | `storage_uri` | ≤ [`MAX_STORAGE_URI_LENGTH`] bytes; not used (no remote storage here) |
 //! | `measurement_salt` | exactly [`MEASUREMENT_SALT_LENGTH`] bytes |
-//! | `kubernetes_version` | empty (→ [`DEFAULT_KUBERNETES_VERSION`]) or `vMAJOR.MINOR.PATCH[-suffix]`, ≤ [`MAX_VERSION_LENGTH`] |
+//! | `kubernetes_version` | empty (→ [`DEFAULT_KUBERNETES_VERSION`]) or `vMAJOR.MINOR.PATCH[-suffix]`, ≤ [`MAX_VERSION_LENGTH`], ≥ v1.31 (kubeadm's v1beta4) |
 //! | `kubernetes_components` | ≤ [`MAX_COMPONENTS`]; url ≤ [`MAX_URL_LENGTH`]; hash `sha256:<64 hex>`; install path absolute ≤ [`MAX_PATH_LENGTH`]. Recorded, not installed (see below) |
 //! | `cluster_name` | empty (→ [`DEFAULT_CLUSTER_NAME`]) or a DNS label (RFC 1123, ≤ 63) |
 //! | `apiserver_cert_sans` | ≤ [`MAX_CERT_SANS`] entries, each an IP address or a DNS name (RFC 1123, ≤ 253) |
@@ -245,6 +245,7 @@ pub fn validate(request: &InitRequest, hash: &InitSecretHash) -> Result<ValidIni
     } else {
         return Err(invalid("kubernetes_version", "not vMAJOR.MINOR.PATCH[-suffix]"));
     };
+    super::kubeadm::check_kubernetes_version(&kubernetes_version).map_err(|e| invalid("kubernetes_version", e))?;
     if request.kubernetes_components.len() > MAX_COMPONENTS {
         return Err(invalid("kubernetes_components", format!("more than {MAX_COMPONENTS}")));
     }
@@ -333,11 +334,14 @@ mod tests {
         assert_eq!(v.measurement_salt, [3; 32]);
         let mut r = request();
         r.cluster_name.clear();
-        r.kubernetes_version = "v1.30.4-rc.1".into();
+        r.kubernetes_version = "v1.32.4-rc.1".into();
         r.service_cidr = "fd00::/108".into();
         let v = validate(&r, &InitSecretHash::of(b"init-secret")).unwrap();
         assert_eq!(v.cluster_name, DEFAULT_CLUSTER_NAME);
-        assert_eq!(v.kubernetes_version, "v1.30.4-rc.1");
+        assert_eq!(v.kubernetes_version, "v1.32.4-rc.1");
+        // kubeadm's v1beta4 configuration needs Kubernetes ≥ 1.31: older versions are refused before the lock.
+        r.kubernetes_version = "v1.30.4".into();
+        assert!(validate(&r, &InitSecretHash::of(b"init-secret")).unwrap_err().to_string().contains("v1beta4"));
     }
 
     #[test]

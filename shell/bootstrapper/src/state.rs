@@ -17,23 +17,24 @@
 //!
 //! # Start-up ([`check_startup`])
 //!
-//! | PCR 15 (lock) | state file | meaning | result |
+//! The state comes from the disk's header where the disk keeps one (LUKS2, readable before the disk is
+//! open), else from the state file.
+//!
+//! | PCR 15 (lock) | node state | meaning | result |
 //! |---|---|---|---|
 //! | 0 | absent | fresh node | [`Startup::Fresh`]: serve init, run the join client |
-//! | ≠ 0, = SHA-256(0³² ‖ cluster id) | present | bootstrapped before a restart | [`Startup::Bootstrapped`] |
+//! | 0 | present, phase `bootstrapped` | a bootstrapped node after a reboot (PCRs reset) | [`Startup::Rejoin`]: rejoin ticket or recovery, reopen the disk, re-extend PCR 15 |
+//! | 0 | present, phase `failed` or `bootstrapping` | marked for reset: a bootstrap that failed (or stopped) after the lock, then a reboot | [`Startup::Reset`]: forget the state and the disk key, then start fresh |
+//! | ≠ 0, = SHA-256(0³² ‖ cluster id) | present | bootstrapped in this boot; the bootstrapper restarted | [`Startup::Bootstrapped`] |
 //! | ≠ 0 | absent | crashed between taking the lock and writing the state | [`StartupError::LockedWithoutState`] |
-//! | 0 | present | state from another boot (or forged): the TPM does not back it | [`StartupError::StateWithoutLock`] |
 //! | ≠ 0, other value | present | PCR 15 extended by someone else, or state of another cluster | [`StartupError::PcrMismatch`] |
+//! | 0 | present, but the disk it names is not this node's | state without its disk | [`StartupError::StateWithoutDisk`] (checked by `Node::startup`) |
 //!
-//! The three error rows are refusals: the node cannot tell which cluster it belongs to, or the TPM and the
-//! disk disagree, and guessing would either join a node twice or hand a second cluster's keys to it. The
-//! operator has to reinstall (reboot with a fresh state disk). A node whose state says
-//! [`Phase::Failed`] is bootstrapped, but its cluster initialization or join failed; it also needs an
-//! operator, and the caller reports it so.
-//!
-//! Rejoin after a reboot (PCR 15 reset, state disk present: `IssueRejoinTicket` for the disk key) is not
-//! implemented here: it belongs to the disk set-up that runs before the bootstrapper, and it shows up as
-//! [`StartupError::StateWithoutLock`] until it exists.
+//! The error rows are refusals: the node cannot tell which cluster it belongs to, or the TPM and the disk
+//! disagree, and guessing would either join a node twice or hand a second cluster's keys to it. The
+//! operator has to reinstall (reboot with a fresh state disk). A node whose state says [`Phase::Failed`] in
+//! the boot it failed in is bootstrapped but broken: the bootstrapper exits non-zero and the systemd unit
+//! reboots it, which turns it into the `Reset` row.
 
 use std::path::{Path, PathBuf};
 
@@ -103,6 +104,14 @@ pub struct NodeState {
     /// Bootstrapped by the dry-run backend (nothing ran; no Kubernetes).
     #[serde(default, skip_serializing_if = "is_false")]
     pub dry_run: bool,
+    /// How the state disk protects the node's data (`DiskSetup::protection`: encryption, integrity or why
+    /// not). Absent in states written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_protection: Option<String>,
+    /// Why the last rejoin after a reboot was refused (the node then stays down); cleared by a rejoin that
+    /// succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_refusal: Option<String>,
 }
 
 // serde's `skip_serializing_if` passes the field by reference.
@@ -148,6 +157,11 @@ pub enum StateError {
         /// The version found.
         version: u32,
     },
+    /// The node state in the disk's header could not be read.
+    Header {
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for StateError {
@@ -161,6 +175,7 @@ impl std::fmt::Display for StateError {
             StateError::UnsupportedVersion { version } => {
                 write!(f, "node state has format version {version}, this bootstrapper reads {STATE_FORMAT_VERSION}")
             }
+            StateError::Header { reason } => write!(f, "node state in the disk header: {reason}"),
         }
     }
 }
@@ -224,8 +239,12 @@ impl StateStore {
 pub enum Startup {
     /// Never bootstrapped: serve init and run the join client.
     Fresh,
-    /// Bootstrapped before this start (see [`NodeState::phase`] for how it ended).
+    /// Bootstrapped before this start, in this boot (see [`NodeState::phase`] for how it ended).
     Bootstrapped(NodeState),
+    /// Bootstrapped before a reboot: get the disk key back (rejoin ticket or recovery) and re-extend PCR 15.
+    Rejoin(NodeState),
+    /// A bootstrap that failed after the lock, then a reboot: reset the node, then start fresh.
+    Reset(NodeState),
 }
 
 /// Why a node refuses to start bootstrapping (see the table in the module docs).
@@ -234,10 +253,14 @@ pub enum StartupError {
     /// PCR 15 is set but there is no node state: the node crashed between taking the lock and persisting its
     /// state. It refuses both init and join.
     LockedWithoutState,
-    /// There is node state but PCR 15 is zero: the TPM does not back the state.
-    StateWithoutLock {
+    /// There is node state and PCR 15 is zero, but the state disk it names is not this node's disk.
+    StateWithoutDisk {
         /// The cluster id the state names.
         cluster_id: [u8; 32],
+        /// The disk UUID the state names.
+        state_disk_uuid: String,
+        /// The disk UUID the node's disk has.
+        disk_uuid: String,
     },
     /// PCR 15 is not the value the stored cluster id gives.
     PcrMismatch {
@@ -255,10 +278,10 @@ impl std::fmt::Display for StartupError {
                 "node is locked without state: PCR 15 is set but no node state was persisted (the node stopped \
                  between taking the lock and writing its state); it refuses init and join and must be reinstalled",
             ),
-            StartupError::StateWithoutLock { cluster_id } => write!(
+            StartupError::StateWithoutDisk { cluster_id, state_disk_uuid, disk_uuid } => write!(
                 f,
-                "node state for cluster {} exists but PCR 15 is zero: the TPM does not back this state; refusing \
-                 init and join",
+                "node state for cluster {} names state disk {state_disk_uuid}, but this node's disk is {disk_uuid}; \
+                 refusing init, join and rejoin",
                 hex::encode(cluster_id)
             ),
             StartupError::PcrMismatch { pcr, expected } => write!(
@@ -279,7 +302,8 @@ pub fn check_startup(pcr15: &[u8; 32], state: Option<NodeState>) -> Result<Start
     match (locked, state) {
         (false, None) => Ok(Startup::Fresh),
         (true, None) => Err(StartupError::LockedWithoutState),
-        (false, Some(s)) => Err(StartupError::StateWithoutLock { cluster_id: s.cluster_id }),
+        (false, Some(s)) if s.phase == Phase::Bootstrapped => Ok(Startup::Rejoin(s)),
+        (false, Some(s)) => Ok(Startup::Reset(s)),
         (true, Some(s)) => {
             let expected = expected_pcr_value(&s.cluster_id);
             if expected == *pcr15 {
@@ -304,6 +328,8 @@ mod tests {
             disk_uuid: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9".into(),
             phase: Phase::Bootstrapping,
             dry_run: false,
+            disk_protection: None,
+            last_refusal: None,
         }
     }
 
@@ -356,10 +382,14 @@ mod tests {
         assert_eq!(check_startup(&[0; 32], None), Ok(Startup::Fresh));
         assert_eq!(check_startup(&good, Some(s.clone())), Ok(Startup::Bootstrapped(s.clone())));
         assert_eq!(check_startup(&good, None), Err(StartupError::LockedWithoutState));
-        assert_eq!(
-            check_startup(&[0; 32], Some(s.clone())),
-            Err(StartupError::StateWithoutLock { cluster_id: s.cluster_id })
-        );
+        // After a reboot: a bootstrapped node rejoins, a node whose bootstrap failed (or stopped) resets.
+        assert_eq!(check_startup(&[0; 32], Some(s.clone())), Ok(Startup::Reset(s.clone())));
+        let mut done = s.clone();
+        done.phase = Phase::Bootstrapped;
+        assert_eq!(check_startup(&[0; 32], Some(done.clone())), Ok(Startup::Rejoin(done)));
+        let mut failed = s.clone();
+        failed.phase = Phase::Failed;
+        assert_eq!(check_startup(&[0; 32], Some(failed.clone())), Ok(Startup::Reset(failed)));
         assert!(matches!(check_startup(&[9; 32], Some(s)), Err(StartupError::PcrMismatch { .. })));
         assert!(StartupError::LockedWithoutState.to_string().contains("locked without state"));
     }

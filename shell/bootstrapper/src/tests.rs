@@ -133,6 +133,10 @@ impl ClusterBackend for NoopBackend {
         log("noop join");
         Ok(())
     }
+    fn restart(&self, _: Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+        log("noop restart");
+        Ok(())
+    }
 }
 
 #[tokio::test]
@@ -377,6 +381,59 @@ async fn join_gives_up_after_repeated_refusals() {
     let e = JoinClient::new(t.node.clone(), source.clone(), fast()).run().await.unwrap_err();
     assert!(matches!(&e, JoinError::GaveUp { attempts: 3, last } if last.contains("PCR 4 mismatch")), "{e}");
     assert!(!t.node.lock().is_locked());
+    // A failed join before the lock leaves nothing behind: no state, no key, PCR 15 untouched.
+    assert_eq!(t.node.store().load().unwrap(), None);
+    assert!(!t.dir.join("run/state-disk.key").exists());
+    assert_eq!(t.pcr.extend_count(), 0);
+    assert_eq!(t.node.startup().unwrap(), Ok(Startup::Fresh));
+}
+
+/// After a reboot (the in-memory PCR back to zero): a rejoin with another cluster's keys is refused before
+/// the disk is touched; this cluster's keys reopen it, re-extend PCR 15 and restart Kubernetes; a node whose
+/// bootstrap failed is reset to a fresh one.
+#[tokio::test]
+async fn rejoin_checks_the_cluster_id_and_reset_forgets_a_failed_node() {
+    use super::rejoin::{KeySource, NodeKeys, RejoinError, Rejoiner};
+    let t = test_node("rejoin", |_| Arc::new(NoopBackend));
+    let outcome = JoinClient::new(t.node.clone(), Arc::new(FakeSource::new(vec![])), fast()).run().await.unwrap();
+    let id = cluster_id(&[0x33; 32], &[0x22; 32]);
+    assert_eq!(outcome, Outcome::Joined { cluster_id: id });
+    std::fs::remove_file(t.dir.join("run/state-disk.key")).unwrap(); // /run is a tmpfs: gone after a reboot
+
+    let rebooted = test_node_on("rejoin-reboot", Arc::new(MemoryPcr::new()), |_| Arc::new(NoopBackend));
+    std::fs::create_dir_all(&rebooted.dir).unwrap();
+    for d in ["state", "run"] {
+        std::fs::rename(t.dir.join(d), rebooted.dir.join(d)).unwrap();
+    }
+    let Ok(Startup::Rejoin(state)) = rebooted.node.startup().unwrap() else { panic!() };
+    let rejoiner = Rejoiner::new(rebooted.node.clone(), state.clone());
+    let keys = |secret: u8| NodeKeys {
+        state_disk_key: zeroize::Zeroizing::new(vec![0x11; 32]),
+        measurement_secret: zeroize::Zeroizing::new(vec![secret; 32]),
+    };
+    let wrong = rejoiner.finish(keys(0x44), KeySource::RejoinTicket).await.unwrap_err();
+    assert!(matches!(wrong, RejoinError::WrongCluster { expected, .. } if expected == id), "{wrong}");
+    assert!(!rebooted.dir.join("run/state-disk.key").exists(), "the disk was not touched");
+    assert_eq!(rebooted.pcr.extend_count(), 0);
+    let done = rejoiner.finish(keys(0x33), KeySource::Recovery).await.unwrap();
+    assert_eq!((done.cluster_id, done.via, done.extended), (id, KeySource::Recovery, true));
+    assert_eq!(rebooted.pcr.read_bootstrap_pcr().unwrap(), expected_pcr_value(&id));
+    assert_eq!(std::fs::read(rebooted.dir.join("run/state-disk.key")).unwrap(), [0x11; 32]);
+    assert!(matches!(rejoiner.finish(keys(0x33), KeySource::RejoinTicket).await, Err(RejoinError::AlreadyDone)));
+
+    // A node whose bootstrap failed, after a reboot: reset, then fresh.
+    let mut failed = state;
+    failed.phase = Phase::Failed;
+    rebooted.node.store().persist(&failed).unwrap();
+    let fresh_boot = test_node_on("reset", Arc::new(MemoryPcr::new()), |_| Arc::new(NoopBackend));
+    std::fs::create_dir_all(&fresh_boot.dir).unwrap();
+    for d in ["state", "run"] {
+        std::fs::rename(rebooted.dir.join(d), fresh_boot.dir.join(d)).unwrap();
+    }
+    let Ok(Startup::Reset(s)) = fresh_boot.node.startup().unwrap() else { panic!() };
+    super::lifecycle::reset(&fresh_boot.node, &s).unwrap();
+    assert_eq!(fresh_boot.node.startup().unwrap(), Ok(Startup::Fresh));
+    assert!(!fresh_boot.dir.join("run/state-disk.key").exists());
 }
 
 /// Init and join racing on one node through their real code paths, 200 rounds: exactly one of them

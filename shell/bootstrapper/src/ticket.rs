@@ -18,7 +18,7 @@
 //! | `token` | a bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}` |
 //! | `discovery_token_ca_cert_hash` | `sha256:` + 64 hex digits |
 //! | `control_plane_files` | none for a worker; ≤ [`MAX_CONTROL_PLANE_FILES`], names checked ([`super::files`]), each ≤ [`MAX_CONTROL_PLANE_FILE_SIZE`] |
-//! | `kubernetes_version` | empty (→ default) or `vMAJOR.MINOR.PATCH[-suffix]` |
+//! | `kubernetes_version` | empty (→ default) or `vMAJOR.MINOR.PATCH[-suffix]`, ≥ v1.31 (kubeadm's v1beta4) |
 //!
 //! A worker that receives control-plane keys refuses the ticket: CA keys have no business on a worker, and a
 //! join service that sends them is misconfigured. The secrets are moved into zeroizing buffers at once and
@@ -220,6 +220,7 @@ fn check_inner(
     } else {
         return Err(bad("kubernetes_version", "not vMAJOR.MINOR.PATCH[-suffix]"));
     };
+    super::kubeadm::check_kubernetes_version(&kubernetes_version).map_err(|e| bad("kubernetes_version", e))?;
     let kubelet_key_pem = kubelet.key_pem().map_err(|_| bad("kubelet_cert", "our kubelet key cannot be encoded"))?;
     Ok(CheckedTicket {
         state_disk_key,
@@ -330,6 +331,7 @@ pub(crate) mod tests {
                 }),
             ),
             ("kubernetes_version", Box::new(|t| t.kubernetes_version = "1.2.3 && x".into())),
+            ("kubernetes_version", Box::new(|t| t.kubernetes_version = "v1.29.3".into())),
         ];
         for (field, mutate) in cases {
             let mut t = ticket(&pki, &k);

@@ -22,9 +22,17 @@ fn bootstrapper_systemd_unit() {
     let get = |s: &str, k: &str| keys.iter().find(|(a, b, _)| a == s && b == k).map(|(_, _, v)| v.as_str());
     let sections: BTreeSet<&str> = keys.iter().map(|(s, _, _)| s.as_str()).collect();
     assert_eq!(sections, BTreeSet::from(["Install", "Service", "Unit"]));
-    // The bootstrapper exits once bootstrapped: a oneshot unit that stays active.
-    assert_eq!(get("Service", "Type"), Some("oneshot"));
-    assert_eq!(get("Service", "RemainAfterExit"), Some("yes"));
+    // The bootstrapper runs for the node's life (verify service): restarted on failure, except where a
+    // restart cannot help; exit 4 (marked for reset) reboots the node.
+    assert_eq!(get("Service", "Type"), Some("simple"));
+    assert_eq!(get("Service", "Restart"), Some("on-failure"));
+    let prevent: BTreeSet<&str> = get("Service", "RestartPreventExitStatus").unwrap().split_whitespace().collect();
+    assert_eq!(prevent, BTreeSet::from(["2", "3", "4", "5", "6"]));
+    let post = get("Service", "ExecStopPost").expect("ExecStopPost");
+    assert!(post.contains("\"$EXIT_STATUS\" = 4") && post.contains("reboot"), "{post}");
+    for ns in ["PrivateTmp", "ProtectSystem", "ProtectHome"] {
+        assert_eq!(get("Service", ns), None, "{ns} would hide the state-disk mount from the kubelet");
+    }
     assert_eq!(get("Install", "WantedBy"), Some("multi-user.target"));
 
     let exec = get("Service", "ExecStart").expect("ExecStart");
@@ -36,11 +44,14 @@ fn bootstrapper_systemd_unit() {
     for f in &used {
         assert!(known.contains(f), "the unit passes --{f}, which attest-bootstrapper does not accept");
     }
-    for r in ["tpm", "state-dir", "init-secret-hash", "init-listen"] {
+    for r in ["tpm", "state-dir", "init-secret-hash", "init-listen", "disk", "recover-listen", "verify-listen"] {
         assert!(used.iter().any(|u| u == r), "the unit lacks --{r}");
     }
     assert!(args.windows(2).any(|w| w == ["--init-listen", "0.0.0.0:9000"]), "init server on port 9000");
     // The real cluster backend, never a dry run.
     assert!(args.windows(2).any(|w| w == ["--backend", "kubeadm"]), "the unit must use the kubeadm backend");
     assert!(!args.iter().any(|a| a.contains("dry-run") || a.contains("dangerous")), "{args:?}");
+    assert!(args.windows(2).any(|w| w[0] == "--disk" && w[1].starts_with("luks:")), "a LUKS2 state disk");
+    assert!(args.windows(2).any(|w| w == ["--verify-listen", "0.0.0.0:30081"]), "verify service on 30081");
+    assert!(args.windows(2).any(|w| w == ["--recover-listen", "0.0.0.0:9999"]), "recovery on 9999");
 }

@@ -25,6 +25,7 @@ fn run(dir: &Path, extra: &[String]) -> (Option<i32>, String) {
         .arg("--tpm=swtpm:host=127.0.0.1,port=1")
         .arg(format!("--state-dir={}", dir.join("state").display()))
         .arg(format!("--init-secret-hash={}", dir.join("init-secret.sha256").display()))
+        .arg("--disk=key-file")
         .arg("--init-listen=127.0.0.1:0")
         .arg("--node-name=node-1")
         .args(extra)

@@ -76,9 +76,12 @@ pub struct InitArgs {
     /// The node's bootstrapper (init server), HOST:PORT.
     #[arg(long)]
     pub endpoint: String,
-    /// Expected measurements of the node (JSON or YAML map, or a one-entry release list).
+    /// Expected measurements of the node (JSON or YAML map, or a release list with the variant's entry).
     #[arg(long)]
     pub measurements: PathBuf,
+    /// The node's variant and what its validator needs (AK registration applies to qemu-vtpm only).
+    #[command(flatten)]
+    pub node: node::VariantArgs,
     /// The AK registry file (created if missing) [default: OUT/ak-registry.json].
     #[arg(long)]
     pub ak_registry: Option<PathBuf>,
@@ -126,7 +129,7 @@ pub fn run(args: &InitArgs, stdout: &mut dyn Write) -> Result<Status, UsageError
 /// Everything read or generated before the network.
 struct Prepared {
     addr: SocketAddr,
-    policy: attest_engine::variant::PcrPolicy,
+    validator: std::sync::Mutex<Option<node::NodeValidator>>,
     trust: attest_trust::Trust,
     kms_pki: PathBuf,
     kms_pki_created: bool,
@@ -141,16 +144,13 @@ struct Prepared {
 
 fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, UsageError> {
     let addr = node::resolve(&args.endpoint)?;
-    // Only qemu-vtpm today: the launch check and CRLs apply as soon as a variant option selects an SNP one.
-    let checked =
-        super::trust::prepare(&args.trust, attest_engine::variant::Variant::QemuVtpm, &args.measurements, None, rt)?;
-    let (policy, trust) = (checked.pcrs, checked.trust);
     if !args.out.is_dir() {
         std::fs::create_dir_all(&args.out)
             .map_err(|e| UsageError::new(format!("--out {}: {e}", args.out.display())))?;
     }
     let registry = node::open_registry(&args.ak_registry.clone().unwrap_or_else(|| args.out.join("ak-registry.json")))?;
     let ca = args.ek_ca.as_deref().map(load_ca).transpose()?;
+    let (validator, trust) = args.node.validator(&args.trust, &args.measurements, registry.clone(), rt, None)?;
     let init_secret = match &args.init_secret {
         Some(p) => read_init_secret(p)?,
         None => Zeroizing::new(Vec::new()),
@@ -166,7 +166,7 @@ fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, Us
         .map_err(|e| UsageError::new(format!("random number generator: {e}")))?;
     Ok(Prepared {
         addr,
-        policy,
+        validator: std::sync::Mutex::new(Some(validator)),
         trust,
         kms_pki,
         kms_pki_created,
@@ -244,23 +244,15 @@ pub(crate) fn generate_master_secret() -> Result<MasterSecret, UsageError> {
 enum Outcome {
     Initialized {
         success: attest_proto::init::InitSuccessResponse,
-        attested: AttestationSummary,
+        attested: Box<AttestationSummary>,
         registered: bool,
     },
     /// The node's attestation or AK registration was refused.
-    Refused {
-        stage: &'static str,
-        reason: String,
-    },
+    Refused { stage: &'static str, reason: String },
     /// The node answered `init_failure`.
-    InitFailed {
-        error: String,
-    },
+    InitFailed { error: String },
     /// Network or protocol failure.
-    Failed {
-        stage: &'static str,
-        reason: String,
-    },
+    Failed { stage: &'static str, reason: String },
 }
 
 fn connect_failure(stage: &'static str, e: &ConnectError) -> Outcome {
@@ -279,15 +271,23 @@ fn progress(msg: &str) {
 }
 
 async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
-    // 1. Make sure the node's AK is registered (pull, by credential activation).
-    let registered = match ensure_registered(p).await {
-        Ok(r) => r,
-        Err(o) => return o,
+    // 1. qemu-vtpm: make sure the node's AK is registered (pull, by credential activation). The other
+    //    variants trust the AK through the hardware report or the provider's certificate.
+    let registered = if args.node.variant == attest_engine::variant::Variant::QemuVtpm {
+        match ensure_registered(p).await {
+            Ok(r) => r,
+            Err(o) => return o,
+        }
+    } else {
+        false
     };
 
     // 2. The verified connection.
     progress(&format!("connecting to {} (verifying its attestation)", p.addr));
-    let (connector, recorder) = match verifying_connector(p.registry.clone(), p.policy.clone()) {
+    let Some(validator) = p.validator.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() else {
+        return Outcome::Failed { stage: "attestation", reason: "the validator was used already".into() };
+    };
+    let (connector, recorder) = match verifying_connector(validator) {
         Ok(c) => c,
         Err(e) => return Outcome::Failed { stage: "attestation", reason: reason(&e) },
     };
@@ -301,7 +301,7 @@ async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
     progress(&format!(
         "node attested: {}, AK {} ({}), {} expected PCR(s) matched",
         attested.variant.name(),
-        hex::encode(&attested.ak_digest[..8]),
+        attested.ak_digest.map_or_else(|| "(HCL runtime data)".to_owned(), |d| hex::encode(&d[..8])),
         attested.ak_basis.name(),
         attested.pcrs.len()
     ));
@@ -335,7 +335,7 @@ async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
             }
             Ok(Some(InitResponse { kind: Some(init_response::Kind::InitSuccess(success)) })) => {
                 progress(&format!("initialized in {:.1}s", started.elapsed().as_secs_f64()));
-                return Outcome::Initialized { success, attested, registered };
+                return Outcome::Initialized { success, attested: Box::new(attested), registered };
             }
             Ok(Some(InitResponse { kind: Some(init_response::Kind::InitFailure(f)) })) => {
                 return Outcome::InitFailed { error: f.error };
@@ -418,7 +418,7 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
                 "endpoint": args.endpoint,
                 "clusterName": args.cluster_name,
                 "kubernetesVersion": args.kubernetes_version,
-                "akDigest": hex::encode(attested.ak_digest),
+                "akDigest": attested.ak_digest.map(hex::encode),
             });
             let mut cluster_bytes = serde_json::to_vec_pretty(&cluster_json).unwrap_or_default();
             cluster_bytes.push(b'\n');

@@ -14,17 +14,25 @@
 
 #![forbid(unsafe_code)]
 
+pub mod azure;
+pub mod document;
+pub mod ear;
+pub mod evidence;
+pub mod gce;
 pub mod init;
 pub mod input;
 pub mod kds;
 pub mod measurements;
 pub mod node;
 pub mod pcs;
+pub mod recover;
 pub mod secret;
 pub mod snp;
 pub mod tdx;
+pub mod tpm;
 pub mod trust;
 pub mod verify;
+pub mod verifysvc;
 
 use clap::{Parser, Subcommand};
 use std::fmt;
@@ -51,9 +59,9 @@ pub enum Command {
     /// AMD KDS certificate store: fetch and prefill VCEKs, chains and CRLs for offline verification.
     #[command(subcommand)]
     Kds(kds::KdsCommand),
-    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (qemu-vtpm).
+    /// Initialize the first node of a cluster through its bootstrapper, over aTLS (every variant).
     Init(init::InitArgs),
-    /// Remote attestation of a running node over aTLS (qemu-vtpm).
+    /// Remote attestation of a running node over aTLS (every variant).
     Verify(verify::VerifyArgs),
     /// Cluster secrets: create the master secret.
     #[command(subcommand)]
@@ -64,6 +72,20 @@ pub enum Command {
     /// Intel PCS collateral store: fetch and prefill TCB Info, QE Identity and CRLs for offline verification.
     #[command(subcommand)]
     Pcs(pcs::PcsCommand),
+    /// TPM 2.0 quotes: verify a quote under a given attestation key.
+    #[command(subcommand)]
+    Tpm(tpm::TpmCommand),
+    /// Azure SEV-SNP vTPM evidence: verify trustee's JSON layouts or the raw parts.
+    #[command(subcommand)]
+    Azure(azure::AzureCommand),
+    /// GCE Shielded VM / Confidential VM attestations (go-tpm-tools).
+    #[command(subcommand)]
+    Gce(gce::GceCommand),
+    /// This project's attestation documents (as sent in aTLS certificates).
+    #[command(subcommand)]
+    Document(document::DocumentCommand),
+    /// Recover a rebooted node that cannot reach a join service: verify it over aTLS, send it the master secret.
+    Recover(recover::RecoverArgs),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -124,6 +146,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Secret(cmd) => secret::run(&cmd, &mut std::io::stdout()),
         Command::Tdx(cmd) => tdx::run(cmd),
         Command::Pcs(cmd) => pcs::run(cmd),
+        Command::Tpm(cmd) => tpm::run(cmd),
+        Command::Azure(cmd) => azure::run(cmd),
+        Command::Gce(cmd) => gce::run(cmd),
+        Command::Document(cmd) => document::run(cmd),
+        Command::Recover(args) => recover::run(&args, &mut std::io::stdout()),
     };
     match result {
         Ok(status) => status.into(),

@@ -1,9 +1,13 @@
-//! What `attest init` and `attest verify` share: reaching a node over aTLS, the `qemu-vtpm` validator built
-//! from a measurements file and an AK registry, a record of what the node proved, and private file writes.
+//! What `attest init` and `attest verify` share: reaching a node over aTLS, the validator of the node's
+//! variant built from a measurements file (and, per variant, an AK registry, an SNP launch policy or the
+//! GCE roots), a record of what the node proved, and private file writes.
 //!
-//! Only the `qemu-vtpm` variant is supported here: its AKs are trusted through the AK registry, which these
-//! commands fill by credential activation (`attest init`). The SNP variants need the KDS and are verified by
-//! `attest snp verify`.
+//! Every variant is supported ([`VariantArgs`]). `qemu-vtpm` AKs are trusted through the AK registry, which
+//! `attest init` fills by credential activation; the SNP variants trust the AK through the SNP report and
+//! need a launch policy (`--snp-policy` pinning MEASUREMENT or ID_KEY_DIGEST); `gcp-shielded-vm` trusts
+//! Google's AK certificate. SNP certificates come with the node's document (the VCEK/VLEK), chained to AMD's
+//! pinned roots — or, in builds with the cargo feature `dangerous-test-roots` only, to the test roots of
+//! simulated hardware (`--dangerous-test-roots`), which every verdict then names.
 //!
 //! # The identity connection
 //!
@@ -19,15 +23,16 @@ use super::UsageError;
 use attest_atls::nonce::Nonce;
 use attest_atls::{AtlsConnector, AttestationValidator, PeerAttestation, ValidationError, Verifier};
 use attest_engine::crypto::HashAlgorithm;
+use attest_engine::gce::{GcePolicy, GceVerifier};
 use attest_engine::variant::{AkBasis, AkRegistry, PcrOutcome, PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::{LaunchPinning, SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
 use attest_proto::document::{pcr_values, view as document};
 use attest_registration::{FileAkRegistry, ak_digest};
 use prost::Message;
 use serde_json::{Value, json};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,13 +46,166 @@ pub fn resolve(endpoint: &str) -> Result<SocketAddr, UsageError> {
     addrs.next().ok_or_else(|| bad("the host has no address".into()))
 }
 
+/// The expected PCR values of a measurements file for `variant` (a map, or the variant's entry of a release
+/// list), read without a signature check: for inspecting evidence (`attest document verify`), never for a
+/// command that trusts a node with something.
+pub fn load_policy(path: &Path, variant: Variant) -> Result<PcrPolicy, UsageError> {
+    let bytes = crate::input::read_file(path, "measurements file")?;
+    let bad = |e: attest_measurements::Error| UsageError::new(format!("{}: {e}", path.display()));
+    let document = attest_measurements::parse_document(&bytes).map_err(bad)?;
+    document.for_variant(variant).map_err(bad)?.to_pcr_policy().map_err(bad)
+}
+
+/// The PCR 15 value of a node bound to `cluster_id`: SHA-256(0³² ‖ cluster id).
+pub fn cluster_pcr15(cluster_id: &[u8; 32]) -> [u8; 32] {
+    let mut h = openssl::sha::Sha256::new();
+    h.update(&[0; 32]);
+    h.update(cluster_id);
+    h.finish()
+}
+
+/// `policy` with PCR 15 expected (enforced) to hold `cluster_id`'s value; unchanged without a cluster id.
+pub fn with_cluster_id(mut policy: PcrPolicy, cluster_id: Option<&[u8; 32]>) -> PcrPolicy {
+    if let Some(id) = cluster_id {
+        policy.entries.retain(|e| e.index != 15);
+        policy.entries.push(attest_engine::variant::PcrExpectation {
+            index: 15,
+            expected: cluster_pcr15(id),
+            warn_only: false,
+        });
+        policy.entries.sort_by_key(|e| e.index);
+    }
+    policy
+}
+
+/// Which variant a node attests with, and what its validator needs beyond the measurements.
+#[derive(Debug, clap::Args)]
+pub struct VariantArgs {
+    /// The node's attestation variant: qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp, gcp-shielded-vm.
+    #[arg(long, default_value = "qemu-vtpm", value_parser = parse_variant)]
+    pub variant: Variant,
+    /// SNP policy (TOML or JSON) of the SNP variants; it must pin the launch (measurements or id_key_digests).
+    #[arg(long, value_name = "FILE")]
+    pub snp_policy: Option<PathBuf>,
+    /// DANGEROUS: trust the test roots of simulated hardware in DIR instead of AMD's and Google's. Only
+    /// builds with the cargo feature dangerous-test-roots accept it.
+    #[arg(long, value_name = "DIR")]
+    pub dangerous_test_roots: Option<PathBuf>,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    match Variant::from_name(s) {
+        None => Err(format!("unknown variant {s:?}")),
+        // A TD has no vTPM quote for these commands to check; TD quotes: `attest tdx verify`, and the join
+        // service admits TDX nodes.
+        Some(v) if v.is_tdx() => Err(format!("{v}: attest init/verify attest vTPM variants only")),
+        Some(v) => Ok(v),
+    }
+}
+
+/// A validator for a node, and the test roots it trusts (their description, for every verdict).
+#[derive(Debug)]
+pub struct NodeValidator {
+    /// The validator.
+    pub validator: Validator,
+    /// `Some(description)` when it trusts test roots.
+    pub test_roots: Option<String>,
+}
+
+impl VariantArgs {
+    /// The validator of [`VariantArgs::variant`] expecting `pcrs`, with `registry`'s AKs (`qemu-vtpm`), for
+    /// evidence at rest (`attest document verify`): the SNP policy of `--snp-policy` must pin the launch (a
+    /// usage error otherwise); CRLs are whatever the verifier holds (the test PKI's with test roots; none from
+    /// AMD: revocation is not checked offline and the verdict's `revocation` says so).
+    pub fn offline_validator(
+        &self,
+        registry: Arc<dyn AkRegistry>,
+        pcrs: PcrPolicy,
+    ) -> Result<NodeValidator, UsageError> {
+        let snp_policy = attest_trust::TrustArgs::default()
+            .snp_policy(self.snp_policy.as_deref())
+            .map_err(|e| UsageError::new(e.to_string()))?;
+        let (snp, gce, test_roots) = match &self.dangerous_test_roots {
+            None => (SnpVerifier::new(), GceVerifier::new(), None),
+            Some(dir) => test_root_verifiers(dir)?,
+        };
+        let mut validator = Validator::new(self.variant, Arc::new(snp), snp_policy, pcrs);
+        match self.variant {
+            Variant::QemuVtpm => validator = validator.with_ak_registry(registry),
+            Variant::GcpShieldedVm => validator = validator.with_gce(Arc::new(gce), GcePolicy::default()),
+            _ => {}
+        }
+        validator.launch_pinning().map_err(|e| {
+            UsageError::new(format!("{}: {e} (give --snp-policy pinning the launch measurement)", self.variant))
+        })?;
+        Ok(NodeValidator { validator, test_roots })
+    }
+
+    /// The validator of [`VariantArgs::variant`] for the measurements at `measurements`, with `registry`'s
+    /// AKs (`qemu-vtpm`), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
+    /// variant only with a pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots,
+    /// the test PKI's CRLs from their directory instead). With `cluster_id`, PCR 15 must hold it (replacing
+    /// the file's PCR 15 entry). Any refusal is a usage error.
+    pub fn validator(
+        &self,
+        trust: &attest_trust::TrustArgs,
+        measurements: &Path,
+        registry: Arc<dyn AkRegistry>,
+        rt: &tokio::runtime::Runtime,
+        cluster_id: Option<&[u8; 32]>,
+    ) -> Result<(NodeValidator, attest_trust::Trust), UsageError> {
+        let (snp, gce, test_roots) = match &self.dangerous_test_roots {
+            None => (SnpVerifier::new(), GceVerifier::new(), None),
+            Some(dir) => test_root_verifiers(dir)?,
+        };
+        let prepared = crate::trust::prepare(
+            trust,
+            self.variant,
+            measurements,
+            self.snp_policy.as_deref(),
+            Arc::new(snp),
+            test_roots.is_some(),
+            rt,
+        )?;
+        let pcrs = with_cluster_id(prepared.pcrs, cluster_id);
+        let mut validator = Validator::new(self.variant, prepared.snp, prepared.snp_policy, pcrs);
+        match self.variant {
+            Variant::QemuVtpm => validator = validator.with_ak_registry(registry),
+            Variant::GcpShieldedVm => validator = validator.with_gce(Arc::new(gce), GcePolicy::default()),
+            _ => {}
+        }
+        Ok((NodeValidator { validator, test_roots }, prepared.trust))
+    }
+}
+
+type TestRootVerifiers = (SnpVerifier, GceVerifier, Option<String>);
+
+#[cfg(feature = "dangerous-test-roots")]
+fn test_root_verifiers(dir: &Path) -> Result<TestRootVerifiers, UsageError> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| UsageError::new(e.to_string()))?;
+    let snp = if roots.has_snp() {
+        roots.snp_verifier().map_err(|e| UsageError::new(e.to_string()))?
+    } else {
+        SnpVerifier::new()
+    };
+    eprintln!("attest: WARNING: {}", roots.describe());
+    Ok((snp, roots.gce_verifier().unwrap_or_default(), Some(roots.describe())))
+}
+
+#[cfg(not(feature = "dangerous-test-roots"))]
+fn test_root_verifiers(_: &Path) -> Result<TestRootVerifiers, UsageError> {
+    Err(UsageError::new(
+        "--dangerous-test-roots: this build cannot trust test roots (built without the feature dangerous-test-roots)",
+    ))
+}
+
 /// Opens (or starts) the AK registry file.
 pub fn open_registry(path: &Path) -> Result<Arc<FileAkRegistry>, UsageError> {
     FileAkRegistry::open(path).map(Arc::new).map_err(|e| UsageError::new(format!("--ak-registry: {e}")))
 }
 
 /// A `qemu-vtpm` validator trusting `registry`'s AKs and expecting `policy`.
-pub fn qemu_validator(registry: Arc<dyn AkRegistry>, policy: PcrPolicy) -> Validator {
+fn qemu_validator(registry: Arc<dyn AkRegistry>, policy: PcrPolicy) -> Validator {
     Validator::new(Variant::QemuVtpm, Arc::new(SnpVerifier::new()), SnpPolicy::default(), policy)
         .with_ak_registry(registry)
 }
@@ -57,8 +215,9 @@ pub fn qemu_validator(registry: Arc<dyn AkRegistry>, policy: PcrPolicy) -> Valid
 pub struct AttestationSummary {
     /// The variant.
     pub variant: Variant,
-    /// SHA-256 of the AK's TPMT_PUBLIC.
-    pub ak_digest: [u8; 32],
+    /// SHA-256 of the AK's TPMT_PUBLIC; `None` where the document carries no TPM2B_PUBLIC (`azure-sev-snp`:
+    /// the AK comes from the HCL runtime data as a JWK).
+    pub ak_digest: Option<[u8; 32]>,
     /// Why the AK is trusted.
     pub ak_basis: AkBasis,
     /// Each expected PCR and its outcome.
@@ -67,6 +226,14 @@ pub struct AttestationSummary {
     pub quoted_pcrs: usize,
     /// Whether an event log was replayed against the quote.
     pub event_log_replayed: bool,
+    /// How the launch is pinned (SNP variants: measurement, id-key, dangerously-unpinned).
+    pub launch: LaunchPinning,
+    /// The SNP report's MEASUREMENT (SNP variants).
+    pub snp_measurement: Option<[u8; 48]>,
+    /// The VM as the provider's CA certified it (`gcp-shielded-vm`): project/zone/instance.
+    pub instance: Option<String>,
+    /// The test roots the verdict rests on (simulated hardware), when any.
+    pub test_roots: Option<String>,
 }
 
 impl AttestationSummary {
@@ -79,11 +246,16 @@ impl AttestationSummary {
             .collect();
         json!({
             "variant": self.variant.name(),
-            "akDigest": hex::encode(self.ak_digest),
+            "akDigest": self.ak_digest.map(hex::encode),
             "akBasis": serde_json::to_value(self.ak_basis).unwrap_or(Value::Null),
             "pcrsChecked": pcrs,
             "quotedPcrs": self.quoted_pcrs,
             "eventLogReplayed": self.event_log_replayed,
+            "launch": serde_json::to_value(self.launch).unwrap_or(Value::Null),
+            "snpMeasurement": self.snp_measurement.map(hex::encode),
+            "instance": self.instance,
+            "simulatedHardware": self.test_roots.is_some(),
+            "testRoots": self.test_roots,
         })
     }
 
@@ -98,10 +270,21 @@ impl AttestationSummary {
                 PcrOutcome::MismatchWarnOnly => format!("{i} (mismatch, warn-only)"),
             })
             .collect();
+        use std::fmt::Write as _;
+        let mut extra = String::new();
+        if let Some(m) = self.snp_measurement {
+            let _ = write!(extra, "\nlaunch       {} (MEASUREMENT {})", launch_name(self.launch), hex::encode(m));
+        }
+        if let Some(i) = &self.instance {
+            let _ = write!(extra, "\ninstance     {i} (certified by the provider's CA)");
+        }
+        if let Some(r) = &self.test_roots {
+            let _ = write!(extra, "\nWARNING      {r}");
+        }
         format!(
-            "variant      {}\nAK           {} ({})\nPCRs quoted  {} (SHA-256)\nPCRs checked {}\nevent log    {}",
+            "variant      {}\nAK           {} ({})\nPCRs quoted  {} (SHA-256)\nPCRs checked {}\nevent log    {}{extra}",
             self.variant.name(),
-            hex::encode(self.ak_digest),
+            self.ak_digest.map_or_else(|| "from the HCL runtime data".to_owned(), hex::encode),
             basis.unwrap_or_default(),
             self.quoted_pcrs,
             if checked.is_empty() {
@@ -114,18 +297,33 @@ impl AttestationSummary {
     }
 }
 
+fn launch_name(l: LaunchPinning) -> &'static str {
+    match l {
+        LaunchPinning::Measurement => "pinned by MEASUREMENT",
+        LaunchPinning::IdKey => "pinned by ID_KEY_DIGEST",
+        LaunchPinning::DangerouslyUnpinned => "DANGEROUSLY UNPINNED (waiver)",
+        LaunchPinning::NotApplicable => "not applicable",
+    }
+}
+
 /// An engine validator that also records what the last accepted document proved (the aTLS verifier only
 /// hands back the document bytes).
 #[derive(Debug)]
 pub struct RecordingValidator {
     validator: Validator,
+    test_roots: Option<String>,
     last: Mutex<Option<AttestationSummary>>,
 }
 
 impl RecordingValidator {
     /// Wraps `validator`.
     pub fn new(validator: Validator) -> Self {
-        Self { validator, last: Mutex::new(None) }
+        Self { validator, test_roots: None, last: Mutex::new(None) }
+    }
+
+    /// Wraps a [`NodeValidator`] (its verdicts name the test roots it trusts).
+    pub fn for_node(node: NodeValidator) -> Self {
+        Self { validator: node.validator, test_roots: node.test_roots, last: Mutex::new(None) }
     }
 
     /// What the last accepted document proved.
@@ -154,17 +352,25 @@ impl AttestationValidator for RecordingValidator {
             other => reject(Box::new(other)),
         })?;
         let ak_public = doc.tpm.as_ref().map(|t| &t.ak_public[..]).unwrap_or_default();
-        // This validator is qemu-vtpm's, whose documents always carry a vTPM quote and an AK.
+        // The variants of this validator (VariantArgs: no TDX) always carry a vTPM quote and an AK.
         let (Some(quote), Some(ak_basis)) = (&ok.quote, ok.ak_basis) else {
             return Err(reject("the node's attestation carries no vTPM quote".into()));
         };
         let summary = AttestationSummary {
             variant: ok.variant,
-            ak_digest: ak_digest(ak_public).map_err(|e| reject(Box::new(e)))?,
             ak_basis,
+            ak_digest: if ak_public.is_empty() {
+                None
+            } else {
+                Some(ak_digest(ak_public).map_err(|e| reject(Box::new(e)))?)
+            },
             pcrs: ok.pcrs.clone(),
             quoted_pcrs: (0..24).filter(|i| quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count(),
             event_log_replayed: ok.event_log_replayed,
+            launch: ok.launch,
+            snp_measurement: ok.snp.as_ref().map(|r| *r.report().measurement()),
+            instance: ok.instance.as_ref().map(|i| format!("{}/{}/{}", i.project_id, i.zone, i.instance_name)),
+            test_roots: self.test_roots.clone(),
         };
         *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(summary);
         Ok(ok.user_data.to_vec())
@@ -195,13 +401,11 @@ pub fn dangerous_identity_connector() -> Result<AtlsConnector, attest_atls::Erro
     AtlsConnector::new(None, Some(Arc::new(verifier)))
 }
 
-/// A connector verifying the node against `registry` and `policy`, and the validator that records what the
-/// node proved.
+/// A connector verifying the node with `validator`, and the validator that records what the node proved.
 pub fn verifying_connector(
-    registry: Arc<FileAkRegistry>,
-    policy: PcrPolicy,
+    validator: NodeValidator,
 ) -> Result<(AtlsConnector, Arc<RecordingValidator>), attest_atls::Error> {
-    let recorder = Arc::new(RecordingValidator::new(qemu_validator(registry, policy)));
+    let recorder = Arc::new(RecordingValidator::for_node(validator));
     let verifier = Verifier::new(vec![Arc::clone(&recorder) as Arc<dyn AttestationValidator>]);
     Ok((AtlsConnector::new(None, Some(Arc::new(verifier)))?, recorder))
 }

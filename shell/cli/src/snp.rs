@@ -511,7 +511,7 @@ fn report_fields(
     v
 }
 
-fn print_value(s: &mut String, k: &str, val: &Value, indent: usize) {
+pub(crate) fn print_value(s: &mut String, k: &str, val: &Value, indent: usize) {
     let w = 27usize.saturating_sub(indent);
     match val {
         Value::Object(m) => {

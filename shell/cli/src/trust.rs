@@ -27,13 +27,16 @@ pub struct Prepared {
 }
 
 /// Loads the measurements at `path` under `args` (signature or waiver), checks `variant`'s launch pinning
-/// under the SNP policy in `snp_policy` (or the defaults) and loads the CRLs it needs. Any refusal is a usage
+/// under the SNP policy in `snp_policy` (or the defaults) and loads the CRLs it needs into `snp` (AMD's, from
+/// the KDS store; none with `test_roots`, whose verifier holds the test PKI's). Any refusal is a usage
 /// error: the command does not start.
 pub fn prepare(
     args: &TrustArgs,
     variant: Variant,
     path: &Path,
     snp_policy: Option<&Path>,
+    snp: Arc<SnpVerifier>,
+    test_roots: bool,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Prepared, UsageError> {
     let loaded = args
@@ -48,7 +51,6 @@ pub fn prepare(
     let pcrs = attest_trust::pcr_policy_for(&loaded.document, variant)
         .map_err(|e| UsageError::new(format!("{}: {e}", path.display())))?;
     let policy = args.snp_policy(snp_policy).map_err(|e| UsageError::new(e.to_string()))?;
-    let snp = Arc::new(SnpVerifier::new());
     let probe = Validator::new(variant, Arc::clone(&snp), policy.clone(), PcrPolicy::default());
     let launch = attest_trust::check_launch([&probe]).map_err(|e| UsageError::new(e.to_string()))?;
     if launch.iter().any(|(_, l)| *l == attest_engine::LaunchPinning::DangerouslyUnpinned) {
@@ -56,8 +58,11 @@ pub fn prepare(
             "attest: WARNING: {variant}: the launch measurement is not pinned (--dangerous-allow-unpinned-launch)"
         );
     }
+    // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory; AMD's
+    // KDS has none for it.
+    let crl_variants: &[Variant] = if test_roots { &[] } else { &[variant] };
     let keeper = rt
-        .block_on(args.revocation(Arc::clone(&snp), &[variant], &policy))
+        .block_on(args.revocation(Arc::clone(&snp), crl_variants, &policy))
         .map_err(|e| UsageError::new(e.to_string()))?;
     let trust =
         Trust { measurements: loaded.signature, launch, revocation: (!keeper.wanted().is_empty()).then_some(keeper) };
@@ -86,10 +91,12 @@ mod tests {
     #[test]
     fn unsigned_measurements_refuse_to_start_unless_waived() {
         let (_d, path) = measurements("cli-trust-unsigned");
-        let e = prepare(&TrustArgs::default(), Variant::QemuVtpm, &path, None, &rt()).unwrap_err();
+        let e =
+            prepare(&TrustArgs::default(), Variant::QemuVtpm, &path, None, Arc::new(SnpVerifier::new()), false, &rt())
+                .unwrap_err();
         assert!(e.0.contains("must be signed"), "{e}");
         let waived = TrustArgs { dangerously_skip_measurements_signature: true, ..TrustArgs::default() };
-        let p = prepare(&waived, Variant::QemuVtpm, &path, None, &rt()).unwrap();
+        let p = prepare(&waived, Variant::QemuVtpm, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap();
         assert_eq!(p.trust.waivers(), ["measurements-unsigned"]);
         assert_eq!(p.pcrs.entries.len(), 1);
     }
@@ -103,11 +110,11 @@ mod tests {
             ..TrustArgs::default()
         };
         for variant in [Variant::AzureSevSnp, Variant::AwsSevSnp, Variant::GcpSevSnp] {
-            let e = prepare(&base, variant, &path, None, &rt()).unwrap_err();
+            let e = prepare(&base, variant, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap_err();
             assert!(e.0.contains("pins no launch measurement"), "{variant}: {e}");
             // Waived, the launch check passes; CRLs then have to load (none offline without a store).
             let waived = TrustArgs { dangerous_allow_unpinned_launch: true, ..base.clone() };
-            let e = prepare(&waived, variant, &path, None, &rt()).unwrap_err();
+            let e = prepare(&waived, variant, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap_err();
             assert!(e.0.contains("AMD CRLs"), "{variant}: {e}");
         }
     }

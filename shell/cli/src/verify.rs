@@ -1,7 +1,12 @@
 //! `attest verify`: remote attestation of a running node. Opens an aTLS connection to the node and verifies
-//! its certificate's attestation — the AK against the AK registry, the PCRs against the measurements file
-//! (whose signature is verified first: [`crate::trust`]), the quote against a fresh nonce, the certificate key
-//! against the quote — then closes it; no RPC is made. The verdict names every waiver in effect.
+//! its certificate's attestation for the node's variant (`--variant`) — the AK (registry for `qemu-vtpm`,
+//! SNP report for the SNP variants, Google's certificate for `gcp-shielded-vm`), the PCRs against the
+//! measurements file (whose signature is verified first: [`crate::trust`]), the quote (and, on AWS/GCP SNP,
+//! the fresh report) against a fresh nonce, the certificate key against the quote — then closes it; no RPC
+//! is made. The verdict names every waiver in effect.
+//!
+//! With `--service grpc|http` the node's verify service is asked instead, and `--cluster-id` adds the PCR 15
+//! check ([`super::verifysvc`]).
 //!
 //! Exit statuses: 0 verified; 1 refused (with the reason) or unreachable; 2 usage.
 
@@ -23,15 +28,26 @@ pub struct VerifyArgs {
     /// Expected measurements (JSON or YAML map, or a one-entry release list).
     #[arg(long)]
     pub measurements: PathBuf,
-    /// The AK registry (as written by `attest init`).
+    /// The AK registry (as written by `attest init`; qemu-vtpm).
     #[arg(long, default_value = "ak-registry.json")]
     pub ak_registry: PathBuf,
+    /// The node's variant and what its validator needs.
+    #[command(flatten)]
+    pub node: node::VariantArgs,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
     /// Measurements signature, launch pinning, CRLs and their waivers.
     #[command(flatten)]
     pub trust: TrustArgs,
+    /// Also require PCR 15 to hold this cluster id (64 hex digits, as `attest init` printed it): the node is
+    /// bound to this cluster. Replaces the measurements file's PCR 15 entry.
+    #[arg(long, value_name = "HEX")]
+    pub cluster_id: Option<String>,
+    /// How to reach the node: an aTLS handshake with the endpoint, or the node's verify service (gRPC on
+    /// port 30081, HTTP on 30080 in a cluster).
+    #[arg(long, value_enum, default_value = "atls")]
+    pub service: super::verifysvc::VerifyVia,
 }
 
 /// Runs `attest verify`; the verdict goes to `stdout`.
@@ -41,19 +57,35 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
         .enable_all()
         .build()
         .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
-    // Only qemu-vtpm today: the launch check and CRLs apply as soon as a variant option selects an SNP one.
-    let checked =
-        super::trust::prepare(&args.trust, attest_engine::variant::Variant::QemuVtpm, &args.measurements, None, &rt)?;
-    let (policy, trust) = (checked.pcrs, checked.trust);
-    if !args.ak_registry.is_file() {
+    let qemu = args.node.variant == attest_engine::variant::Variant::QemuVtpm;
+    if qemu && !args.ak_registry.is_file() {
         return Err(UsageError::new(format!(
             "--ak-registry {}: no such file (attest init writes it when it registers the node's AK)",
             args.ak_registry.display()
         )));
     }
-    let registry = node::open_registry(&args.ak_registry)?;
+    let registry: std::sync::Arc<dyn attest_engine::variant::AkRegistry> = if qemu {
+        node::open_registry(&args.ak_registry)?
+    } else {
+        std::sync::Arc::new(attest_engine::variant::StaticAkRegistry::default())
+    };
+    let cluster_id = args.cluster_id.as_deref().map(super::verifysvc::parse_cluster_id).transpose()?;
+    let (validator, trust) =
+        args.node.validator(&args.trust, &args.measurements, registry, &rt, cluster_id.as_ref())?;
+    if args.service != super::verifysvc::VerifyVia::Atls {
+        return super::verifysvc::run(
+            &args.endpoint,
+            args.service,
+            args.json,
+            addr,
+            validator,
+            &trust,
+            cluster_id.as_ref(),
+            stdout,
+        );
+    }
     let (connector, recorder) =
-        verifying_connector(registry, policy).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
+        verifying_connector(validator).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
     let outcome: Result<(), (bool, String)> = rt.block_on(async {
         let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
             .await

@@ -10,7 +10,7 @@
 //!     [--kds-store DIR] [--kds-url URL|offline] [--allow-stale-crl] [--dangerous-allow-unpinned-launch] \
 //!     [--token-issuer kubernetes [--kube-api-url URL --kube-ca-file FILE --kube-token-file FILE] \
 //!      | --token-issuer dry-run --dry-run-dir DIR] [--registration-listen ADDR --ek-ca FILE …] \
-//!     [--ssh-principal-domain DOMAIN …] \
+//!     [--ssh-principal-domain DOMAIN …] [--variant-snp-policy VARIANT=FILE …] [--dangerous-test-roots DIR] \
 //!     [--tdx-platform FMSPC[:CA] … [--tdx-policy FILE] [--pcs-store DIR] [--pcs-url URL | --pcs-offline]]
 //! ```
 //!
@@ -27,6 +27,12 @@
 //! TDX variants (`qemu-tdx`, `azure-tdx`) need the collateral of every platform they accept
 //! (`--tdx-platform`): it is loaded from the PCS store (then Intel's PCS) before the service listens — the
 //! service does not start without it — and refreshed ahead of its nextUpdate ([`crate::tdx`]).
+//!
+//! Several `--variant`s are accepted at once, each with its own measurements (the release-list form of the
+//! measurements file carries one entry per `attestationVariant`) and, for SNP variants, its own launch
+//! policy (`--variant-snp-policy`). `--dangerous-test-roots` trusts the test roots of simulated hardware
+//! instead of AMD's and Google's; only builds with the cargo feature `dangerous-test-roots` accept it (the
+//! demo's), release builds exit with 2.
 //!
 //! Once listening, each listener's address is printed to stdout as `listening on ADDR` (join.API first, then
 //! `/metrics`, then registration; useful with port 0); logs go to stderr. The measurements file is polled
@@ -53,6 +59,7 @@ use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::SnpVerifier;
+use attest_engine::gce::GceVerifier;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::Variant;
 use attest_grpc::{Router, Server, ServerConfig};
@@ -111,6 +118,13 @@ struct Args {
     /// SNP policy file (TOML or JSON) for the SNP variants; the engine's secure defaults otherwise.
     #[arg(long, value_name = "FILE")]
     snp_policy: Option<PathBuf>,
+    /// SNP policy of one variant, in place of --snp-policy (repeatable): VARIANT=FILE.
+    #[arg(long, value_name = "VARIANT=FILE", value_parser = parse_variant_file)]
+    variant_snp_policy: Vec<(Variant, PathBuf)>,
+    /// DANGEROUS: trust the test roots of simulated hardware in DIR instead of AMD's and Google's (written
+    /// by attest-hwsim). Only builds with the cargo feature dangerous-test-roots accept it.
+    #[arg(long, value_name = "DIR")]
+    dangerous_test_roots: Option<PathBuf>,
     /// AK registry file (qemu-vtpm), shared with the AK registration service.
     #[arg(long, value_name = "FILE")]
     ak_registry: PathBuf,
@@ -205,6 +219,39 @@ fn parse_variant(s: &str) -> Result<Variant, String> {
     Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
 }
 
+fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), String> {
+    let (v, file) = s.split_once('=').ok_or("expected VARIANT=FILE")?;
+    Ok((parse_variant(v)?, PathBuf::from(file)))
+}
+
+/// The SNP and GCE verifiers: AMD's and Google's pinned roots, or (`--dangerous-test-roots`, feature builds
+/// only) the test roots of simulated hardware.
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier), String> {
+    let Some(dir) = &args.dangerous_test_roots else {
+        return Ok((SnpVerifier::new(), GceVerifier::new()));
+    };
+    test_root_verifiers(dir)
+}
+
+#[cfg(feature = "dangerous-test-roots")]
+fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
+    let snp = if roots.has_snp() { roots.snp_verifier().map_err(|e| e.to_string())? } else { SnpVerifier::new() };
+    let gce = roots.gce_verifier().unwrap_or_default();
+    tracing::warn!(roots = %roots.describe(), "join service: DANGEROUS: verifying SIMULATED hardware against TEST ROOTS");
+    Ok((snp, gce))
+}
+
+#[cfg(not(feature = "dangerous-test-roots"))]
+fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+    Err(TEST_ROOTS_REFUSED.to_owned())
+}
+
+/// Why a release build refuses `--dangerous-test-roots`.
+#[cfg(not(feature = "dangerous-test-roots"))]
+const TEST_ROOTS_REFUSED: &str =
+    "--dangerous-test-roots: this build cannot trust test roots (built without the feature dangerous-test-roots)";
+
 /// Everything loaded from the configuration, before any socket is opened.
 struct Loaded {
     validators: Arc<Validators>,
@@ -247,12 +294,17 @@ async fn load(args: &Args) -> Result<Loaded, String> {
             TdxPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
         }
     };
+    let mut snp_policies = std::collections::HashMap::new();
+    for (variant, path) in &args.variant_snp_policy {
+        snp_policies.insert(*variant, args.trust.snp_policy(Some(path)).map_err(|e| e.to_string())?);
+    }
+    let (snp, gce) = verifiers(args)?;
     let mut variants = args.variants.clone();
     variants.dedup();
     if variants.iter().any(|v| v.is_tdx()) && args.tdx_platforms.is_empty() {
         return Err("a TDX variant is configured but no --tdx-platform: no TD quote could be verified".into());
     }
-    let snp = Arc::new(SnpVerifier::new());
+    let snp = Arc::new(snp);
     let mut config = ValidatorConfig {
         variants,
         ak_registry: Arc::clone(&registry),
@@ -263,12 +315,17 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         tdx_policy,
         measurements,
         trust: None,
+        snp_policies,
+        gce: Arc::new(gce),
+        gce_policy: attest_engine::gce::GcePolicy::default(),
     };
     let tdx = Arc::clone(&config.tdx);
     // Refuse to start an SNP variant whose launch is not pinned; load its CRLs or refuse to start. (A TDX
     // variant's launch is pinned by the measurements file's MRTD, checked when the validators are built.)
     let launch = attest_trust::check_launch(&config.launch_validators()).map_err(|e| e.to_string())?;
-    let crls = args.trust.revocation(snp, &config.variants, &config.snp_policy).await.map_err(|e| e.to_string())?;
+    // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
+    let crl_variants: &[Variant] = if args.dangerous_test_roots.is_some() { &[] } else { &config.variants };
+    let crls = args.trust.revocation(snp, crl_variants, &config.snp_policy).await.map_err(|e| e.to_string())?;
     let trust = Arc::new(Trust {
         measurements: config.measurements.state(),
         launch,
@@ -332,7 +389,7 @@ async fn load(args: &Args) -> Result<Loaded, String> {
     } else {
         None
     };
-    Ok(Loaded { validators, service, metrics, registry, ek_ca, crls, issuer, activation, tdx })
+    Ok(Loaded { validators, service, metrics, registry, ek_ca, tdx, crls, issuer, activation })
 }
 
 /// The PCS supply of `--pcs-*`.
@@ -351,6 +408,11 @@ fn pcs(args: &Args) -> Result<attest_kds::Pcs, String> {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    #[cfg(not(feature = "dangerous-test-roots"))]
+    if args.dangerous_test_roots.is_some() {
+        tracing::error!("join service: {TEST_ROOTS_REFUSED}");
+        return ExitCode::from(2);
+    }
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

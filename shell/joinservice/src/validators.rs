@@ -23,11 +23,12 @@
 //! logs an error and counts a rejected reload; the next valid content is applied. A file changed before its
 //! signature is refused until the matching signature arrives.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use attest_engine::gce::{GcePolicy, GceVerifier};
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
@@ -120,6 +121,12 @@ pub struct ValidatorConfig {
     pub measurements: MeasurementsTrust,
     /// What the service trusts and waives, for every verdict's log line (`None`: not reported).
     pub trust: Option<Arc<Trust>>,
+    /// SNP policies of single variants, in place of `snp_policy` (each variant's launch measurement differs).
+    pub snp_policies: HashMap<Variant, SnpPolicy>,
+    /// The GCE verifier (Google's pinned roots by default) and policy of `gcp-shielded-vm`.
+    pub gce: Arc<GceVerifier>,
+    /// The GCE policy.
+    pub gce_policy: GcePolicy,
 }
 
 impl ValidatorConfig {
@@ -157,17 +164,25 @@ impl ValidatorConfig {
             tdx_policy: TdxPolicy::default(),
             measurements,
             trust: None,
+            snp_policies: HashMap::new(),
+            gce: Arc::new(GceVerifier::new()),
+            gce_policy: GcePolicy::default(),
         }
     }
 
+    /// The SNP policy that applies to `variant`.
+    pub fn snp_policy_for(&self, variant: Variant) -> &SnpPolicy {
+        self.snp_policies.get(&variant).unwrap_or(&self.snp_policy)
+    }
+
     /// One validator per configured variant with no PCR expectations: what the launch check at start
-    /// ([`attest_trust::check_launch`]) looks at (launch pinning depends on the variant and SNP policy only). A TDX variant's launch is pinned by
-    /// the measurements file's MRTD, checked when the set is built.
+    /// ([`attest_trust::check_launch`]) looks at (launch pinning depends on the variant and its SNP policy
+    /// only). A TDX variant's launch is pinned by the measurements file's MRTD, checked when the set is built.
     pub fn launch_validators(&self) -> Vec<Validator> {
         self.variants
             .iter()
             .filter(|v| !v.is_tdx())
-            .map(|&v| Validator::new(v, Arc::clone(&self.snp), self.snp_policy.clone(), PcrPolicy::default()))
+            .map(|&v| Validator::new(v, Arc::clone(&self.snp), self.snp_policy_for(v).clone(), PcrPolicy::default()))
             .collect()
     }
 }
@@ -197,18 +212,21 @@ impl ValidatorSet {
         let invalid = |variant, source| MeasurementsError::Invalid { path: path.to_owned(), variant, source };
         let mut validators = BTreeMap::new();
         for &variant in &config.variants {
-            let measurements =
-                attest_trust::measurements_for(&loaded.document, variant).map_err(|e| invalid(Some(variant), e))?;
+            let measurements = loaded.document.for_variant(variant).map_err(|e| invalid(Some(variant), e))?;
             let (pcrs, tdx_policy) = if variant.has_vtpm() {
                 (measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?, config.tdx_policy.clone())
             } else {
                 let tdx = measurements.to_tdx_policy(&config.tdx_policy).map_err(|e| invalid(Some(variant), e))?;
                 (PcrPolicy::default(), tdx)
             };
-            let mut validator = Validator::new(variant, Arc::clone(&config.snp), config.snp_policy.clone(), pcrs)
+            let snp_policy = config.snp_policy_for(variant).clone();
+            let mut validator = Validator::new(variant, Arc::clone(&config.snp), snp_policy, pcrs)
                 .with_tdx(Arc::clone(&config.tdx), tdx_policy);
             if variant.is_tdx() && validator.launch_pinning().is_err() {
                 return Err(MeasurementsError::LaunchUnpinned { variant });
+            }
+            if variant == Variant::GcpShieldedVm {
+                validator = validator.with_gce(Arc::clone(&config.gce), config.gce_policy.clone());
             }
             let mut engine = if variant == Variant::QemuVtpm {
                 validator = validator.with_ak_registry(Arc::clone(&config.ak_registry) as Arc<dyn AkRegistry>);

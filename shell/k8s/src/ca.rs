@@ -30,9 +30,11 @@
 //! PKCS #1 v1.5/SHA-256).
 //!
 //! Requested extensions are ignored: the certificate gets this module's, never the requester's —
-//! keyUsage digitalSignature (+ keyEncipherment for RSA, critical), extKeyUsage clientAuth, basicConstraints
-//! CA:FALSE (critical), subject and authority key identifiers, a random 16-octet positive serial, validity
-//! from [`CLOCK_SKEW_ALLOWANCE`] ago for the configured duration.
+//! keyUsage digitalSignature (+ keyEncipherment for RSA, critical), extKeyUsage clientAuth and serverAuth
+//! (the kubelet serves its API with it too), subjectAltName DNS = the node name of the checked subject (the
+//! only name the node may claim; IP addresses are not certified, as the service has no trusted source for
+//! them), basicConstraints CA:FALSE (critical), subject and authority key identifiers, a random 16-octet
+//! positive serial, validity from [`CLOCK_SKEW_ALLOWANCE`] ago for the configured duration.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

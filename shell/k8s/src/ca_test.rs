@@ -98,7 +98,7 @@ fn extension_text(der: &[u8]) -> String {
 }
 
 #[test]
-fn kubelet_certificates_are_client_certificates() {
+fn kubelet_certificates_are_client_and_serving_certificates() {
     let p = pki("sign");
     for (key, rsa) in [
         (ec_key(Nid::X9_62_PRIME256V1), false),
@@ -112,7 +112,8 @@ fn kubelet_certificates_are_client_certificates() {
         assert!(cert.public_key().unwrap().public_eq(&key));
         let text = extension_text(&der);
         assert!(text.contains("TLS Web Client Authentication"), "{text}");
-        assert!(!text.contains("TLS Web Server Authentication"), "{text}");
+        assert!(text.contains("TLS Web Server Authentication"), "{text}");
+        assert!(text.contains("DNS:worker-1.example") && !text.contains("IP Address"), "{text}");
         assert!(text.contains("CA:FALSE"), "{text}");
         assert!(text.contains("Digital Signature"), "{text}");
         assert_eq!(text.contains("Key Encipherment"), rsa, "{text}");

@@ -15,8 +15,10 @@
 //!   subject: O=system:nodes, CN=system:node:<name> (UTF8String)                                        ◄
 //!   subjectPublicKeyInfo: the CSR's, byte for byte as its signature covered it                          ◄
 //!   extensions: basicConstraints CA:FALSE (critical) · keyUsage digitalSignature (+ keyEncipherment for RSA
-//!     keys; critical) ◄ · extKeyUsage clientAuth · subjectKeyIdentifier = SHA-1 of the subject key ◄ ·
-//!     authorityKeyIdentifier = the CA's subjectKeyIdentifier (or SHA-1 of its key when it has none)
+//!     keys; critical) ◄ · extKeyUsage clientAuth, serverAuth (the kubelet serves its API with it too) ·
+//!     subjectAltName DNS = the node name of the checked subject, nothing the requester asks for ◄ ·
+//!     subjectKeyIdentifier = SHA-1 of the subject key ◄ · authorityKeyIdentifier = the CA's
+//!     subjectKeyIdentifier (or SHA-1 of its key when it has none)
 //! ```
 //!
 //! Lines marked ◄ change per certificate; everything else is encoded once in [`KubeletTemplate::new`].
@@ -60,8 +62,12 @@ const OID_KEY_USAGE: &[u8] = &[0x55, 0x1D, 0x0F];
 const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1D, 0x13];
 const OID_AUTHORITY_KEY_ID: &[u8] = &[0x55, 0x1D, 0x23];
 const OID_EXT_KEY_USAGE: &[u8] = &[0x55, 0x1D, 0x25];
-/// id-kp-clientAuth (RFC 5280 §4.2.1.12).
+const OID_SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1D, 0x11];
+/// id-kp-serverAuth, id-kp-clientAuth (RFC 5280 §4.2.1.12).
+const OID_KP_SERVER_AUTH: &[u8] = &[0x2B, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01];
 const OID_KP_CLIENT_AUTH: &[u8] = &[0x2B, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x02];
+/// GeneralName `dNSName` (`[2] IMPLICIT IA5String`, RFC 5280 §4.2.1.6).
+const DNS_NAME: u8 = 0x82;
 /// AlgorithmIdentifier ecdsa-with-SHA256 (RFC 5758 §3.2: parameters absent).
 const ALG_ECDSA_SHA256: &[u8] = &[0x30, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02];
 /// AlgorithmIdentifier ecdsa-with-SHA384.
@@ -191,7 +197,7 @@ pub(crate) struct KubeletTemplate {
     issuer: Vec<u8>,
     /// The `O=system:nodes` RDN (a SET TLV).
     organization_rdn: Vec<u8>,
-    /// basicConstraints and extKeyUsage extensions (TLVs).
+    /// basicConstraints and extKeyUsage (clientAuth, serverAuth) extensions (TLVs).
     fixed_extensions: Vec<u8>,
     /// The authorityKeyIdentifier extension (TLV).
     authority_key_id: Vec<u8>,
@@ -256,6 +262,7 @@ impl KubeletTemplate {
         extension(&mut fixed_extensions, OID_BASIC_CONSTRAINTS, true, &[0x30, 0x00]);
         let mut eku = Vec::new();
         tlv(&mut eku, tag::OID, OID_KP_CLIENT_AUTH);
+        tlv(&mut eku, tag::OID, OID_KP_SERVER_AUTH);
         let mut eku_seq = Vec::new();
         tlv(&mut eku_seq, tag::SEQUENCE, &eku);
         extension(&mut fixed_extensions, OID_EXT_KEY_USAGE, false, &eku_seq);
@@ -315,6 +322,13 @@ impl KubeletTemplate {
             if csr.rsa { &KU_DIGITAL_SIGNATURE_KEY_ENCIPHERMENT } else { &KU_DIGITAL_SIGNATURE },
         );
         extension(&mut extensions, OID_KEY_USAGE, true, &ku);
+        // The kubelet also serves with this certificate: the one name the node proved in its CSR subject (a
+        // DNS-1123 name, so valid IA5String), never a name or address the requester asks for.
+        let mut dns = Vec::with_capacity(csr.node_name.len() + 4);
+        tlv(&mut dns, DNS_NAME, csr.node_name.as_bytes());
+        let mut san = Vec::with_capacity(dns.len() + 4);
+        tlv(&mut san, tag::SEQUENCE, &dns);
+        extension(&mut extensions, OID_SUBJECT_ALT_NAME, false, &san);
         let mut ski = Vec::with_capacity(22);
         tlv(&mut ski, tag::OCTET_STRING, &sha1(subject_key));
         extension(&mut extensions, OID_SUBJECT_KEY_ID, false, &ski);

@@ -3,8 +3,8 @@
 //! - **differential**: for cluster CAs with P-256, P-384 and RSA-2048 keys and kubelet keys of each kind, the
 //!   certificate parses with OpenSSL, re-encodes to the same bytes (it is canonical DER), verifies under the
 //!   CA (signature, and a chain check with the TLS-client purpose), parses with the engine and passes its
-//!   path check with clientAuth required, and carries exactly the subject, key and extensions the module
-//!   documents;
+//!   path check with clientAuth and with serverAuth required, and carries exactly the subject, key,
+//!   subjectAltName (the node name) and extensions the module documents;
 //! - **negative**: flipping any bit of the CSR's signed `certificationRequestInfo` or of its signature gets
 //!   the CSR refused — never a certificate for bytes the node's key did not sign.
 
@@ -136,14 +136,16 @@ fn certificates_agree_with_openssl_and_the_engine_for_every_key_type() {
 
             // The engine: parses, chains to the CA with clientAuth required; the extensions as documented.
             let parsed = Certificate::from_der(&der).unwrap();
-            let options = PathOptions { required_eku: Some(KeyPurposeId::CLIENT_AUTH) };
-            verify_path_with(attest_engine::crypto::default_provider(), &der, &[], &[&ca_der[..]], now(), &options)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            for eku in [KeyPurposeId::CLIENT_AUTH, KeyPurposeId::SERVER_AUTH] {
+                let options = PathOptions { required_eku: Some(eku) };
+                verify_path_with(attest_engine::crypto::default_provider(), &der, &[], &[&ca_der[..]], now(), &options)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
             assert_eq!(parsed.is_ca(), Some(false));
             let ku = if rsa_key { 0x8000 | 0x2000 } else { 0x8000 };
             assert_eq!(parsed.key_usage(), Some(ku), "{what}");
             let eku: ExtKeyUsage<'_> = parsed.extended_key_usage().unwrap();
-            assert_eq!(eku.purposes().collect::<Vec<_>>(), [KeyPurposeId::CLIENT_AUTH]);
+            assert_eq!(eku.purposes().collect::<Vec<_>>(), [KeyPurposeId::CLIENT_AUTH, KeyPurposeId::SERVER_AUTH]);
             let ext: Vec<_> = parsed.extensions().map(Result::unwrap).collect();
             let by_oid = |oid: &[u8]| ext.iter().find(|e| e.oid == oid).unwrap_or_else(|| panic!("{what}: {oid:?}"));
             assert!(by_oid(&[0x55, 0x1D, 0x13]).critical && by_oid(&[0x55, 0x1D, 0x0F]).critical);
@@ -152,7 +154,15 @@ fn certificates_agree_with_openssl_and_the_engine_for_every_key_type() {
             assert_eq!(by_oid(&[0x55, 0x1D, 0x0E]).value, [&[0x04, 0x14][..], &ski].concat(), "{what}");
             let aki = by_oid(&[0x55, 0x1D, 0x23]).value;
             assert_eq!(&aki[4..], &ca_ski[2..], "{what}: the AKI names the CA's SKI");
-            assert_eq!(ext.len(), 5, "{what}: exactly the documented extensions");
+            // subjectAltName: exactly one dNSName, the node name.
+            assert_eq!(
+                by_oid(&[0x55, 0x1D, 0x11]).value,
+                [&[0x30, 24, 0x82, 22][..], b"worker-3.cluster.local"].concat()
+            );
+            let names: Vec<_> =
+                cert.subject_alt_names().unwrap().iter().map(|n| n.dnsname().map(str::to_owned)).collect();
+            assert_eq!(names, [Some("worker-3.cluster.local".to_owned())], "{what}");
+            assert_eq!(ext.len(), 6, "{what}: exactly the documented extensions");
         }
     }
 }

@@ -40,6 +40,8 @@
 //! - CRLs: [`Kds::crl_of`] returns a [`CrlStatus`] (fresh / stale / unavailable) and the caller's [`CrlPolicy`]
 //!   decides; the default fails closed. [`CrlKeeper`] keeps a verifier's CRL set loaded at start and replaced
 //!   before its nextUpdate.
+//! - Simulated hardware: with the cargo feature `dangerous-test-roots` only, `test_roots` supplies the trust
+//!   anchors of a generated test PKI (the demo and tests; never a release build).
 //!
 //! The base URL is configurable (default [`DEFAULT_BASE_URL`]; `None` means offline). Plain `http://` is
 //! accepted (tests, mirrors): integrity does not rest on TLS, since everything is verified to AMD's pinned
@@ -65,6 +67,8 @@ mod key;
 mod pcs;
 mod revocation;
 mod store;
+#[cfg(feature = "dangerous-test-roots")]
+pub mod test_roots;
 mod thim;
 mod vet;
 

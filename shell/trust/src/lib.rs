@@ -26,7 +26,7 @@ use std::sync::Arc;
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
 use attest_engine::{LaunchPinning, Product, SnpPolicy, SnpVerifier};
 use attest_kds::{ChainKind, CrlKeeper, CrlPolicy, CrlWanted, Kds, KdsConfig, KdsError, RevocationState};
-use attest_measurements::{AttestationVariant, Csp, Document};
+use attest_measurements::Document;
 use serde_json::json;
 
 pub use measurements::{LoadedMeasurements, MeasurementsTrust, SignatureState};
@@ -274,38 +274,10 @@ pub fn check_launch<'a>(
     Ok(out)
 }
 
-/// The release-list entry (CSP, attestation variant) a variant's measurements are selected by.
-pub fn release_entry(variant: Variant) -> (Csp, AttestationVariant) {
-    match variant {
-        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
-        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
-        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
-        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
-        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
-        Variant::AzureTdx => (Csp::Azure, AttestationVariant::AzureTdx),
-        Variant::QemuTdx => (Csp::Qemu, AttestationVariant::QemuTdx),
-    }
-}
-
 /// The expected PCRs of `variant` in a measurements document: a map applies to every variant; a release
-/// list is searched for the variant's entry ([`release_entry`]).
+/// list is searched for the variant's entry ([`Document::for_variant`]).
 pub fn pcr_policy_for(document: &Document, variant: Variant) -> Result<PcrPolicy, attest_measurements::Error> {
-    measurements_for(document, variant)?.to_pcr_policy()
-}
-
-/// The measurements of `variant` in a measurements document: a map applies to every variant; a release list
-/// is searched for the variant's entry ([`release_entry`]).
-pub fn measurements_for(
-    document: &Document,
-    variant: Variant,
-) -> Result<&attest_measurements::Measurements, attest_measurements::Error> {
-    match document {
-        Document::Map(map) => Ok(map),
-        Document::List(_) => {
-            let (csp, v) = release_entry(variant);
-            document.select(csp, v)
-        }
-    }
+    document.for_variant(variant)?.to_pcr_policy()
 }
 
 /// What a running verifier trusts, for its logs and every verdict.

@@ -1,49 +1,46 @@
 //! The `azure-sev-snp` issuer: the HCL report from the paravisor's vTPM (NV index 0x01400001) and a quote
-//! by the HCL attestation key (persistent handle 0x81000003), read with Microsoft's `az-cvm-vtpm` crate.
+//! by the HCL attestation key (persistent handle 0x81000003).
 //!
 //! ```text
 //! HCL report = header ‖ SNP report (REPORT_DATA = SHA-256(runtime data) ‖ 0³²) ‖ runtime data (JSON, "HCLAkPub")
 //! document   = { variant "azure-sev-snp",
 //!                tpm { ak_public: empty (the AK comes from the runtime data), quote_attest,
-//!                      quote_signature (TPMT_SIGNATURE, RSASSA/SHA-256), pcrs[0..24] SHA-256 },
+//!                      quote_signature (TPMT_SIGNATURE), pcrs[0..24] SHA-256 },
 //!                snp { leaf_certificate: the VCEK },  hcl_report,  instance_info, user_data }
 //! ```
 //!
 //! The quote's extraData is `SHA-256(instance_info ‖ SHA-256(user_data ‖ nonce))` ([`Validator::quote_nonce`]).
-//! `az-cvm-vtpm` returns the bare RSASSA signature bytes; the issuer wraps them in the TPMT_SIGNATURE the
-//! document carries ([`tpmt_signature_rsassa_sha256`]: the HCL AK is an RSA-2048 RSASSA/SHA-256 key, and a
-//! different hash would make the verifier reject the quote, not accept a wrong one). It reads the PCRs after
-//! the quote, so, like the `qemu-vtpm` issuer, it checks them against the quote's pcrDigest and quotes again
-//! on a mismatch.
+//! The vTPM runs inside the TEE (the paravisor at VMPL 0), so the quote it signs is the freshness proof;
+//! the HCL report binds the AK (`attest_engine::variant::binding` says why no fresh SNP report is needed).
+//! The issuer reads the PCRs after the quote and checks them against the quote's pcrDigest, quoting again
+//! on a mismatch, like the `qemu-vtpm` issuer.
+//!
+//! **TPM access.** Through this crate's [`Tpm`] on any TCTI: `device:/dev/tpmrm0` on Azure, or a swtpm that
+//! a simulator provisioned exactly as the paravisor provisions the vTPM (`attest-hwsim`). Microsoft's
+//! `az-cvm-vtpm` crate reads the same index and key, but always opens `/dev/tpm0` through tss-esapi's
+//! default TCTI, which would make the simulated vTPM unreachable through the real code path; the two
+//! operations it would contribute (an NV read with owner authorization, TPM2_Quote with the key's own
+//! scheme) are a few lines on [`Tpm`]. The AK's template is the paravisor's, not ours, so the key is taken
+//! as found ([`Tpm::existing_attestation_key`]: restricted signing RSA-2048 or ECC P-256).
 //!
 //! The VCEK is not in the vTPM: on Azure it comes from the instance metadata service (THIM, at
 //! `http://169.254.169.254/metadata/THIM/amd/certification`) — fetching it is the caller's business, so the
-//! issuer takes it as an input.
+//! issuer takes it as an input (a certificate, or THIM's JSON document).
 //!
-//! `az-cvm-vtpm` 0.8.2 builds here against Debian 12's libtss2 (through tss-esapi 7.7) with its `attester`
-//! feature only; it depends on `sev` 7 while this crate uses `sev` 8, which Cargo keeps apart (two
-//! semver-incompatible versions), so no rename is needed. It always opens the TPM at `/dev/tpm0`
-//! (tss-esapi's default device TCTI), so that is the device this issuer looks for.
-//!
-//! [`AzureSnpIssuer::new`] fails with [`HwIssuerError::DeviceNotPresent`] when `/dev/tpm0` or the NV index is
-//! absent (every non-Azure machine, including ones with a TPM); [`azure_document`] builds the same document
-//! from parts for tests.
+//! [`AzureSnpIssuer::new`] fails with [`HwIssuerError::DeviceNotPresent`] when the NV index or the AK is
+//! absent (every non-Azure TPM); [`azure_document`] builds the same document from parts for tests.
 
-use super::snp::HwIssuerError;
+use super::error::HwIssuerError;
+use crate::tpm::{AttestationKey, PcrMask, QuotedPcrs, Tpm};
 use attest_engine::azure::HclReport;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::tpm::Attest;
 use attest_engine::tpm::alg::{TPM_ALG_RSASSA, TPM_ALG_SHA256};
 use attest_engine::variant::{Validator, Variant};
 use attest_proto::attest::v1::{AttestationDocument, PcrValue, SnpEvidence, TpmEvidence};
-use std::path::Path;
+use std::sync::Mutex;
 
-/// The TPM device `az-cvm-vtpm` opens.
-pub const VTPM_DEVICE: &str = "/dev/tpm0";
-/// The NV index holding the HCL report.
-pub const HCL_REPORT_NV_INDEX: u32 = 0x0140_0001;
-/// How often the issuer quotes before giving up on PCRs that keep changing under it.
-pub const MAX_QUOTE_ATTEMPTS: usize = 3;
+pub use crate::tpm::nv::{AZURE_AK_HANDLE, AZURE_HCL_REPORT_NV_INDEX as HCL_REPORT_NV_INDEX};
 
 /// A TPMT_SIGNATURE for a bare RSASSA-PKCS1-v1_5/SHA-256 signature: sigAlg 0x0014, hash 0x000B, TPM2B.
 pub fn tpmt_signature_rsassa_sha256(sig: &[u8]) -> Result<Vec<u8>, HwIssuerError> {
@@ -57,12 +54,13 @@ pub fn tpmt_signature_rsassa_sha256(sig: &[u8]) -> Result<Vec<u8>, HwIssuerError
     Ok(out)
 }
 
-/// The parts of an Azure vTPM quote: TPMS_ATTEST, the bare RSASSA/SHA-256 signature, SHA-256 PCRs 0..=23.
+/// The parts of an Azure vTPM quote: TPMS_ATTEST, the TPMT_SIGNATURE, SHA-256 PCRs 0..=23.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VtpmQuote {
     /// TPMS_ATTEST.
     pub attest: Vec<u8>,
-    /// The bare RSA signature.
+    /// The TPMT_SIGNATURE (a bare RSASSA/SHA-256 signature, as `az-cvm-vtpm` returns it, is wrapped with
+    /// [`tpmt_signature_rsassa_sha256`]).
     pub signature: Vec<u8>,
     /// SHA-256 PCRs 0..=23, in index order.
     pub pcrs: Vec<[u8; 32]>,
@@ -100,7 +98,7 @@ pub fn azure_document(
         tpm: Some(TpmEvidence {
             ak_public: Vec::new(),
             quote_attest: quote.attest,
-            quote_signature: tpmt_signature_rsassa_sha256(&quote.signature)?,
+            quote_signature: quote.signature,
             pcrs,
             event_log: Vec::new(),
             ak_certificate: Vec::new(),
@@ -117,37 +115,48 @@ pub fn azure_document(
 /// Issues `azure-sev-snp` documents from the paravisor's vTPM.
 #[derive(Debug)]
 pub struct AzureSnpIssuer {
+    tpm: Mutex<Tpm>,
+    ak: AttestationKey,
     vcek: Vec<u8>,
 }
 
 impl AzureSnpIssuer {
-    /// An issuer sending `vcek` (DER or PEM; from Azure's THIM endpoint). Fails with
-    /// [`HwIssuerError::DeviceNotPresent`] when `/dev/tpm0` or the HCL report's NV index does not exist.
-    pub fn new(vcek: &[u8]) -> Result<Self, HwIssuerError> {
-        if !Path::new(VTPM_DEVICE).exists() {
-            return Err(HwIssuerError::DeviceNotPresent { device: VTPM_DEVICE });
-        }
-        if !hcl_index_present()? {
+    /// An issuer over `tpm` sending `vcek` (DER, PEM, or the THIM JSON document). Fails with
+    /// [`HwIssuerError::DeviceNotPresent`] when the HCL report's NV index or the HCL AK does not exist.
+    pub fn new(mut tpm: Tpm, vcek: &[u8]) -> Result<Self, HwIssuerError> {
+        if !tpm.handle_exists(HCL_REPORT_NV_INDEX)? {
             return Err(HwIssuerError::DeviceNotPresent { device: "vTPM NV index 0x01400001 (HCL report)" });
         }
-        let mut certs = attest_engine::x509::pem::certificates_from_pem_or_der(vcek)?;
-        if certs.is_empty() {
-            return Err(HwIssuerError::MissingLeafCertificate { want: "VCEK" });
+        if !tpm.handle_exists(AZURE_AK_HANDLE)? {
+            return Err(HwIssuerError::DeviceNotPresent { device: "vTPM persistent key 0x81000003 (HCL AK)" });
         }
-        Ok(Self { vcek: certs.swap_remove(0) })
+        let ak = tpm.existing_attestation_key(AZURE_AK_HANDLE)?;
+        let vcek = vcek_from(vcek)?;
+        Ok(Self { tpm: Mutex::new(tpm), ak, vcek })
+    }
+
+    /// The HCL attestation key.
+    pub fn attestation_key(&self) -> &AttestationKey {
+        &self.ak
+    }
+
+    /// Runs `f` with exclusive use of the TPM (e.g. to extend a PCR).
+    pub fn with_tpm<T>(&self, f: impl FnOnce(&mut Tpm) -> T) -> T {
+        f(&mut self.tpm.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// The HCL report as the vTPM holds it now (the paravisor refreshes it at boot).
     pub fn hcl_report(&self) -> Result<Vec<u8>, HwIssuerError> {
-        az_cvm_vtpm::vtpm::get_report()
-            .map_err(|e| HwIssuerError::Device { op: "reading NV index 0x01400001", reason: e.to_string() })
+        Ok(self.with_tpm(|tpm| tpm.nv_read(HCL_REPORT_NV_INDEX))?)
     }
 
-    /// A quote by the HCL AK over SHA-256 PCRs 0..=23 with `extra_data`, and the PCRs read after it.
+    /// A quote by the HCL AK over SHA-256 PCRs 0..=23 with `extra_data`, and the PCRs read after it
+    /// ([`Tpm::consistent_quote`]).
     pub fn quote(&self, extra_data: &[u8]) -> Result<VtpmQuote, HwIssuerError> {
-        let q = az_cvm_vtpm::vtpm::get_quote(extra_data)
-            .map_err(|e| HwIssuerError::Device { op: "quoting with the HCL AK", reason: e.to_string() })?;
-        Ok(VtpmQuote { attest: q.message(), signature: q.signature(), pcrs: q.pcrs_sha256().copied().collect() })
+        let QuotedPcrs { quote, values } =
+            self.with_tpm(|tpm| tpm.consistent_quote(&self.ak, PcrMask::ALL, extra_data))?;
+        let pcrs = values.iter().map(|(_, v)| *v).collect();
+        Ok(VtpmQuote { attest: quote.attest, signature: quote.signature, pcrs })
     }
 
     /// Issues a document for the verifier's `nonce`, binding `user_data` and `instance_info`.
@@ -159,30 +168,25 @@ impl AzureSnpIssuer {
     ) -> Result<AttestationDocument, HwIssuerError> {
         let extra = Validator::quote_nonce(default_provider(), instance_info, user_data, nonce);
         let hcl = self.hcl_report()?;
-        for _ in 0..MAX_QUOTE_ATTEMPTS {
-            let quote = self.quote(&extra)?;
-            if quote.pcrs_match()? {
-                return azure_document(hcl, self.vcek.clone(), quote, instance_info, user_data);
-            }
-        }
-        Err(crate::tpm::Error::UnexpectedTpmOutput {
-            what: "PCRs changed between every quote and the PCR read that followed it",
-        }
-        .into())
+        let quote = self.quote(&extra)?;
+        azure_document(hcl, self.vcek.clone(), quote, instance_info, user_data)
     }
 }
 
-/// Whether NV index 0x01400001 exists (TPM2_GetCapability(TPM_CAP_HANDLES) from that index).
-fn hcl_index_present() -> Result<bool, HwIssuerError> {
-    use std::str::FromStr as _;
-    use tss_esapi::constants::CapabilityType;
-    use tss_esapi::structures::CapabilityData;
-    let tpm_err = |op| move |e: tss_esapi::Error| HwIssuerError::Device { op, reason: e.to_string() };
-    let conf = tss_esapi::tcti_ldr::TctiNameConf::from_str(&format!("device:{VTPM_DEVICE}"))
-        .map_err(tpm_err("parsing the TCTI string"))?;
-    let mut ctx = tss_esapi::Context::new(conf).map_err(tpm_err("opening /dev/tpm0"))?;
-    let (data, _) = ctx
-        .execute_without_session(|ctx| ctx.get_capability(CapabilityType::Handles, HCL_REPORT_NV_INDEX, 1))
-        .map_err(tpm_err("TPM2_GetCapability (NV handles)"))?;
-    Ok(matches!(data, CapabilityData::Handles(list) if list.iter().any(|h| u32::from(*h) == HCL_REPORT_NV_INDEX)))
+/// The VCEK from a certificate (DER or PEM) or from THIM's JSON document (`vcekCert`).
+fn vcek_from(input: &[u8]) -> Result<Vec<u8>, HwIssuerError> {
+    let text = input.trim_ascii_start();
+    let certs = if text.starts_with(b"{") {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Thim {
+            vcek_cert: String,
+        }
+        let thim: Thim = serde_json::from_slice(text)
+            .map_err(|_| HwIssuerError::MissingLeafCertificate { want: "VCEK (THIM document without a vcekCert)" })?;
+        attest_engine::x509::pem::certificates_from_pem_or_der(thim.vcek_cert.as_bytes())?
+    } else {
+        attest_engine::x509::pem::certificates_from_pem_or_der(input)?
+    };
+    certs.into_iter().next().ok_or(HwIssuerError::MissingLeafCertificate { want: "VCEK" })
 }

@@ -4,10 +4,14 @@
 //! | issuer | variant | evidence source |
 //! |---|---|---|
 //! | [`QemuVtpmIssuer`] | `qemu-vtpm` | a TPM (tss-esapi): AK, quote, PCRs, event log |
-//! | [`SnpIssuer`] | `aws-sev-snp`, `gcp-sev-snp` | `/dev/sev-guest` (the `sev` crate) + the TPM quote of a [`QemuVtpmIssuer`] |
-//! | [`AzureSnpIssuer`] | `azure-sev-snp` | the paravisor's vTPM (`az-cvm-vtpm`): HCL report + quote by the HCL AK |
+//! | [`SnpIssuer`] | `aws-sev-snp`, `gcp-sev-snp` | a fresh report per attestation from the SEV-SNP guest device ([`sevguest`]) + the TPM quote of a [`QemuVtpmIssuer`] |
+//! | [`AzureSnpIssuer`] | `azure-sev-snp` | the paravisor's vTPM: HCL report (NV 0x01400001) + quote by the HCL AK (0x81000003) |
+//! | [`GceIssuer`] | `gcp-shielded-vm` | the GCE vTPM: AK from Google's NV template, its certificate, quote, event log |
 //!
-//! The hardware issuers fail with [`HwIssuerError::DeviceNotPresent`] where their device does not exist.
+//! [`select`] chooses one by name or detects it from the machine. The hardware issuers fail with
+//! [`HwIssuerError::DeviceNotPresent`] where their device does not exist. Simulated hardware (tests, the
+//! demo) is reached through the same code paths: a simulated SEV-SNP guest device differs only in its
+//! transport ([`sevguest`]), a simulated vTPM is a swtpm provisioned as the cloud provisions its vTPM.
 //!
 //! The engine's `TpmEvidence.pcrs` is a `&'a PcrValues<'a>`, so the PCR table must live next to the
 //! document while it is validated:
@@ -22,12 +26,20 @@
 //! ```
 
 pub mod azure;
+mod error;
+pub mod gce;
 pub mod qemu;
+pub mod select;
+pub mod sevguest;
 pub mod snp;
 
 pub use azure::AzureSnpIssuer;
+pub use error::HwIssuerError;
+pub use gce::GceIssuer;
 pub use qemu::QemuVtpmIssuer;
-pub use snp::{HwIssuerError, SnpIssuer};
+pub use select::{HardwareConfig, NodeIssuer, VariantChoice};
+pub use sevguest::{SnpDeviceAddr, SnpGuestDevice};
+pub use snp::SnpIssuer;
 
 use crate::tpm::Error;
 use attest_engine::tpm::PcrValues;

@@ -8,23 +8,18 @@
 //! ```
 //!
 //! The PCR values are read *after* the quote, and the issuer checks that they hash to the quote's pcrDigest
-//! before sending them: a PCR extended between the two commands would otherwise produce a document the
-//! verifier rejects with PcrDigestMismatch. On a mismatch the issuer quotes again (at most
-//! [`MAX_QUOTE_ATTEMPTS`] times).
+//! before sending them ([`Tpm::consistent_quote`]): a PCR extended between the two commands would otherwise
+//! produce a document the verifier rejects with PcrDigestMismatch.
 //!
 //! The TPM connection is behind a mutex: a TPM executes one command at a time anyway, and the quote and the
 //! PCR read must not interleave with another caller's commands.
 
-use crate::tpm::{AkConfig, AttestationKey, Error, PcrMask, Tpm};
-use attest_engine::crypto::{HashAlgorithm, default_provider};
-use attest_engine::tpm::Attest;
+use crate::tpm::{AkConfig, AttestationKey, Error, PcrMask, QuotedPcrs, Tpm};
+use attest_engine::crypto::default_provider;
 use attest_engine::tpm::alg::TPM_ALG_SHA256;
 use attest_engine::variant::{Validator, Variant};
 use attest_proto::attest::v1::{AttestationDocument, PcrValue, TpmEvidence};
 use std::sync::Mutex;
-
-/// How often the issuer quotes before giving up on PCRs that keep changing under it.
-pub const MAX_QUOTE_ATTEMPTS: usize = 3;
 
 /// Issues `qemu-vtpm` attestation documents from one TPM.
 #[derive(Debug)]
@@ -62,6 +57,11 @@ impl QemuVtpmIssuer {
         self
     }
 
+    /// The EK certificate sent with every document (DER; empty when none).
+    pub fn ek_certificate(&self) -> &[u8] {
+        &self.ek_certificate
+    }
+
     /// The attestation key.
     pub fn attestation_key(&self) -> &AttestationKey {
         &self.ak
@@ -83,46 +83,34 @@ impl QemuVtpmIssuer {
     pub fn issue(&self, nonce: &[u8], user_data: &[u8], instance_info: &[u8]) -> Result<AttestationDocument, Error> {
         let extra = Validator::quote_nonce(default_provider(), instance_info, user_data, nonce);
         let mut tpm = self.tpm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for _ in 0..MAX_QUOTE_ATTEMPTS {
-            let quote = tpm.quote(&self.ak, self.mask, &extra)?;
-            let pcrs = tpm.read_pcrs(self.mask)?;
-            let attest = Attest::parse(&quote.attest)?;
-            let values: Vec<&[u8]> = self.mask.indices().filter_map(|i| pcrs.get(i).map(|v| &v[..])).collect();
-            let digest = default_provider().digests.digest(HashAlgorithm::Sha256, &values);
-            if digest.as_bytes() != attest.pcr_digest() {
-                continue;
-            }
-            let pcrs = self
-                .mask
-                .indices()
-                .filter_map(|i| {
-                    pcrs.get(i).map(|v| PcrValue {
-                        hash_alg: u32::from(TPM_ALG_SHA256),
-                        index: u32::from(i),
-                        value: v.to_vec(),
-                    })
-                })
-                .collect();
-            return Ok(AttestationDocument {
-                variant: Variant::QemuVtpm.name().to_owned(),
-                tpm: Some(TpmEvidence {
-                    ak_public: self.ak.tpm2b_public().to_vec(),
-                    quote_attest: quote.attest,
-                    quote_signature: quote.signature,
-                    pcrs,
-                    event_log: self.event_log.clone(),
-                    ak_certificate: Vec::new(),
-                    ek_certificate: self.ek_certificate.clone(),
-                }),
-                snp: None,
-                tdx: None,
-                hcl_report: Vec::new(),
-                instance_info: instance_info.to_vec(),
-                user_data: user_data.to_vec(),
-            });
-        }
-        Err(Error::UnexpectedTpmOutput { what: "PCRs changed between every quote and the PCR read that followed it" })
+        let QuotedPcrs { quote, values } = tpm.consistent_quote(&self.ak, self.mask, &extra)?;
+        drop(tpm);
+        Ok(AttestationDocument {
+            variant: Variant::QemuVtpm.name().to_owned(),
+            tpm: Some(TpmEvidence {
+                ak_public: self.ak.tpm2b_public().to_vec(),
+                quote_attest: quote.attest,
+                quote_signature: quote.signature,
+                pcrs: sha256_pcr_values(&values),
+                event_log: self.event_log.clone(),
+                ak_certificate: Vec::new(),
+                ek_certificate: self.ek_certificate.clone(),
+            }),
+            snp: None,
+            tdx: None,
+            hcl_report: Vec::new(),
+            instance_info: instance_info.to_vec(),
+            user_data: user_data.to_vec(),
+        })
     }
+}
+
+/// The document's PCR table for SHA-256 values by index.
+pub(crate) fn sha256_pcr_values(values: &[(u8, [u8; 32])]) -> Vec<PcrValue> {
+    values
+        .iter()
+        .map(|(i, v)| PcrValue { hash_alg: u32::from(TPM_ALG_SHA256), index: u32::from(*i), value: v.to_vec() })
+        .collect()
 }
 
 /// `qemu-vtpm` documents from a TPM: a quote over the SHA-256 PCRs whose extraData binds the nonce and the

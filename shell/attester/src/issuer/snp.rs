@@ -1,106 +1,43 @@
-//! The `aws-sev-snp` and `gcp-sev-snp` issuers: an SEV-SNP attestation report from `/dev/sev-guest` (the
-//! virtee `sev` crate) that binds the vTPM's attestation key, next to a TPM quote by that key.
+//! The `aws-sev-snp` and `gcp-sev-snp` issuers: a **fresh** SEV-SNP attestation report for every
+//! attestation, whose REPORT_DATA binds the vTPM's attestation key *and* this attestation's nonce, next to a
+//! TPM quote by that key carrying the same nonce.
 //!
 //! ```text
-//! REPORT_DATA = SHA-512(TPM2B_PUBLIC of the AK)                         (Validator::ak_binding)
+//! QUOTE_NONCE = SHA-256(instance_info ‖ SHA-256(user_data ‖ nonce))             (Validator::quote_nonce)
+//! REPORT_DATA = SHA-512(label ‖ u64be(len AK) ‖ AK TPM2B_PUBLIC ‖ QUOTE_NONCE)   (snp_vtpm_report_data)
 //! document    = { variant "aws-sev-snp" | "gcp-sev-snp",
-//!                 tpm { ak_public, quote_attest, quote_signature, pcrs[..] , … }   (the qemu-vtpm issuer's)
+//!                 tpm { ak_public, quote_attest (extraData = QUOTE_NONCE), quote_signature, pcrs[..], … },
 //!                 snp { report, leaf_certificate (VLEK on AWS, VCEK on GCP), intermediate?, root? },
 //!                 instance_info, user_data }
 //! ```
 //!
-//! The report is requested with `SNP_GET_EXT_REPORT` so that the host's certificate table comes with it
-//! when the host provides one (AWS supplies the VLEK that way); otherwise a leaf configured with
-//! [`SnpIssuer::with_leaf_certificate`] is sent (on GCP the VCEK comes from AMD's KDS by chip id and TCB —
-//! fetching it is the caller's business). Freshness comes from the quote (its extraData binds the
-//! verifier's nonce); the report binds the AK, so it is the same for every nonce, but it is requested anew
-//! for every document so that it carries the current TCB.
+//! On AWS and GCP the vTPM runs outside the guest's TEE, so the host holds the AK and could sign any quote;
+//! only the report, which the AMD secure processor signs for this guest, proves freshness. A report
+//! recorded once and replayed next to a freshly signed quote no longer matches (the verifier recomputes
+//! REPORT_DATA from the document's AK and its own nonce; `attest_engine::variant::binding`).
 //!
-//! The issuer is only usable where `/dev/sev-guest` exists: [`SnpIssuer::new`] fails with
-//! [`HwIssuerError::DeviceNotPresent`] elsewhere, and [`snp_document`] builds the same document from parts
-//! for tests.
+//! The report comes from the SEV-SNP guest device ([`SnpGuestDevice`]: `/dev/sev-guest`, or a simulator in
+//! tests and the demo) as an extended report, so the host's certificate table comes with it when the host
+//! provides one (AWS supplies the VLEK that way); otherwise a leaf configured with
+//! [`SnpIssuer::with_leaf_certificate`] is sent (on GCP the VCEK comes from AMD's KDS by chip id and TCB —
+//! fetching it is the caller's business). Reports are requested for VMPL 0, where the guest kernel of
+//! these clouds runs.
+//!
+//! [`snp_document`] builds the same document from parts for tests.
 
 use super::QemuVtpmIssuer;
+pub use super::error::HwIssuerError;
+use super::sevguest::SnpGuestDevice;
 use attest_engine::crypto::default_provider;
-use attest_engine::variant::{Validator, Variant};
+use attest_engine::variant::{Validator, Variant, snp_vtpm_report_data};
 use attest_engine::x509::pem::certificates_from_pem_or_der;
+use attest_kds::{CertKind, CertTable};
 use attest_proto::attest::v1::{AttestationDocument, SnpEvidence};
-use core::fmt;
-use sev::firmware::guest::Firmware;
-use sev::firmware::host::{CertTableEntry, CertType};
-use std::sync::Mutex;
 
-/// The SEV-SNP guest device.
-pub const SEV_GUEST: &str = "/dev/sev-guest";
+pub use super::sevguest::SEV_GUEST;
 
-/// SNP_GET_REPORT message version used (1: the only one every kernel accepts).
-const MESSAGE_VERSION: u32 = 1;
-
-/// Why a hardware-backed issuer could not be made or could not issue.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum HwIssuerError {
-    /// The device (or the vTPM NV index) does not exist on this machine: not a confidential VM of this kind.
-    DeviceNotPresent {
-        /// The device path or NV index.
-        device: &'static str,
-    },
-    /// The device exists but a request to it failed.
-    Device {
-        /// What we were doing.
-        op: &'static str,
-        /// The device's or driver's error.
-        reason: String,
-    },
-    /// The variant is not one this issuer produces.
-    UnsupportedVariant(Variant),
-    /// No leaf certificate (VCEK/VLEK): the host's certificate table lacks it and none was configured.
-    MissingLeafCertificate {
-        /// Which key the variant needs ("VLEK" or "VCEK").
-        want: &'static str,
-    },
-    /// The TPM side failed.
-    Tpm(crate::tpm::Error),
-    /// The device returned something the engine cannot parse.
-    Engine(attest_engine::Error),
-}
-
-impl fmt::Display for HwIssuerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::DeviceNotPresent { device } => write!(f, "{device} not present"),
-            Self::Device { op, reason } => write!(f, "{op} failed: {reason}"),
-            Self::UnsupportedVariant(v) => write!(f, "this issuer does not produce {v} documents"),
-            Self::MissingLeafCertificate { want } => {
-                write!(f, "no {want}: the host's certificate table lacks it and none was configured")
-            }
-            Self::Tpm(e) => write!(f, "{e}"),
-            Self::Engine(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for HwIssuerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Tpm(e) => Some(e),
-            Self::Engine(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<crate::tpm::Error> for HwIssuerError {
-    fn from(e: crate::tpm::Error) -> Self {
-        Self::Tpm(e)
-    }
-}
-
-impl From<attest_engine::Error> for HwIssuerError {
-    fn from(e: attest_engine::Error) -> Self {
-        Self::Engine(e)
-    }
-}
+/// The VMPL reports are requested for (the guest kernel on AWS and GCP runs at VMPL 0).
+pub const REPORT_VMPL: u32 = 0;
 
 /// The certificates sent with an SNP report (DER); empty means "not sent".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -114,24 +51,31 @@ pub struct SnpCertificates {
 }
 
 impl SnpCertificates {
-    /// Picks the certificates from an extended report's certificate table: the leaf the variant needs
-    /// (`VLEK` for AWS, `VCEK` for GCP), the ASK (the table has no ASVK slot; AMD's ASK GUID carries whichever
-    /// intermediate the host put there) and the ARK. Entries may be DER or PEM.
-    pub fn from_cert_table(variant: Variant, table: &[CertTableEntry]) -> Result<Self, HwIssuerError> {
+    /// Picks the certificates from an extended report's certificate table (GHCB layout; empty: none): the
+    /// leaf the variant needs (`VLEK` for AWS, `VCEK` for GCP), the ASK (the table has no ASVK slot; AMD's ASK
+    /// GUID carries whichever intermediate the host put there) and the ARK. Entries may be DER or PEM.
+    pub fn from_cert_table(variant: Variant, table: &[u8]) -> Result<Self, HwIssuerError> {
         let want = leaf_type(variant)?;
-        let der = |ty: &CertType| -> Result<Vec<u8>, HwIssuerError> {
-            let Some(entry) = table.iter().find(|e| e.cert_type == *ty) else { return Ok(Vec::new()) };
-            let mut certs = certificates_from_pem_or_der(entry.data())?;
+        if table.is_empty() {
+            return Ok(Self::default());
+        }
+        let table = CertTable::parse(table).map_err(|e| HwIssuerError::Device {
+            op: "reading the extended report's certificate table",
+            reason: e.to_string(),
+        })?;
+        let der = |kind: CertKind| -> Result<Vec<u8>, HwIssuerError> {
+            let Some(data) = table.get(kind) else { return Ok(Vec::new()) };
+            let mut certs = certificates_from_pem_or_der(data)?;
             Ok(if certs.is_empty() { Vec::new() } else { certs.swap_remove(0) })
         };
-        Ok(Self { leaf: der(&want)?, intermediate: der(&CertType::ASK)?, root: der(&CertType::ARK)? })
+        Ok(Self { leaf: der(want)?, intermediate: der(CertKind::Ask)?, root: der(CertKind::Ark)? })
     }
 }
 
-fn leaf_type(variant: Variant) -> Result<CertType, HwIssuerError> {
+fn leaf_type(variant: Variant) -> Result<CertKind, HwIssuerError> {
     match variant {
-        Variant::AwsSevSnp => Ok(CertType::VLEK),
-        Variant::GcpSevSnp => Ok(CertType::VCEK),
+        Variant::AwsSevSnp => Ok(CertKind::Vlek),
+        Variant::GcpSevSnp => Ok(CertKind::Vcek),
         v => Err(HwIssuerError::UnsupportedVariant(v)),
     }
 }
@@ -140,11 +84,10 @@ fn leaf_name(variant: Variant) -> &'static str {
     if variant == Variant::AwsSevSnp { "VLEK" } else { "VCEK" }
 }
 
-/// REPORT_DATA for an AK: SHA-512 of its TPM2B_PUBLIC ([`Validator::ak_binding`]).
-pub fn report_data(ak_tpm2b_public: &[u8]) -> [u8; 64] {
-    let mut out = [0u8; 64];
-    out.copy_from_slice(Validator::ak_binding(default_provider(), ak_tpm2b_public).as_bytes());
-    out
+/// REPORT_DATA of one attestation: the AK (TPM2B_PUBLIC) and the quote's nonce
+/// ([`snp_vtpm_report_data`], with `quote_nonce` = [`Validator::quote_nonce`]).
+pub fn report_data(ak_tpm2b_public: &[u8], quote_nonce: &[u8; 32]) -> [u8; 64] {
+    snp_vtpm_report_data(default_provider(), ak_tpm2b_public, quote_nonce)
 }
 
 /// Turns a `qemu-vtpm` document (the TPM evidence) into an `aws-sev-snp` / `gcp-sev-snp` document with the
@@ -173,27 +116,22 @@ pub fn snp_document(
     Ok(tpm_doc)
 }
 
-/// Issues `aws-sev-snp` or `gcp-sev-snp` documents: SNP reports from `/dev/sev-guest`, quotes from a TPM.
+/// Issues `aws-sev-snp` or `gcp-sev-snp` documents: a fresh SNP report per attestation from the guest
+/// device, quotes from a TPM.
 #[derive(Debug)]
 pub struct SnpIssuer {
     variant: Variant,
-    firmware: Mutex<Firmware>,
+    device: SnpGuestDevice,
     tpm: QemuVtpmIssuer,
     leaf: Vec<u8>,
-    report_data: [u8; 64],
 }
 
 impl SnpIssuer {
-    /// Opens `/dev/sev-guest` for `variant` (`aws-sev-snp` or `gcp-sev-snp`); the quotes come from `tpm`,
-    /// whose AK the reports bind. [`HwIssuerError::DeviceNotPresent`] when the device does not exist.
-    pub fn new(variant: Variant, tpm: QemuVtpmIssuer) -> Result<Self, HwIssuerError> {
+    /// An issuer for `variant` (`aws-sev-snp` or `gcp-sev-snp`) over an opened guest `device`; the quotes
+    /// come from `tpm`, whose AK each report binds.
+    pub fn new(variant: Variant, tpm: QemuVtpmIssuer, device: SnpGuestDevice) -> Result<Self, HwIssuerError> {
         leaf_type(variant)?;
-        let firmware = Firmware::open().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => HwIssuerError::DeviceNotPresent { device: SEV_GUEST },
-            _ => HwIssuerError::Device { op: "opening /dev/sev-guest", reason: e.to_string() },
-        })?;
-        let report_data = report_data(tpm.attestation_key().tpm2b_public());
-        Ok(Self { variant, firmware: Mutex::new(firmware), tpm, leaf: Vec::new(), report_data })
+        Ok(Self { variant, device, tpm, leaf: Vec::new() })
     }
 
     /// Sends this leaf (DER or PEM; VLEK for AWS, VCEK for GCP) when the host's certificate table has none.
@@ -211,38 +149,41 @@ impl SnpIssuer {
         self.variant
     }
 
+    /// The guest device.
+    pub fn device(&self) -> &SnpGuestDevice {
+        &self.device
+    }
+
     /// The TPM issuer (its AK is the one the reports bind).
     pub fn tpm_issuer(&self) -> &QemuVtpmIssuer {
         &self.tpm
     }
 
-    /// An extended SNP report binding the AK (REPORT_DATA = SHA-512(TPM2B_PUBLIC)), with the certificates
-    /// from the host's table (the configured leaf when the table has none).
-    pub fn report(&self) -> Result<(Vec<u8>, SnpCertificates), HwIssuerError> {
-        let mut fw = self.firmware.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (report, table) = fw
-            .get_ext_report(Some(MESSAGE_VERSION), Some(self.report_data), None)
-            .map_err(|e| HwIssuerError::Device { op: "SNP_GET_EXT_REPORT", reason: e.to_string() })?;
-        drop(fw);
-        let mut certs = SnpCertificates::from_cert_table(self.variant, table.as_deref().unwrap_or_default())?;
+    /// A fresh extended SNP report for one attestation (REPORT_DATA = [`report_data`] of the AK and
+    /// `quote_nonce`), with the certificates from the host's table (the configured leaf when the table has
+    /// none).
+    pub fn report(&self, quote_nonce: &[u8; 32]) -> Result<(Vec<u8>, SnpCertificates), HwIssuerError> {
+        let data = report_data(self.tpm.attestation_key().tpm2b_public(), quote_nonce);
+        let (report, table) = self.device.ext_report(&data, REPORT_VMPL)?;
+        let mut certs = SnpCertificates::from_cert_table(self.variant, &table)?;
         if certs.leaf.is_empty() {
             certs.leaf.clone_from(&self.leaf);
         }
-        // Catch a malformed report here rather than at the verifier.
-        attest_engine::snp::Report::parse(&report)?;
         Ok((report, certs))
     }
 
-    /// Issues a document for the verifier's `nonce`, binding `user_data` and `instance_info` (as the
-    /// `qemu-vtpm` issuer does) and adding a fresh SNP report.
+    /// Issues a document for the verifier's `nonce`, binding `user_data` and `instance_info`: a quote whose
+    /// extraData is the quote nonce and a fresh SNP report binding the AK and that same quote nonce.
     pub fn issue(
         &self,
         nonce: &[u8],
         user_data: &[u8],
         instance_info: &[u8],
     ) -> Result<AttestationDocument, HwIssuerError> {
+        let quote_nonce = Validator::quote_nonce(default_provider(), instance_info, user_data, nonce);
+        let (report, certs) = self.report(&quote_nonce)?;
+        // The qemu-vtpm issuer quotes with extraData = Validator::quote_nonce of the same inputs.
         let tpm_doc = self.tpm.issue(nonce, user_data, instance_info)?;
-        let (report, certs) = self.report()?;
         snp_document(self.variant, tpm_doc, report, certs)
     }
 }

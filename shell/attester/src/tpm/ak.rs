@@ -15,7 +15,6 @@
 use super::device::{PcrMask, Quote, Tpm};
 use super::{Error, tpm_error, tpm2b};
 use tss_esapi::attributes::ObjectAttributesBuilder;
-use tss_esapi::constants::CapabilityType;
 use tss_esapi::handles::{KeyHandle, ObjectHandle, PersistentTpmHandle, TpmHandle};
 use tss_esapi::interface_types::algorithm::{HashingAlgorithm, PublicAlgorithm};
 use tss_esapi::interface_types::dynamic_handles::Persistent;
@@ -24,11 +23,22 @@ use tss_esapi::interface_types::key_bits::RsaKeyBits;
 use tss_esapi::interface_types::resource_handles::{Hierarchy, Provision};
 use tss_esapi::interface_types::session_handles::AuthSession;
 use tss_esapi::structures::{
-    CapabilityData, EccPoint, EccScheme, HashScheme, KeyDerivationFunctionScheme, Public, PublicBuilder,
-    PublicEccParametersBuilder, PublicKeyRsa, PublicRsaParametersBuilder, RsaExponent, RsaScheme,
-    SymmetricDefinitionObject,
+    EccPoint, EccScheme, HashScheme, KeyDerivationFunctionScheme, Public, PublicBuilder, PublicEccParametersBuilder,
+    PublicKeyRsa, PublicRsaParametersBuilder, RsaExponent, RsaScheme, SymmetricDefinitionObject,
 };
 use tss_esapi::traits::Marshall;
+
+/// A quote and the SHA-256 values of the PCRs it covers ([`Tpm::consistent_quote`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuotedPcrs {
+    /// The quote.
+    pub quote: Quote,
+    /// (index, SHA-256 value) of every quoted PCR, ascending.
+    pub values: Vec<(u8, [u8; 32])>,
+}
+
+/// How often [`Tpm::consistent_quote`] quotes before giving up on PCRs that keep changing under it.
+pub const MAX_QUOTE_ATTEMPTS: usize = 3;
 
 /// The default persistent handle of the AK (owner range 0x81000000–0x817FFFFF; 0x81000001/2 are commonly
 /// taken by storage primaries, 0x81010001 by the EK).
@@ -74,9 +84,16 @@ pub struct AttestationKey {
     config: AkConfig,
     tpm2b_public: Vec<u8>,
     name: Vec<u8>,
+    /// A template of someone else's (GCE's, from NV) that transient storage re-creates the key from, in place
+    /// of ours.
+    template: Option<Vec<u8>>,
 }
 
 impl AttestationKey {
+    pub(super) fn new(config: AkConfig, tpm2b_public: Vec<u8>, name: Vec<u8>, template: Option<Vec<u8>>) -> Self {
+        Self { config, tpm2b_public, name, template }
+    }
+
     /// TPM2B_PUBLIC of the AK (what documents carry and registries key on, via SHA-256 of its TPMT_PUBLIC).
     pub fn tpm2b_public(&self) -> &[u8] {
         &self.tpm2b_public
@@ -145,6 +162,13 @@ fn ak_template(alg: AkAlgorithm) -> Result<Public, Error> {
     builder.build().map_err(tpm_error("building the AK template"))
 }
 
+/// This crate's AK template for `alg`, marshalled (TPMT_PUBLIC with an empty unique field): what a simulated
+/// GCE vTPM stores as "Google's" AK template (GCE's own templates are restricted signing keys of the same
+/// two types).
+pub fn ak_template_bytes(alg: AkAlgorithm) -> Result<Vec<u8>, Error> {
+    ak_template(alg)?.marshall().map_err(tpm_error("marshalling the AK template"))
+}
+
 impl Tpm {
     /// Obtains the AK: finds it at its persistent handle, or creates it there, or (transient storage)
     /// creates it once to learn its public area and flushes it.
@@ -158,7 +182,7 @@ impl Tpm {
         match config.storage {
             AkStorage::Transient => {
                 let (tpm2b_public, name) = self.with_created_ak(config, |ctx, h| read_ak_public(ctx, h.into()))?;
-                Ok(AttestationKey { config, tpm2b_public, name })
+                Ok(AttestationKey { config, tpm2b_public, name, template: None })
             }
             AkStorage::Persistent(handle) => {
                 let persistent = PersistentTpmHandle::new(handle)
@@ -171,7 +195,7 @@ impl Tpm {
                         }
                         read_ak_public(ctx, h)
                     })?;
-                    return Ok(AttestationKey { config, tpm2b_public, name });
+                    return Ok(AttestationKey { config, tpm2b_public, name, template: None });
                 }
                 let (tpm2b_public, name) = self.with_created_ak(config, |ctx, h| {
                     let out = read_ak_public(ctx, h.into())?;
@@ -183,7 +207,7 @@ impl Tpm {
                     ctx.tr_close(&mut new).map_err(tpm_error("closing the persistent AK handle"))?;
                     Ok(out)
                 })?;
-                Ok(AttestationKey { config, tpm2b_public, name })
+                Ok(AttestationKey { config, tpm2b_public, name, template: None })
             }
         }
     }
@@ -213,6 +237,34 @@ impl Tpm {
         self.with_ak(ak, |tpm, h| tpm.quote_with(h, mask, extra_data))
     }
 
+    /// A quote with `ak` over the SHA-256 PCRs in `mask` and those PCRs' values, which hash to the quote's
+    /// pcrDigest. The values are read *after* the quote (TPM2_PCR_Read is a second command), so a PCR
+    /// extended in between would produce a pair the verifier rejects with PcrDigestMismatch; on a mismatch
+    /// this quotes again, at most [`MAX_QUOTE_ATTEMPTS`] times. The values come in `mask` order.
+    pub fn consistent_quote(
+        &mut self,
+        ak: &AttestationKey,
+        mask: PcrMask,
+        extra_data: &[u8],
+    ) -> Result<QuotedPcrs, Error> {
+        use attest_engine::crypto::{HashAlgorithm, default_provider};
+        for _ in 0..MAX_QUOTE_ATTEMPTS {
+            let quote = self.quote(ak, mask, extra_data)?;
+            let read = self.read_pcrs(mask)?;
+            let values = mask
+                .indices()
+                .map(|i| read.get(i).map(|v| (i, *v)))
+                .collect::<Option<Vec<_>>>()
+                .ok_or(Error::UnexpectedTpmOutput { what: "a selected SHA-256 PCR was not read" })?;
+            let refs: Vec<&[u8]> = values.iter().map(|(_, v)| &v[..]).collect();
+            let digest = default_provider().digests.digest(HashAlgorithm::Sha256, &refs);
+            if digest.as_bytes() == attest_engine::tpm::Attest::parse(&quote.attest)?.pcr_digest() {
+                return Ok(QuotedPcrs { quote, values });
+            }
+        }
+        Err(Error::UnexpectedTpmOutput { what: "PCRs changed between every quote and the PCR read that followed it" })
+    }
+
     /// Runs `f` with the AK's handle: the persistent one, or a freshly created (and afterwards flushed) one.
     pub(super) fn with_ak<T>(
         &mut self,
@@ -238,7 +290,13 @@ impl Tpm {
                 f(self, object)
             }
             AkStorage::Transient => {
-                let template = ak_template(ak.config.algorithm)?;
+                let template = match &ak.template {
+                    Some(bytes) => {
+                        use tss_esapi::traits::UnMarshall as _;
+                        Public::unmarshall(bytes).map_err(tpm_error("unmarshalling the AK template"))?
+                    }
+                    None => ak_template(ak.config.algorithm)?,
+                };
                 let created = self
                     .ctx
                     .execute_with_session(Some(AuthSession::Password), |ctx| {
@@ -297,19 +355,12 @@ impl Tpm {
 
     /// Whether a persistent object exists at `handle` (TPM2_GetCapability(TPM_CAP_HANDLES)).
     pub fn persistent_exists(&mut self, handle: u32) -> Result<bool, Error> {
-        let (data, _) = self
-            .ctx
-            .execute_without_session(|ctx| ctx.get_capability(CapabilityType::Handles, handle, 1))
-            .map_err(tpm_error("TPM2_GetCapability (handles)"))?;
-        match data {
-            CapabilityData::Handles(list) => Ok(list.iter().any(|h| u32::from(*h) == handle)),
-            _ => Err(Error::UnexpectedTpmOutput { what: "TPM2_GetCapability returned another capability" }),
-        }
+        self.handle_exists(handle)
     }
 }
 
 /// Reads the AK's public area and Name, and checks that the Name hashes the marshalled TPMT_PUBLIC.
-fn read_ak_public(ctx: &mut tss_esapi::Context, handle: ObjectHandle) -> Result<(Vec<u8>, Vec<u8>), Error> {
+pub(super) fn read_ak_public(ctx: &mut tss_esapi::Context, handle: ObjectHandle) -> Result<(Vec<u8>, Vec<u8>), Error> {
     let (public, name, _) = ctx.read_public(handle.into()).map_err(tpm_error("TPM2_ReadPublic (AK)"))?;
     let tpmt = public.marshall().map_err(tpm_error("marshalling TPMT_PUBLIC"))?;
     super::check_name(&tpmt, name.value())?;

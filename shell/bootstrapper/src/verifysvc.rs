@@ -1,0 +1,307 @@
+//! The verify service: every node serves its attestation, for a caller's nonce, for as long as the
+//! bootstrapper runs (Constellation's verification service; `docs/ARCHITECTURE.md`, "Node lifecycle").
+//!
+//! | | where (default) | request | answer |
+//! |---|---|---|---|
+//! | gRPC (h2c) | `0.0.0.0:`[`DEFAULT_VERIFY_GRPC_PORT`] | `verify.API/GetAttestation{nonce}` | `{attestation}`: an encoded `AttestationDocument` |
+//! | HTTP/1.1 | `0.0.0.0:`[`DEFAULT_VERIFY_HTTP_PORT`] | `GET /?nonce=<base64 of 32 bytes>` (standard or URL-safe alphabet, padding optional) | `200 {"attestation":"<base64>"}` (JSON) |
+//!
+//! No TLS: the document is the proof. Its quote covers the caller's nonce (freshness) and user data =
+//! SHA-256([`attest_proto::VERIFY_USER_DATA_CONTEXT`]), a constant of this service, so a document fetched
+//! here can never stand in for an aTLS handshake's (whose user data is a certificate key's hash). The
+//! caller (`attest verify --service grpc|http`) checks the AK, the PCRs against its measurements, and with
+//! `--cluster-id` PCR 15 against the cluster id.
+//!
+//! Every request costs a TPM quote, serialized on the node's one TPM connection; at most
+//! [`MAX_VERIFY_CONNECTIONS`] HTTP connections are served at once, and a nonce must be exactly
+//! [`attest_atls::nonce::NONCE_LEN`] bytes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::Full;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+use attest_atls::AttestationIssuer;
+use attest_atls::nonce::{NONCE_LEN, Nonce};
+use attest_grpc::{Request, Response, Router, Server, ServerConfig, Service, Status};
+use attest_proto::paths;
+use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
+
+/// Constellation's verification service gRPC port.
+pub const DEFAULT_VERIFY_GRPC_PORT: u16 = 30081;
+/// Constellation's verification service HTTP port.
+pub const DEFAULT_VERIFY_HTTP_PORT: u16 = 30080;
+/// HTTP connections served at once (each request costs a TPM quote).
+pub const MAX_VERIFY_CONNECTIONS: usize = 64;
+/// Time a client has to send its request headers.
+pub const VERIFY_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest `nonce` query value accepted, in bytes (44 = base64 of 32 bytes with padding; room for percent-escapes).
+pub const MAX_NONCE_PARAM_LENGTH: usize = 160;
+
+/// SHA-256 of [`attest_proto::VERIFY_USER_DATA_CONTEXT`]: the user data of every verify-service document.
+pub fn verify_user_data() -> [u8; 32] {
+    openssl::sha::sha256(attest_proto::VERIFY_USER_DATA_CONTEXT)
+}
+
+/// The node's attestation for `nonce`, from `issuer` (a TPM quote, on a blocking thread).
+async fn attest(issuer: &Arc<dyn AttestationIssuer>, nonce: &[u8]) -> Result<Vec<u8>, Status> {
+    let nonce: Nonce =
+        nonce.try_into().map_err(|_| Status::invalid_argument(format!("nonce must be exactly {NONCE_LEN} bytes")))?;
+    let issuer = Arc::clone(issuer);
+    tokio::task::spawn_blocking(move || issuer.issue(&nonce, &verify_user_data()))
+        .await
+        .map_err(|_| Status::internal("attestation task failed"))?
+        .map_err(|e| {
+            tracing::error!(error = %e, "verify: cannot attest");
+            Status::internal(format!("cannot attest: {e}"))
+        })
+}
+
+/// `verify.API` on a node.
+#[derive(Debug)]
+pub struct VerifyService {
+    issuer: Arc<dyn AttestationIssuer>,
+}
+
+impl VerifyService {
+    /// The service attesting with `issuer`.
+    pub fn new(issuer: Arc<dyn AttestationIssuer>) -> VerifyService {
+        VerifyService { issuer }
+    }
+
+    /// `verify.API/GetAttestation`.
+    pub async fn get_attestation(
+        &self,
+        request: Request<GetAttestationRequest>,
+    ) -> Result<Response<GetAttestationResponse>, Status> {
+        let attestation = attest(&self.issuer, &request.message.nonce).await?;
+        Ok(Response::new(GetAttestationResponse { attestation }))
+    }
+}
+
+impl Service for VerifyService {
+    fn register(self: Arc<Self>, router: &mut Router) {
+        router.unary(paths::VERIFY_GET_ATTESTATION, move |request: Request<GetAttestationRequest>| {
+            let this = Arc::clone(&self);
+            async move { this.get_attestation(request).await }
+        });
+    }
+}
+
+/// The `nonce` query parameter of `query`, decoded.
+pub fn nonce_param(query: Option<&str>) -> Result<Vec<u8>, String> {
+    let value = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("nonce="))
+        .ok_or("missing ?nonce=<base64 of 32 bytes>")?;
+    if value.len() > MAX_NONCE_PARAM_LENGTH {
+        return Err("nonce parameter too long".into());
+    }
+    // Percent-encoded '+', '/', '=' of the standard alphabet, as a browser or curl --data-urlencode sends them.
+    let value = value.replace("%2B", "+").replace("%2b", "+").replace("%2F", "/").replace("%2f", "/");
+    let value = value.replace("%3D", "").replace("%3d", "");
+    let trimmed = value.trim_end_matches('=');
+    let engine = if trimmed.contains(['-', '_']) {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+    } else {
+        base64::engine::general_purpose::STANDARD_NO_PAD
+    };
+    engine.decode(trimmed).map_err(|_| "nonce is not base64".to_owned())
+}
+
+async fn respond_http<B>(issuer: Arc<dyn AttestationIssuer>, req: http::Request<B>) -> http::Response<Full<Bytes>> {
+    let reply = |status: http::StatusCode, body: serde_json::Value| {
+        let mut r = http::Response::new(Full::new(Bytes::from(body.to_string())));
+        *r.status_mut() = status;
+        r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+        r
+    };
+    if req.method() != http::Method::GET {
+        return reply(http::StatusCode::METHOD_NOT_ALLOWED, serde_json::json!({"error": "GET only"}));
+    }
+    if req.uri().path() != "/" {
+        return reply(http::StatusCode::NOT_FOUND, serde_json::json!({"error": "not found; try /?nonce="}));
+    }
+    let nonce = match nonce_param(req.uri().query()) {
+        Ok(n) => n,
+        Err(e) => return reply(http::StatusCode::BAD_REQUEST, serde_json::json!({"error": e})),
+    };
+    match attest(&issuer, &nonce).await {
+        Ok(doc) => reply(
+            http::StatusCode::OK,
+            serde_json::json!({"attestation": base64::engine::general_purpose::STANDARD.encode(doc)}),
+        ),
+        Err(s) if s.code == attest_grpc::Code::InvalidArgument => {
+            reply(http::StatusCode::BAD_REQUEST, serde_json::json!({"error": s.message}))
+        }
+        Err(s) => reply(http::StatusCode::INTERNAL_SERVER_ERROR, serde_json::json!({"error": s.message})),
+    }
+}
+
+/// The running verify service (gRPC and/or HTTP).
+#[derive(Debug)]
+pub struct VerifyServers {
+    grpc: Option<Server>,
+    http_stop: Option<watch::Sender<bool>>,
+    http_task: Option<tokio::task::JoinHandle<()>>,
+    /// The gRPC address, if served.
+    pub grpc_addr: Option<SocketAddr>,
+    /// The HTTP address, if served.
+    pub http_addr: Option<SocketAddr>,
+}
+
+impl VerifyServers {
+    /// Stops both (in-flight gRPC calls get `grace`).
+    pub async fn shutdown(self, grace: Duration) {
+        if let Some(s) = &self.grpc {
+            let _ = s.shutdown(grace).await;
+        }
+        if let Some(stop) = self.http_stop {
+            let _ = stop.send(true);
+        }
+        if let Some(t) = self.http_task {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Serves the verify service for `issuer` on the given listeners (either may be absent).
+pub fn serve_verify(
+    issuer: Arc<dyn AttestationIssuer>,
+    grpc: Option<TcpListener>,
+    http: Option<TcpListener>,
+) -> std::io::Result<VerifyServers> {
+    let mut out = VerifyServers { grpc: None, http_stop: None, http_task: None, grpc_addr: None, http_addr: None };
+    if let Some(listener) = grpc {
+        let mut router = Router::new();
+        router.add_service(Arc::new(VerifyService::new(Arc::clone(&issuer))));
+        let server = Server::new(router, ServerConfig::default());
+        out.grpc_addr = Some(server.serve(listener)?);
+        out.grpc = Some(server);
+    }
+    if let Some(listener) = http {
+        out.http_addr = Some(listener.local_addr()?);
+        let (stop, mut stopped) = watch::channel(false);
+        let permits = Arc::new(Semaphore::new(MAX_VERIFY_CONNECTIONS));
+        out.http_task = Some(tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    r = listener.accept() => r,
+                    _ = stopped.wait_for(|s| *s) => return,
+                };
+                let Ok((tcp, _)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    continue; // over the connection limit: close at once
+                };
+                let issuer = Arc::clone(&issuer);
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    let service = hyper::service::service_fn(move |req| {
+                        let issuer = Arc::clone(&issuer);
+                        async move { Ok::<_, std::convert::Infallible>(respond_http(issuer, req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(VERIFY_HEADER_TIMEOUT)
+                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                        .await;
+                });
+            }
+        }));
+        out.http_stop = Some(stop);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonce_parameter() {
+        let n = [0xfbu8; 32];
+        let std = base64::engine::general_purpose::STANDARD.encode(n);
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(n);
+        assert_eq!(nonce_param(Some(&format!("nonce={std}"))).unwrap(), n);
+        assert_eq!(nonce_param(Some(&format!("a=b&nonce={url}"))).unwrap(), n);
+        let escaped = std.replace('+', "%2B").replace('/', "%2F").replace('=', "%3D");
+        assert_eq!(nonce_param(Some(&format!("nonce={escaped}"))).unwrap(), n);
+        assert!(nonce_param(None).is_err());
+        assert!(nonce_param(Some("nonce=***")).is_err());
+        assert!(nonce_param(Some(&format!("nonce={}", "A".repeat(MAX_NONCE_PARAM_LENGTH + 1)))).is_err());
+    }
+
+    /// A stand-in issuer: returns the nonce and user data it was asked for.
+    #[derive(Debug)]
+    struct Echo;
+    impl AttestationIssuer for Echo {
+        fn oid(&self) -> &'static str {
+            "1.2.3"
+        }
+        fn issue(&self, nonce: &Nonce, user_data: &[u8; 32]) -> Result<Vec<u8>, attest_atls::BoxError> {
+            Ok([&nonce[..], &user_data[..]].concat())
+        }
+    }
+
+    #[tokio::test]
+    async fn grpc_and_http_serve_the_issuers_document_for_the_callers_nonce() {
+        let g = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let h = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let servers = serve_verify(Arc::new(Echo), Some(g), Some(h)).unwrap();
+        let nonce = [7u8; 32];
+        let channel = attest_grpc::Channel::connect(servers.grpc_addr.unwrap(), attest_grpc::ChannelConfig::default())
+            .await
+            .unwrap();
+        let r = channel
+            .unary::<_, GetAttestationResponse>(
+                paths::VERIFY_GET_ATTESTATION,
+                GetAttestationRequest { nonce: nonce.to_vec() },
+                attest_grpc::Metadata::new(),
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.message.attestation, [&nonce[..], &verify_user_data()[..]].concat());
+        let short = channel
+            .unary::<_, GetAttestationResponse>(
+                paths::VERIFY_GET_ATTESTATION,
+                GetAttestationRequest { nonce: vec![1; 8] },
+                attest_grpc::Metadata::new(),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(short.code, attest_grpc::Code::InvalidArgument);
+
+        // HTTP, as curl would ask.
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let http_addr = servers.http_addr.unwrap();
+        let get = |query: String| async move {
+            let mut tcp = tokio::net::TcpStream::connect(http_addr).await.unwrap();
+            tcp.write_all(format!("GET /{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut out = String::new();
+            tcp.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        let ok = get(format!("?nonce={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(nonce))).await;
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        let body: serde_json::Value = serde_json::from_str(ok.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        let doc = base64::engine::general_purpose::STANDARD.decode(body["attestation"].as_str().unwrap()).unwrap();
+        assert_eq!(doc, [&nonce[..], &verify_user_data()[..]].concat());
+        assert!(get("?nonce=AAAA".into()).await.starts_with("HTTP/1.1 400"));
+        assert!(get(String::new()).await.starts_with("HTTP/1.1 400"));
+        assert!(get("metrics".into()).await.starts_with("HTTP/1.1 404"));
+        servers.shutdown(Duration::from_secs(1)).await;
+    }
+}

@@ -1,0 +1,224 @@
+//! `attest verify --service grpc|http` and `--cluster-id`: remote attestation of a running node through its
+//! verify service (`verify.API/GetAttestation` over h2c, or `GET /?nonce=` over HTTP/1.1), and the check
+//! that the node belongs to a given cluster.
+//!
+//! ```text
+//!  nonce ← 32 random bytes
+//!  grpc: GetAttestation{nonce} ─▶ {attestation}      http: GET /?nonce=<base64url> ─▶ {"attestation": base64}
+//!  validate (qemu-vtpm): AK from the registry, quote signature, extraData = f(nonce, user data),
+//!            PCRs against the measurements (+ PCR 15 = SHA-256(0³² ‖ cluster id) with --cluster-id)
+//!  user data = SHA-256(VERIFY_USER_DATA_CONTEXT)  (a verify-service document, never an aTLS one)
+//! ```
+//!
+//! No TLS is needed: the document is the proof and the nonce makes it fresh; nothing secret is exchanged.
+//!
+//! # The cluster id
+//!
+//! The node lock extends PCR 15 once, from zero, with the 32-byte cluster id, so a node of cluster `C` has
+//! PCR 15 = SHA-256(0³² ‖ C). `--cluster-id` replaces whatever the measurements file expects of PCR 15 (the
+//! default join measurements expect 0: a node not yet bound to any cluster) by that value, enforced.
+
+use super::node::{self, CONNECT_TIMEOUT, RecordingValidator, reason};
+pub use super::node::{cluster_pcr15, with_cluster_id};
+use super::{Status, UsageError};
+use attest_atls::AttestationValidator;
+#[cfg(test)]
+use attest_engine::variant::{PcrExpectation, PcrPolicy};
+use attest_grpc::{Channel, ChannelConfig, Metadata};
+use attest_proto::paths;
+use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
+use base64::Engine;
+use std::net::SocketAddr;
+
+/// Largest HTTP response read from a verify service, in bytes (a document is a few KiB).
+pub const MAX_VERIFY_RESPONSE_SIZE: usize = 1024 * 1024;
+
+/// How `attest verify` reaches the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum VerifyVia {
+    /// An aTLS handshake with any aTLS endpoint of the node (init server, recovery endpoint).
+    Atls,
+    /// The node's verify service, gRPC (verify.API/GetAttestation; port 30081 in a cluster).
+    Grpc,
+    /// The node's verify service, plain HTTP (GET /?nonce=; port 30080 in a cluster).
+    Http,
+}
+
+/// Parses `--cluster-id` (64 hex digits).
+pub fn parse_cluster_id(text: &str) -> Result<[u8; 32], UsageError> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(text.trim(), &mut out)
+        .map_err(|_| UsageError::new("--cluster-id: expected 64 hex digits (the cluster id `attest init` printed)"))?;
+    Ok(out)
+}
+
+/// The node's document for `nonce` from its verify service at `addr`.
+pub async fn fetch(addr: SocketAddr, via: VerifyVia, nonce: &[u8; 32]) -> Result<Vec<u8>, String> {
+    match via {
+        VerifyVia::Grpc => {
+            let config = ChannelConfig { connect_timeout: CONNECT_TIMEOUT, ..ChannelConfig::default() };
+            let channel = Channel::connect(addr, config).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
+            let r = channel
+                .unary::<_, GetAttestationResponse>(
+                    paths::VERIFY_GET_ATTESTATION,
+                    GetAttestationRequest { nonce: nonce.to_vec() },
+                    Metadata::new(),
+                    Some(CONNECT_TIMEOUT),
+                )
+                .await
+                .map_err(|s| format!("GetAttestation: {s}"))?;
+            Ok(r.message.attestation)
+        }
+        VerifyVia::Http => tokio::time::timeout(CONNECT_TIMEOUT, http_get(addr, nonce))
+            .await
+            .map_err(|_| format!("{addr}: timed out"))?,
+        VerifyVia::Atls => Err("the aTLS path does not fetch a document".into()),
+    }
+}
+
+/// `GET /?nonce=` with HTTP/1.1, `Connection: close`; the body read to EOF (at most
+/// [`MAX_VERIFY_RESPONSE_SIZE`]).
+async fn http_get(addr: SocketAddr, nonce: &[u8; 32]) -> Result<Vec<u8>, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
+    let q = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(nonce);
+    tcp.write_all(format!("GET /?nonce={q} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut raw = Vec::new();
+    (&mut tcp)
+        .take(MAX_VERIFY_RESPONSE_SIZE as u64 + 1)
+        .read_to_end(&mut raw)
+        .await
+        .map_err(|e| format!("{addr}: {e}"))?;
+    if raw.len() > MAX_VERIFY_RESPONSE_SIZE {
+        return Err(format!("{addr}: response larger than {MAX_VERIFY_RESPONSE_SIZE} bytes"));
+    }
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("malformed HTTP response")?;
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let status = head.lines().next().unwrap_or_default();
+    let body: serde_json::Value =
+        serde_json::from_slice(&raw[split + 4..]).map_err(|_| format!("{status}: the body is not JSON"))?;
+    if !status.contains(" 200 ") {
+        return Err(format!("{status}: {}", body["error"].as_str().unwrap_or("")));
+    }
+    let doc = body["attestation"].as_str().ok_or("no \"attestation\" in the answer")?;
+    base64::engine::general_purpose::STANDARD.decode(doc).map_err(|_| "the attestation is not base64".to_owned())
+}
+
+/// Validates a verify-service document for `nonce`: the engine checks under `validator`, then the user data
+/// must be this service's constant. Returns an error text for the verdict.
+pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32]) -> Result<(), String> {
+    let user_data = validator.validate(document, nonce).map_err(|e| match e {
+        attest_atls::ValidationError::NonceMismatch => {
+            "the document is not for our nonce (stale or replayed)".to_owned()
+        }
+        attest_atls::ValidationError::Rejected(e) => reason(e.as_ref()),
+    })?;
+    let expected = openssl::sha::sha256(attest_proto::VERIFY_USER_DATA_CONTEXT);
+    if user_data != expected {
+        return Err("the document's user data is not the verify service's (a document made for another purpose)".into());
+    }
+    Ok(())
+}
+
+/// What the node proved, or (whether it answered with a document, why it is refused).
+pub type Verdict = Result<node::AttestationSummary, (bool, String)>;
+
+/// `attest verify --service grpc|http`: the verdict (printed by the caller) of the node at `addr`.
+pub fn verify_via_service(
+    addr: SocketAddr,
+    via: VerifyVia,
+    validator: node::NodeValidator,
+) -> Result<(Status, Verdict), UsageError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
+    let nonce = attest_atls::nonce::fresh().map_err(|e| UsageError::new(format!("nonce: {e}")))?;
+    let validator = RecordingValidator::for_node(validator);
+    let verdict = match rt.block_on(fetch(addr, via, &nonce)) {
+        Err(e) => Err((false, e)),
+        Ok(doc) => match validate(&validator, &doc, &nonce) {
+            Err(e) => Err((true, e)),
+            Ok(()) => validator.last().ok_or((true, "no attestation verified".to_owned())),
+        },
+    };
+    Ok((if verdict.is_ok() { Status::Accepted } else { Status::Rejected }, verdict))
+}
+
+/// Runs `attest verify --service grpc|http` and prints the verdict as `attest verify` does, with the
+/// cluster id checked (when given).
+#[allow(clippy::too_many_arguments)] // the verify command's inputs, each its own type
+pub fn run(
+    endpoint: &str,
+    via_service: VerifyVia,
+    json: bool,
+    addr: SocketAddr,
+    validator: node::NodeValidator,
+    trust: &attest_trust::Trust,
+    cluster_id: Option<&[u8; 32]>,
+    stdout: &mut dyn std::io::Write,
+) -> Result<Status, UsageError> {
+    let (status, verdict) = verify_via_service(addr, via_service, validator)?;
+    let via = match via_service {
+        VerifyVia::Grpc => "verify service (gRPC)",
+        VerifyVia::Http => "verify service (HTTP)",
+        VerifyVia::Atls => "aTLS",
+    };
+    let cluster = cluster_id.map(hex::encode);
+    match verdict {
+        Ok(summary) => {
+            if json {
+                let mut v = summary.to_json();
+                v["verified"] = serde_json::json!(true);
+                v["endpoint"] = serde_json::json!(endpoint);
+                v["via"] = serde_json::json!(via);
+                v["clusterId"] = serde_json::json!(cluster);
+                v["trust"] = trust.to_json();
+                let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                let _ = writeln!(stdout, "VERIFIED {endpoint} ({via})\n{}", summary.describe());
+                if let Some(c) = &cluster {
+                    let _ = writeln!(stdout, "cluster      {c} (PCR 15 ✓)");
+                }
+            }
+        }
+        Err((attested, why)) => {
+            let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
+            if json {
+                let v = serde_json::json!({"verified": false, "endpoint": endpoint, "via": via,
+                    "refused": attested, "error": why, "clusterId": cluster});
+                let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                let _ = writeln!(stdout, "{kind} {endpoint} ({via})");
+            }
+            eprintln!("attest: {kind}: {why}");
+        }
+    }
+    Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_id_replaces_the_pcr15_expectation() {
+        let zero = PcrExpectation { index: 15, expected: [0; 32], warn_only: false };
+        let nine = PcrExpectation { index: 9, expected: [9; 32], warn_only: false };
+        let policy = PcrPolicy { entries: vec![zero, nine] };
+        assert_eq!(with_cluster_id(policy.clone(), None), policy);
+        let id = [0xc1; 32];
+        let p = with_cluster_id(policy, Some(&id));
+        assert_eq!(p.entries.len(), 2);
+        assert_eq!(p.entries[0], nine);
+        assert_eq!(p.entries[1], PcrExpectation { index: 15, expected: cluster_pcr15(&id), warn_only: false });
+        // SHA-256(0^32 || id), computed independently.
+        let mut input = vec![0u8; 32];
+        input.extend_from_slice(&id);
+        assert_eq!(cluster_pcr15(&id), openssl::sha::sha256(&input));
+        assert!(parse_cluster_id("zz").is_err());
+        assert_eq!(parse_cluster_id(&hex::encode(id)).unwrap(), id);
+    }
+}

@@ -1,0 +1,32 @@
+//! # attest-hwsim
+//!
+//! **SIMULATED hardware, signed by TEST ROOTS.** Stand-ins for the confidential-computing hardware this
+//! machine does not have, so that the issuers, the services and the demo run end to end on every attestation
+//! variant — and the evidence they produce verifies only where a verifier was *built* to trust the test roots
+//! (cargo feature `dangerous-test-roots`; see `attest_kds::test_roots`).
+//!
+//! | simulated | how | what the issuer sees |
+//! |---|---|---|
+//! | SEV-SNP guest device ([`snp`]) | a process answering MSG_REPORT_REQ on a Unix socket with reports signed by a generated VCEK (or VLEK), chained to a generated ASK/ASVK and ARK | `sim:/path` instead of `/dev/sev-guest`: only the lowest transport differs (`attest_attester::issuer::sevguest`) |
+//! | Azure's paravisor ([`azure`]) | provisions a swtpm as Azure's paravisor provisions the vTPM: the AK persisted at 0x81000003, an HCL report at NV 0x01400001 whose SNP report (from the simulated device) binds runtime data carrying the AK as a JWK | a TPM with that NV index and key |
+//! | GCE's vTPM ([`gce`]) | an AK template and an AK certificate from a Google-like CA at Google's NV indices, plus a measured boot with its event log | a TPM with those NV indices |
+//!
+//! Everything it writes for verifiers goes into one **test-root directory** (`attest_kds::test_roots` names
+//! the files): the test ARK and ASK/ASVK, ARK-signed CRLs, and the Google-like root. [`attack`] holds the
+//! clients of the SNP attacks run against a live join service (a replayed report; a node whose VCEK the
+//! join service's CRL revokes).
+//!
+//! **May depend on:** everything an attester and a joining node use (engine, proto, attester with its
+//! `simulated-hardware` feature, aTLS, gRPC, the bootstrapper's ticket request), `attest-kds` for the
+//! test-root layout, and `attest-test-support`'s generators (a harness, like `hwtests`). **Must not be
+//! depended on** by any product crate.
+
+#![forbid(unsafe_code)]
+
+pub mod attack;
+pub mod azure;
+pub mod gce;
+pub mod snp;
+
+/// The line every simulator prints and every demo step repeats.
+pub const BANNER: &str = "SIMULATED hardware: evidence signed by TEST ROOTS (never trusted by release builds)";

@@ -1,0 +1,262 @@
+//! `attest-hwsim`: SIMULATED confidential-computing hardware for the demo and tests (crate docs).
+//!
+//! ```text
+//! attest-hwsim snp serve --dir DIR --socket PATH [--signer vcek|vlek] [--measurement HEX]
+//! attest-hwsim azure provision --tpm TCTI --snp-device sim:PATH
+//! attest-hwsim gce provision --tpm TCTI --dir DIR --instance NAME [--project ID] [--measure PCR=TEXT …]
+//!              --event-log-out FILE
+//! attest-hwsim attack replay-snp --join-service ADDR --variant aws-sev-snp|gcp-sev-snp --tpm TCTI
+//!              --snp-device sim:PATH [--node-name NAME]
+//! attest-hwsim attack join --join-service ADDR --variant V --tpm TCTI [--snp-device sim:PATH]
+//!              [--snp-leaf FILE] [--node-name NAME]
+//! ```
+//!
+//! `snp serve` prints `listening on PATH` once it answers, then runs until SIGTERM. The attack commands
+//! print one JSON object (`{"attack", "outcome": "refused"|"issued", "reason"?}`) and exit 0 when the
+//! attempt ran (whatever its outcome), 1 when it could not run. Every command says on stderr that the
+//! hardware is simulated.
+
+use attest_attester::issuer::gce::GceAkKind;
+use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice};
+use attest_attester::issuer::{QemuVtpmIssuer, SnpDeviceAddr, SnpGuestDevice, SnpIssuer};
+use attest_attester::tpm::{AkConfig, Tpm};
+use attest_engine::variant::Variant;
+use attest_hwsim::attack::{ReplayingIssuer, attempt_join};
+use attest_hwsim::snp::{DEFAULT_MEASUREMENT, SimulatedSnp, SnpServer};
+use attest_hwsim::{BANNER, azure, gce};
+use attest_test_support::SigningKeyKind;
+use attest_test_support::gce::InstanceSpec;
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser, Debug)]
+#[command(name = "attest-hwsim", version, about = "SIMULATED hardware (test roots) for the demo and tests")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// A simulated SEV-SNP guest device.
+    #[command(subcommand)]
+    Snp(SnpCommand),
+    /// A simulated Azure paravisor.
+    #[command(subcommand)]
+    Azure(AzureCommand),
+    /// A simulated GCE vTPM.
+    #[command(subcommand)]
+    Gce(GceCommand),
+    /// SNP attacks against a live join service.
+    #[command(subcommand)]
+    Attack(AttackCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum SnpCommand {
+    /// Generate a test PKI into DIR and answer report requests on SOCKET.
+    Serve {
+        /// The test-root directory (written).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The Unix socket to listen on.
+        #[arg(long)]
+        socket: PathBuf,
+        /// The report signer: a VCEK (GCP, Azure) or a VLEK (AWS).
+        #[arg(long, value_enum, default_value = "vcek")]
+        signer: Signer,
+        /// The simulated guest's launch MEASUREMENT (96 hex digits).
+        #[arg(long)]
+        measurement: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Signer {
+    Vcek,
+    Vlek,
+}
+
+#[derive(Subcommand, Debug)]
+enum AzureCommand {
+    /// Provision a TPM as Azure's paravisor does (AK at 0x81000003, HCL report at NV 0x01400001).
+    Provision {
+        /// The TPM (swtpm:host=127.0.0.1,port=N).
+        #[arg(long)]
+        tpm: String,
+        /// The simulated SEV-SNP device (sim:/path).
+        #[arg(long)]
+        snp_device: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum GceCommand {
+    /// Provision a TPM as a GCE vTPM (AK template and certificate at Google's NV indices) and boot it.
+    Provision {
+        /// The TPM.
+        #[arg(long)]
+        tpm: String,
+        /// The test-root directory (the CA is created there on first use).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The instance name the AK certificate names.
+        #[arg(long)]
+        instance: String,
+        /// The project id.
+        #[arg(long, default_value = "attest-demo")]
+        project: String,
+        /// Measure TEXT into PCR (an EV_IPL event), e.g. 9=kernel (repeatable).
+        #[arg(long = "measure", value_name = "PCR=TEXT")]
+        measure: Vec<String>,
+        /// Where the boot's event log is written.
+        #[arg(long)]
+        event_log_out: PathBuf,
+    },
+}
+
+/// The join service and the node an attack client plays.
+#[derive(clap::Args, Debug)]
+struct AttackTarget {
+    /// The join service (aTLS).
+    #[arg(long)]
+    join_service: SocketAddr,
+    /// The node's variant.
+    #[arg(long)]
+    variant: String,
+    /// The node's TPM (for the replay: the host's view of the node's vTPM).
+    #[arg(long)]
+    tpm: String,
+    /// The simulated SEV-SNP device.
+    #[arg(long)]
+    snp_device: Option<String>,
+    /// The node name in the CSR.
+    #[arg(long, default_value = "node-attack")]
+    node_name: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum AttackCommand {
+    /// Replay the SNP report of an earlier attestation next to a fresh quote (aws-sev-snp, gcp-sev-snp).
+    ReplaySnp {
+        #[command(flatten)]
+        target: AttackTarget,
+    },
+    /// One genuine join attempt (e.g. a node whose VCEK the join service's CRL revokes).
+    Join {
+        #[command(flatten)]
+        target: AttackTarget,
+        /// The VCEK/VLEK (Azure: the VCEK) when the device's table has none.
+        #[arg(long)]
+        snp_leaf: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    attest_util::init_service_logging(tracing::Level::WARN);
+    eprintln!("attest-hwsim: {BANNER}");
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("attest-hwsim: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn device(addr: &str) -> Result<SnpGuestDevice, String> {
+    let addr = SnpDeviceAddr::parse(addr)?;
+    SnpGuestDevice::open(&addr).map_err(|e| e.to_string())
+}
+
+fn run(command: Command) -> Result<(), String> {
+    match command {
+        Command::Snp(SnpCommand::Serve { dir, socket, signer, measurement }) => {
+            let measurement = match measurement {
+                None => DEFAULT_MEASUREMENT,
+                Some(h) => hex::decode(h.trim())
+                    .ok()
+                    .and_then(|b| <[u8; 48]>::try_from(b).ok())
+                    .ok_or("--measurement: expected 96 hex digits")?,
+            };
+            let kind = match signer {
+                Signer::Vcek => SigningKeyKind::Vcek,
+                Signer::Vlek => SigningKeyKind::Vlek,
+            };
+            let sim = SimulatedSnp::provision(&dir, kind, measurement).map_err(|e| e.to_string())?;
+            let server = SnpServer::start(sim, &socket).map_err(|e| e.to_string())?;
+            println!("listening on {}", server.socket().display());
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .map_err(|e| e.to_string())?;
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                Ok::<(), String>(())
+            })?;
+            eprintln!("attest-hwsim: answered {} report request(s)", server.served());
+            Ok(())
+        }
+        Command::Azure(AzureCommand::Provision { tpm, snp_device }) => {
+            let mut tpm = Tpm::open(&tpm).map_err(|e| e.to_string())?;
+            let provisioned = azure::provision(&mut tpm, &device(&snp_device)?).map_err(|e| e.to_string())?;
+            println!("{}", json!({"hcl_report_bytes": provisioned.hcl_report.len(), "ak_handle": "0x81000003"}));
+            Ok(())
+        }
+        Command::Gce(GceCommand::Provision { tpm, dir, instance, project, measure, event_log_out }) => {
+            let mut image = Vec::new();
+            for m in &measure {
+                let (pcr, text) = m.split_once('=').ok_or("--measure: expected PCR=TEXT")?;
+                let pcr: u8 = pcr.parse().map_err(|_| "--measure: PCR is a number")?;
+                image.push((pcr, text.as_bytes().to_vec()));
+            }
+            let mut tpm = Tpm::open(&tpm).map_err(|e| e.to_string())?;
+            let spec = InstanceSpec::new(&project, &instance);
+            let log = gce::provision(&mut tpm, &dir, &spec, GceAkKind::Ecc, &image).map_err(|e| e.to_string())?;
+            std::fs::write(&event_log_out, log).map_err(|e| format!("{}: {e}", event_log_out.display()))?;
+            println!("{}", json!({"instance": instance, "project": project, "ak": "ecc"}));
+            Ok(())
+        }
+        Command::Attack(AttackCommand::ReplaySnp { target }) => {
+            let variant = Variant::from_name(&target.variant).ok_or("--variant: unknown")?;
+            let tpm = Tpm::open(&target.tpm).map_err(|e| e.to_string())?;
+            let qemu = QemuVtpmIssuer::new(tpm, AkConfig::default()).map_err(|e| e.to_string())?;
+            let snp_device = target.snp_device.as_deref().ok_or("--snp-device is required")?;
+            let inner = SnpIssuer::new(variant, qemu, device(snp_device)?).map_err(|e| e.to_string())?;
+            let replaying =
+                ReplayingIssuer::record(inner, b"an earlier attestation's nonce").map_err(|e| e.to_string())?;
+            let outcome = block_on(attempt_join(target.join_service, Arc::new(replaying), &target.node_name))?;
+            let mut v = outcome.to_json();
+            v["attack"] = json!("replayed SNP report");
+            println!("{v}");
+            Ok(())
+        }
+        Command::Attack(AttackCommand::Join { target, snp_leaf }) => {
+            let variant = Variant::from_name(&target.variant).ok_or("--variant: unknown")?;
+            let mut config = HardwareConfig::new(&target.tpm);
+            if let Some(d) = &target.snp_device {
+                config.snp_device = SnpDeviceAddr::parse(d)?;
+            }
+            if let Some(leaf) = snp_leaf {
+                config.snp_leaf = Some(std::fs::read(&leaf).map_err(|e| format!("{}: {e}", leaf.display()))?);
+            }
+            let issuer = NodeIssuer::open(VariantChoice::Fixed(variant), &config).map_err(|e| e.to_string())?;
+            let outcome = block_on(attempt_join(target.join_service, Arc::new(issuer), &target.node_name))?;
+            let mut v = outcome.to_json();
+            v["attack"] = json!("join attempt");
+            println!("{v}");
+            Ok(())
+        }
+    }
+}
+
+fn block_on<T>(f: impl Future<Output = Result<T, String>>) -> Result<T, String> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?.block_on(f)
+}
