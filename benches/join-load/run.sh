@@ -7,7 +7,8 @@
 # `key-service` (mutual TLS) and `join-service` as processes on port 0 (addresses parsed from their `listening on`
 # lines) and runs `join-load run` against them:
 #
-#   (a) throughput/latency: 16 and 64 concurrent clients, JOINS joins each (default 5000; bound 300 s each);
+#   (a) throughput/latency: 16 and 64 concurrent clients, JOINS joins each (default 5000; bound 300 s each), after
+#       the floor benchmark (benches/benches/join_floor.rs), and each run's CPU per join as a multiple of it;
 #   (b) scaling: the join service pinned to 1 core vs 2 cores (`taskset`; the generator and the key service get the
 #       other core, resp. share both), its tokio workers 1 vs 2 (TOKIO_WORKER_THREADS, unpinned), and the
 #       validation path alone on 1 vs 2 threads (`join-load validate`);
@@ -239,6 +240,39 @@ for label in labels:
 PY
 }
 
+# The cryptographic floor of one join (benches/benches/join_floor.rs), measured in this run before the load:
+# the raw aws-lc-rs operations one join costs the join service, back to back (FLOOR=0 skips it and reuses the
+# last estimate under target/criterion, if any).
+floor_json=target/criterion/join_floor/all/new/estimates.json
+if { [ -z "$ONLY" ] || [ "$ONLY" = a ]; } && [ "${FLOOR:-1}" != 0 ]; then
+  log "floor: cargo bench -p attest-benches --bench join_floor (load $(load_avg))"
+  cargo bench -q -p attest-benches --bench join_floor -- 'join_floor/' --warm-up-time 1 --measurement-time 5 \
+    >"$out/floor.txt" 2>&1 || log "floor benchmark failed (see $out/floor.txt)"
+fi
+
+# floor_report LABEL…: each run's join-service CPU per join as a multiple of the floor.
+floor_report() {
+  [ -f "$floor_json" ] || { log "no floor estimate at $floor_json"; return 0; }
+  python3 - "$out" "$floor_json" "$@" <<'PY'
+import json, os, sys
+out, floor_path, labels = sys.argv[1], sys.argv[2], sys.argv[3:]
+base = os.path.dirname(os.path.dirname(floor_path))
+median = lambda path: json.load(open(path))["median"]["point_estimate"] / 1000.0
+floor = median(floor_path)
+parts = sorted(d for d in os.listdir(os.path.dirname(base)) if d != "all" and os.path.exists(os.path.join(os.path.dirname(base), d, "new", "estimates.json")))
+print(f"Floor (`join_floor/all`, raw aws-lc-rs, back to back): **{floor:.1f} µs** per join; parts (µs): " +
+      ", ".join(f"{p} {median(os.path.join(os.path.dirname(base), p, 'new', 'estimates.json')):.1f}" for p in parts))
+print()
+print("| run | join-service CPU µs/join | floor µs | ratio (goal ≤ 1.3) |")
+print("|---|---:|---:|---:|")
+for label in labels:
+    r = json.load(open(os.path.join(out, label + ".json")))
+    cpu = r["server_cpu_ms_per_join"] * 1000
+    print(f"| {label} | {cpu:.0f} | {floor:.1f} | {cpu / floor:.2f} |")
+print()
+PY
+}
+
 echo "# join-load $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, tokens on $TOKENS_BASE"
 echo
 
@@ -261,6 +295,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = a ]; then
   echo
   table a-c16 a-c64
   echo
+  floor_report a-c16 a-c64
 fi
 
 # ---- (b) scaling ---------------------------------------------------------------------------------------------

@@ -258,6 +258,16 @@ impl<'a> Certificate<'a> {
         AmdExtensions::from_cert(self)
     }
 
+    /// Verifies this certificate's signature over the TBSCertificate as received with `issuer`, the key of
+    /// its issuer — its own [`Certificate::public_key`] for a self-signed certificate (an aTLS peer's).
+    pub fn verify_signature_with(
+        &self,
+        provider: &crate::crypto::CryptoProvider,
+        issuer: &PublicKey<'_>,
+    ) -> Result<(), crate::crypto::CryptoError> {
+        self.signature_algorithm.verify(provider, issuer, self.tbs, self.signature)
+    }
+
     /// Whether this certificate's validity covers `time`.
     pub fn check_validity(&self, time: UnixTime, role: crate::error::CertRole) -> Result<(), Error> {
         if time < self.not_before {

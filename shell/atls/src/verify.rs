@@ -72,10 +72,11 @@ impl Verifier {
         let der = cert.to_der()?;
         let parsed = attest_engine::x509::Certificate::from_der(&der)
             .map_err(|e| Error::MalformedCertificate { reason: e.to_string() })?;
-        let key = cert.public_key()?;
-        if !cert.verify(&key).unwrap_or(false) {
-            return Err(Error::BadSelfSignature);
-        }
+        // The engine's provider (aws-lc-rs) over the received TBSCertificate: no OpenSSL key decoding or
+        // EVP fetch per handshake.
+        parsed
+            .verify_signature_with(attest_engine::crypto::default_provider(), &parsed.public_key())
+            .map_err(|_| Error::BadSelfSignature)?;
 
         let mut unknown = None;
         let mut found = None;
@@ -106,7 +107,7 @@ impl Verifier {
             });
         }
 
-        let spki_sha256 = openssl::sha::sha256(parsed.spki());
+        let spki_sha256 = attest_engine::crypto::default_provider().digests.sha256(parsed.spki());
         if self.memory().seen.contains(&spki_sha256) {
             return Err(Error::ReplayedCertificate { spki_sha256 });
         }

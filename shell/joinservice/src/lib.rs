@@ -139,6 +139,7 @@ pub struct JoinService {
     metrics: Arc<Metrics>,
     trust: Option<Arc<Trust>>,
     ssh_principal_domains: Vec<String>,
+    ssh_ca: ssh::SshCaCache,
 }
 
 /// What the log says about the peer: never the document itself.
@@ -240,7 +241,16 @@ impl JoinService {
         settings: TicketSettings,
         metrics: Arc<Metrics>,
     ) -> JoinService {
-        JoinService { keys, tokens, ca, settings, metrics, trust: None, ssh_principal_domains: Vec::new() }
+        JoinService {
+            keys,
+            tokens,
+            ca,
+            settings,
+            metrics,
+            trust: None,
+            ssh_principal_domains: Vec::new(),
+            ssh_ca: ssh::SshCaCache::default(),
+        }
     }
 
     /// Reports `trust` (measurements signature, launch pinning, revocation and every waiver) in each
@@ -443,7 +453,7 @@ impl JoinService {
             (d, s, h) => return Err(first_key_error(d, s, h)),
         };
         let kubelet_cert = self.ca.sign_kubelet(csr).map_err(JoinError::Csr)?;
-        let ssh_ca = SshCa::from_seed(&ssh_seed).map_err(JoinError::Ssh)?;
+        let ssh_ca = self.ssh_ca.get(&ssh_seed).map_err(JoinError::Ssh)?;
         let host_certificate = if m.host_public_key.is_empty() {
             Vec::new()
         } else {

@@ -103,6 +103,31 @@ impl std::fmt::Debug for SshCa {
     }
 }
 
+/// The SSH CA of the last seed the key service returned, prepared once: the seed is the same for every
+/// join of a cluster (derived from the master secret), so the Ed25519 key and its OpenSSL object are built
+/// once instead of per ticket. A different seed (a new master secret) replaces it.
+#[derive(Debug, Default)]
+pub struct SshCaCache {
+    /// SHA-256 of the seed and its CA.
+    last: std::sync::Mutex<Option<([u8; 32], std::sync::Arc<SshCa>)>>,
+}
+
+impl SshCaCache {
+    /// The CA of `seed` ([`SshCa::from_seed`]), from the cache when the seed is the cached one.
+    pub fn get(&self, seed: &[u8]) -> Result<std::sync::Arc<SshCa>, SshError> {
+        let id = openssl::sha::sha256(seed);
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((cached, ca)) = &*last
+            && *cached == id
+        {
+            return Ok(std::sync::Arc::clone(ca));
+        }
+        let ca = std::sync::Arc::new(SshCa::from_seed(seed)?);
+        *last = Some((id, std::sync::Arc::clone(&ca)));
+        Ok(ca)
+    }
+}
+
 #[allow(clippy::needless_pass_by_value)] // a `map_err` adapter
 fn ca_error(e: openssl::error::ErrorStack) -> SshError {
     SshError::Ca { reason: e.to_string() }

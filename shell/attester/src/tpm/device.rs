@@ -28,6 +28,9 @@ use tss_esapi::traits::Marshall;
 /// PCRs per bank (PC Client platform TPM profile).
 pub const PCR_COUNT: usize = 24;
 
+/// (index, SHA-256 value) of PCRs, in selection order.
+pub(super) type PcrValues = Vec<(u8, [u8; 32])>;
+
 /// A bitmap of PCR indices (bit n = PCR n), for 0..=23.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PcrMask(u32);
@@ -90,6 +93,9 @@ pub struct Tpm {
     tcti: String,
     /// The ESYS_TR of the persisted AK, resolved once (TPM2_ReadPublic) and kept for later quotes.
     pub(super) persistent_ak: Option<(u32, ObjectHandle)>,
+    /// The PCR values the last consistent quote proved, by mask: a later quote whose pcrDigest they match
+    /// needs no TPM2_PCR_Read ([`Tpm::consistent_quote`]).
+    pub(super) quoted_pcrs: Option<(PcrMask, PcrValues)>,
 }
 
 impl core::fmt::Debug for Tpm {
@@ -104,7 +110,7 @@ impl Tpm {
     pub fn open(tcti: &str) -> Result<Self, Error> {
         let conf = TctiNameConf::from_str(tcti).map_err(tpm_error("parsing the TCTI string"))?;
         let ctx = Context::new(conf).map_err(tpm_error("opening the TCTI"))?;
-        Ok(Self { ctx, tcti: tcti.to_owned(), persistent_ak: None })
+        Ok(Self { ctx, tcti: tcti.to_owned(), persistent_ak: None, quoted_pcrs: None })
     }
 
     /// The TCTI string this TPM was opened with.
