@@ -22,8 +22,11 @@ const SIG_ARRAY: &str = "\"signature\": [\n      ";
 const SIG_ARRAY_PLUS_ONE: &str = "\"signature\": [\n      7,\n      ";
 
 /// `attest tpm verify` of a quote under an AK (`--ak FILE` or `--ak-from-hcl FILE`) with a nonce (`--nonce HEX` or
-/// `--nonce-text TEXT`).
+/// `--nonce-text TEXT`); `hcl HCL, QUOTE` is the AK from an HCL report with the nonce text `challenge`.
 macro_rules! tpm_verify {
+    (hcl $hcl:literal, $quote:literal) => {
+        tpm_verify!("--ak-from-hcl", $hcl, $quote, "--nonce-text", "challenge")
+    };
     ($ak_flag:literal, $ak:literal, $quote:literal, $nonce_flag:literal, $nonce:literal) => {
         &["tpm", "verify", $ak_flag, $ak, "--quote", $quote, $nonce_flag, $nonce]
     };
@@ -74,13 +77,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "azure-cvm-tooling quote.bin is not signed by trustee's HCLAkPub",
-        args: tpm_verify!(
-            "--ak-from-hcl",
-            "@trustee-az-snp-vtpm/hcl-report.bin",
-            "@azure-cvm-tooling/quote.bin",
-            "--nonce-text",
-            "challenge"
-        ),
+        args: tpm_verify!(hcl "@trustee-az-snp-vtpm/hcl-report.bin", "@azure-cvm-tooling/quote.bin"),
         verdict: Err("signature"),
         tamper: None,
     },
@@ -93,25 +90,13 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "trustee-az-snp-vtpm quote.bin under its HCLAkPub",
-        args: tpm_verify!(
-            "--ak-from-hcl",
-            "@trustee-az-snp-vtpm/hcl-report.bin",
-            "@trustee-az-snp-vtpm/quote.bin",
-            "--nonce-text",
-            "challenge"
-        ),
+        args: tpm_verify!(hcl "@trustee-az-snp-vtpm/hcl-report.bin", "@trustee-az-snp-vtpm/quote.bin"),
         verdict: Ok(()),
         tamper: Some(Tamper::Byte("trustee-az-snp-vtpm/quote.bin", 300)),
     },
     Row {
         name: "trustee-az-snp-vtpm tpm-quote-v1.json (hex) under its HCLAkPub",
-        args: tpm_verify!(
-            "--ak-from-hcl",
-            "@trustee-az-snp-vtpm/hcl-report.bin",
-            "@trustee-az-snp-vtpm/tpm-quote-v1.json",
-            "--nonce-text",
-            "challenge"
-        ),
+        args: tpm_verify!(hcl "@trustee-az-snp-vtpm/hcl-report.bin", "@trustee-az-snp-vtpm/tpm-quote-v1.json"),
         verdict: Ok(()),
         tamper: Some(Tamper::Text(
             "trustee-az-snp-vtpm/tpm-quote-v1.json",
@@ -121,25 +106,13 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "trustee-az-tdx-vtpm quote.bin under its HCLAkPub (TDX HCL report)",
-        args: tpm_verify!(
-            "--ak-from-hcl",
-            "@trustee-az-tdx-vtpm/hcl-report.bin",
-            "@trustee-az-tdx-vtpm/quote.bin",
-            "--nonce-text",
-            "challenge"
-        ),
+        args: tpm_verify!(hcl "@trustee-az-tdx-vtpm/hcl-report.bin", "@trustee-az-tdx-vtpm/quote.bin"),
         verdict: Ok(()),
         tamper: Some(Tamper::Byte("trustee-az-tdx-vtpm/quote.bin", 1000)),
     },
     Row {
         name: "trustee-az-tdx-vtpm tpm-quote-v1.json under its HCLAkPub",
-        args: tpm_verify!(
-            "--ak-from-hcl",
-            "@trustee-az-tdx-vtpm/hcl-report.bin",
-            "@trustee-az-tdx-vtpm/tpm-quote-v1.json",
-            "--nonce-text",
-            "challenge"
-        ),
+        args: tpm_verify!(hcl "@trustee-az-tdx-vtpm/hcl-report.bin", "@trustee-az-tdx-vtpm/tpm-quote-v1.json"),
         verdict: Ok(()),
         tamper: Some(Tamper::Text(
             "trustee-az-tdx-vtpm/tpm-quote-v1.json",
