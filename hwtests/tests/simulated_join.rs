@@ -7,7 +7,7 @@
 #[path = "../../shell/joinservice/tests/join_support/mod.rs"]
 mod join_support;
 
-use attest_atls::{AtlsAcceptor, AttestationIssuer, Verifier};
+use attest_atls::AttestationIssuer;
 use attest_attester::issuer::gce::GceAkKind;
 use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice};
 use attest_attester::issuer::{QemuVtpmIssuer, SnpDeviceAddr, SnpGuestDevice, SnpIssuer};
@@ -15,7 +15,7 @@ use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_engine::SnpPolicy;
 use attest_engine::policy::Hex;
 use attest_engine::variant::Variant;
-use attest_grpc::{Router, Server, ServerConfig};
+use attest_grpc::Server;
 use attest_hwsim::attack::{JoinOutcome, ReplayingIssuer, attempt_join};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, REVOKING_CRL_FILE, SimulatedSnp, SnpServer};
 use attest_hwtests::Swtpm;
@@ -77,13 +77,7 @@ impl JoinServer {
             ..ValidatorConfig::new(vec![Variant::AwsSevSnp, Variant::GcpShieldedVm], registry, signer.trust(&path))
         };
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
-        let mut router = Router::new();
-        router.add_service(Arc::clone(&fixture.service));
-        let server = Server::new(router, ServerConfig::default());
-        let acceptor =
-            AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = attest_atls::grpc::serve(&server, listener, Arc::new(acceptor)).unwrap();
+        let (server, addr) = fixture.serve_atls(&validators).await;
         Self { fixture, addr, _servers: vec![kms_server, server] }
     }
 

@@ -199,6 +199,39 @@ fn test_root_verifiers(_: &Path) -> Result<TestRootVerifiers, UsageError> {
     ))
 }
 
+/// The node that `attest verify` and `attest recover` attest: its endpoint, what it must measure, and the AK
+/// registry that knows its AK.
+#[derive(Debug, clap::Args)]
+pub struct NodeTarget {
+    /// The node's endpoint, HOST:PORT (`attest verify`: its aTLS endpoint, e.g. the bootstrapper;
+    /// `attest recover`: its recovery endpoint).
+    #[arg(long)]
+    pub endpoint: String,
+    /// Expected measurements of the node (JSON or YAML map, or a one-entry release list).
+    #[arg(long)]
+    pub measurements: PathBuf,
+    /// The AK registry that knows the node's AK (`attest init`'s, or the join service's; `qemu-vtpm`).
+    #[arg(long, default_value = "ak-registry.json")]
+    pub ak_registry: PathBuf,
+}
+
+impl NodeTarget {
+    /// The AKs a node of `variant` may use: for `qemu-vtpm` the registry file, which must exist (an empty
+    /// registry would refuse every node); the other variants prove their AK in the evidence.
+    pub fn registry(&self, variant: Variant) -> Result<Arc<dyn AkRegistry>, UsageError> {
+        if variant != Variant::QemuVtpm {
+            return Ok(Arc::new(attest_engine::variant::StaticAkRegistry::default()));
+        }
+        if !self.ak_registry.is_file() {
+            return Err(UsageError::new(format!(
+                "--ak-registry {}: no such file (attest init writes it when it registers the node's AK)",
+                self.ak_registry.display()
+            )));
+        }
+        Ok(open_registry(&self.ak_registry)?)
+    }
+}
+
 /// Opens (or starts) the AK registry file.
 pub fn open_registry(path: &Path) -> Result<Arc<FileAkRegistry>, UsageError> {
     FileAkRegistry::open(path).map(Arc::new).map_err(|e| UsageError::new(format!("--ak-registry: {e}")))
