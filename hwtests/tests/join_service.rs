@@ -129,7 +129,7 @@ impl Cluster {
         signer.write(&path, measurements);
         let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry, signer.trust(&path));
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
-        let (server, addr) = fixture.serve_atls(&validators).await;
+        let (server, addr) = fixture.serve_atls(&validators, None).await;
         servers.push(server);
         Cluster { fixture, addr, validators, measurements: path, signer, _servers: servers }
     }

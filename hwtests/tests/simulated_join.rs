@@ -54,6 +54,7 @@ struct JoinServer {
     fixture: join_support::Fixture,
     addr: SocketAddr,
     _servers: Vec<Server>,
+    _own_tpm: Swtpm,
 }
 
 impl JoinServer {
@@ -77,8 +78,11 @@ impl JoinServer {
             ..ValidatorConfig::new(vec![Variant::AwsSevSnp, Variant::GcpShieldedVm], registry, signer.trust(&path))
         };
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
-        let (server, addr) = fixture.serve_atls(&validators).await;
-        Self { fixture, addr, _servers: vec![kms_server, server] }
+        // The join service attests itself (mutual aTLS), as the real one does with its node's TPM.
+        let own_tpm = Swtpm::start().unwrap();
+        let own = QemuVtpmIssuer::new(Tpm::open(&own_tpm.tcti()).unwrap(), AkConfig::default()).unwrap();
+        let (server, addr) = fixture.serve_atls(&validators, Some(Arc::new(own) as Arc<dyn AttestationIssuer>)).await;
+        Self { fixture, addr, _servers: vec![kms_server, server], _own_tpm: own_tpm }
     }
 
     fn tokens(&self) -> usize {

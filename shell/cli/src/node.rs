@@ -142,7 +142,7 @@ impl VariantArgs {
     }
 
     /// The validator of [`VariantArgs::variant`] for the measurements at `measurements`, with `registry`'s
-    /// AKs (`qemu-vtpm`), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
+    /// AKs (`qemu-vtpm`; `registry` is asked after the trust checks), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
     /// variant only with a pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots,
     /// the test PKI's CRLs from their directory instead). With `cluster_id`, PCR 15 must hold it (replacing
     /// the file's PCR 15 entry). Any refusal is a usage error.
@@ -150,7 +150,7 @@ impl VariantArgs {
         &self,
         trust: &attest_trust::TrustArgs,
         measurements: &Path,
-        registry: Arc<dyn AkRegistry>,
+        registry: impl FnOnce() -> Result<Arc<dyn AkRegistry>, UsageError>,
         rt: &tokio::runtime::Runtime,
         cluster_id: Option<&[u8; 32]>,
     ) -> Result<(NodeValidator, attest_trust::Trust), UsageError> {
@@ -167,6 +167,8 @@ impl VariantArgs {
             test_roots.is_some(),
             rt,
         )?;
+        // The AK registry only once the measurements, the launch and the CRLs are trusted.
+        let registry = registry()?;
         let pcrs = with_cluster_id(prepared.pcrs, cluster_id);
         let mut validator = Validator::new(self.variant, prepared.snp, prepared.snp_policy, pcrs);
         match self.variant {

@@ -63,14 +63,19 @@ enum Outcome {
 /// Runs `attest recover`; the verdict goes to `stdout`.
 pub fn run(args: &RecoverArgs, stdout: &mut dyn Write) -> Result<Status, UsageError> {
     let addr = node::resolve(&args.target.endpoint)?;
-    let registry = args.target.registry(args.node.variant)?;
     let master =
         MasterSecret::from_file(&args.master_secret).map_err(|e| UsageError::new(format!("--master-secret: {e}")))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
-    let (validator, _trust) = args.node.validator(&args.trust, &args.target.measurements, registry, &rt, None)?;
+    let (validator, _trust) = args.node.validator(
+        &args.trust,
+        &args.target.measurements,
+        || args.target.registry(args.node.variant),
+        &rt,
+        None,
+    )?;
     let (connector, recorder) =
         verifying_connector(validator).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
     let outcome = rt.block_on(async {

@@ -50,10 +50,14 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
         .enable_all()
         .build()
         .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
-    let registry = args.target.registry(args.node.variant)?;
     let cluster_id = args.cluster_id.as_deref().map(super::verifysvc::parse_cluster_id).transpose()?;
-    let (validator, trust) =
-        args.node.validator(&args.trust, &args.target.measurements, registry, &rt, cluster_id.as_ref())?;
+    let (validator, trust) = args.node.validator(
+        &args.trust,
+        &args.target.measurements,
+        || args.target.registry(args.node.variant),
+        &rt,
+        cluster_id.as_ref(),
+    )?;
     if args.service != super::verifysvc::VerifyVia::Atls {
         return super::verifysvc::run(
             &args.target.endpoint,

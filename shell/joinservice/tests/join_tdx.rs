@@ -221,7 +221,7 @@ async fn a_td_joins_and_tampered_or_foreign_tds_do_not() {
         ..ValidatorConfig::new(vec![Variant::QemuTdx], registry, signer.trust(&path))
     };
     let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
-    let (_server, addr) = fixture.serve_atls(&validators).await;
+    let (_server, addr) = fixture.serve_atls(&validators, None).await;
 
     let ticket = join(addr, &pki, Td::Good).await.expect("the expected TD joins");
     assert_eq!(ticket.state_disk_key.len(), 32);

@@ -206,7 +206,7 @@ async fn a_running_join_service_refuses_a_node_whose_vcek_is_revoked() {
     config.trust = Some(trust);
     let validators = Arc::new(Validators::load(config, &path, Arc::clone(&f.metrics)).unwrap());
 
-    let (server, addr) = f.serve_atls(&validators).await;
+    let (server, addr) = f.serve_atls(&validators, None).await;
 
     // A node with a VCEK in good standing joins.
     let genuine = Arc::new(SoftSnpIssuer { ak: SoftAk::ecc_p256(), leaf: good });

@@ -157,13 +157,18 @@ pub(crate) struct Fixture {
 
 impl Fixture {
     /// Serves this fixture's join service over aTLS on 127.0.0.1, accepting the clients that `validators`
-    /// accept (the server itself does not attest). It serves until the `Server` is dropped or shut down.
-    pub(crate) async fn serve_atls(&self, validators: &Arc<Validators>) -> (Server, SocketAddr) {
+    /// accept; with `attests` the service attests itself too (mutual aTLS, as the real one with its node's
+    /// TPM). It serves until the `Server` is dropped or shut down.
+    pub(crate) async fn serve_atls(
+        &self,
+        validators: &Arc<Validators>,
+        attests: Option<Arc<dyn attest_atls::AttestationIssuer>>,
+    ) -> (Server, SocketAddr) {
         let mut router = Router::new();
         router.add_service(Arc::clone(&self.service));
         let server = Server::new(router, ServerConfig::default());
         let verifier = attest_atls::Verifier::new(validators.attestation_validators());
-        let acceptor = attest_atls::AtlsAcceptor::new(None, Some(Arc::new(verifier))).unwrap();
+        let acceptor = attest_atls::AtlsAcceptor::new(attests, Some(Arc::new(verifier))).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = attest_atls::grpc::serve(&server, listener, Arc::new(acceptor)).unwrap();
         (server, addr)
