@@ -331,6 +331,41 @@ pub mod support {
             .with_ak_registry(registry)
     }
 
+    /// How a node verifies a `qemu-vtpm` join service that attests with `issuer`'s TPM: its PCRs 0–7 as they
+    /// are now (a freshly started swtpm's, the same on every TPM here), its AK by credential activation
+    /// against `ek_ca`.
+    #[track_caller]
+    pub fn join_service_trust(
+        issuer: &attest_attester::issuer::QemuVtpmIssuer,
+        ek_ca: attest_registration::EkCaBundle,
+    ) -> Arc<attest_bootstrapper::JoinServiceTrust> {
+        use attest_attester::tpm::PcrMask;
+        let pcrs = issuer.with_tpm(|tpm, _| tpm.read_pcrs(PcrMask::from_indices(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap()));
+        let pcrs = pcrs.unwrap();
+        let entries: Vec<String> = (0u8..8)
+            .map(|i| {
+                format!("\"{i}\": {{\"expected\": \"{}\", \"warnOnly\": false}}", hex::encode(pcrs.get(i).unwrap()))
+            })
+            .collect();
+        let document = attest_measurements::parse_document(format!("{{{}}}", entries.join(", ")).as_bytes()).unwrap();
+        let trust = Arc::new(attest_trust::Trust {
+            measurements: attest_trust::SignatureState::Verified,
+            launch: vec![(Variant::QemuVtpm, attest_engine::LaunchPinning::NotApplicable)],
+            revocation: None,
+        });
+        Arc::new(
+            attest_bootstrapper::JoinServiceTrust::new(
+                &[Variant::QemuVtpm],
+                &document,
+                &Arc::new(SnpVerifier::new()),
+                &SnpPolicy::default(),
+                Some(ek_ca),
+                trust,
+            )
+            .unwrap(),
+        )
+    }
+
     /// The system clock as the engine's trusted time.
     pub fn now() -> UnixTime {
         let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());

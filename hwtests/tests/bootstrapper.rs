@@ -27,7 +27,7 @@ use attest_bootstrapper::{
     JoinServiceTrust, KeyFileDisk, LockHolder, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Role, Startup,
     StartupError, serve_init,
 };
-use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry, Variant};
+use attest_engine::variant::{AkBasis, PcrPolicy, StaticAkRegistry};
 use attest_grpc::{ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status};
 use attest_hwtests::Swtpm;
 use attest_hwtests::support::validator;
@@ -36,7 +36,6 @@ use attest_proto::init::{InitRequest, InitResponse, init_response::Kind};
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use attest_proto::paths;
 use attest_registration::{EkCaBundle, ak_digest};
-use attest_trust::Trust;
 
 const INIT_SECRET: &[u8] = b"hwtests-init-secret-0123456789ab";
 const KMS: &str = "kms://cluster-kms?key=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=&salt=AQ==";
@@ -374,28 +373,7 @@ fn join_service_tpm(name: &str, cluster: Option<[u8; 32]>, pcr4: Option<[u8; 32]
 /// How the node verifies join services: its measurements (PCRs 0–7 of a freshly started TPM, the same on
 /// every node here), a `qemu-vtpm` service's AK through credential activation against `ek_ca`.
 fn node_trust(hw: &HwNode, ek_ca: EkCaBundle) -> Arc<JoinServiceTrust> {
-    let pcrs = hw.issuer.with_tpm(|tpm, _| tpm.read_pcrs(PcrMask::from_indices(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap()));
-    let pcrs = pcrs.unwrap();
-    let entries: Vec<String> = (0u8..8)
-        .map(|i| format!("\"{i}\": {{\"expected\": \"{}\", \"warnOnly\": false}}", hex::encode(pcrs.get(i).unwrap())))
-        .collect();
-    let document = attest_measurements::parse_document(format!("{{{}}}", entries.join(", ")).as_bytes()).unwrap();
-    let trust = Arc::new(Trust {
-        measurements: attest_trust::SignatureState::Verified,
-        launch: vec![(Variant::QemuVtpm, attest_engine::LaunchPinning::NotApplicable)],
-        revocation: None,
-    });
-    Arc::new(
-        JoinServiceTrust::new(
-            &[Variant::QemuVtpm],
-            &document,
-            &Arc::new(attest_engine::SnpVerifier::new()),
-            &attest_engine::SnpPolicy::default(),
-            Some(ek_ca),
-            trust,
-        )
-        .unwrap(),
-    )
+    attest_hwtests::support::join_service_trust(&hw.issuer, ek_ca)
 }
 
 fn swtpm_ek_ca() -> EkCaBundle {

@@ -12,11 +12,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, Verifier};
+use attest_atls::{AtlsConnector, AttestationIssuer};
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_engine::variant::{AkBasis, Variant};
-use attest_grpc::{ChannelConfig, Code, Metadata, Router, Server, ServerConfig, Status};
+use attest_grpc::{ChannelConfig, Code, Metadata, Server, Status};
 use attest_hwtests::Swtpm;
 use attest_joinservice::{ValidatorConfig, Validators};
 use attest_keyservice::{MasterSecret, measurement_secret, state_disk_key};
@@ -129,17 +129,7 @@ impl Cluster {
         signer.write(&path, measurements);
         let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry, signer.trust(&path));
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
-        let mut router = Router::new();
-        router.add_service(Arc::clone(&fixture.service));
-        let server = Server::new(router, ServerConfig::default());
-        let acceptor =
-            AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
-        let addr = attest_atls::grpc::serve(
-            &server,
-            tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-            Arc::new(acceptor),
-        )
-        .unwrap();
+        let (server, addr) = fixture.serve_atls(&validators, None).await;
         servers.push(server);
         Cluster { fixture, addr, validators, measurements: path, signer, _servers: servers }
     }

@@ -31,7 +31,6 @@ use attest_bootstrapper::{
     BOOTSTRAP_PCR, InitSecretHash, InitService, JoinConfig, Node, NodeConfig, NodeLock, PcrBackend, Startup,
 };
 use attest_cli::verifysvc::{VerifyVia, verify_via_service, with_cluster_id};
-use attest_engine::variant::Variant;
 use attest_engine::variant::{AkBasis, PcrExpectation, PcrPolicy, StaticAkRegistry};
 use attest_grpc::{ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig};
 use attest_hwtests::Swtpm;
@@ -43,7 +42,6 @@ use attest_proto::paths;
 use attest_proto::recover::{RecoverMessage, RecoverResponse};
 use attest_registration::EkCaBundle;
 use attest_registration::ak_digest;
-use attest_trust::Trust;
 
 const INIT_SECRET: &[u8] = b"hwtests-lifecycle-secret-0123456";
 const KMS: &str = "kms://cluster-kms?key=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=&salt=AQ==";
@@ -162,32 +160,8 @@ impl ServiceTpm {
     /// How a node verifies this service: its PCRs 0–7 (a freshly started swtpm's, the same on every TPM
     /// here), its AK by credential activation against the swtpm EK CA, PCR 15 checked after the ticket.
     fn trust(&self) -> Arc<JoinServiceTrust> {
-        let pcrs =
-            self.issuer.with_tpm(|tpm, _| tpm.read_pcrs(PcrMask::from_indices(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap()));
-        let pcrs = pcrs.unwrap();
-        let entries: Vec<String> = (0u8..8)
-            .map(|i| {
-                format!("\"{i}\": {{\"expected\": \"{}\", \"warnOnly\": false}}", hex::encode(pcrs.get(i).unwrap()))
-            })
-            .collect();
-        let document = attest_measurements::parse_document(format!("{{{}}}", entries.join(", ")).as_bytes()).unwrap();
-        let trust = Arc::new(Trust {
-            measurements: attest_trust::SignatureState::Verified,
-            launch: vec![(Variant::QemuVtpm, attest_engine::LaunchPinning::NotApplicable)],
-            revocation: None,
-        });
         let ek_ca = EkCaBundle::from_swtpm_localca(&Swtpm::ca_dir().unwrap()).unwrap();
-        Arc::new(
-            JoinServiceTrust::new(
-                &[Variant::QemuVtpm],
-                &document,
-                &Arc::new(attest_engine::SnpVerifier::new()),
-                &attest_engine::SnpPolicy::default(),
-                Some(ek_ca),
-                trust,
-            )
-            .unwrap(),
-        )
+        attest_hwtests::support::join_service_trust(&self.issuer, ek_ca)
     }
 }
 

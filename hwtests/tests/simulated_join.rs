@@ -7,7 +7,7 @@
 #[path = "../../shell/joinservice/tests/join_support/mod.rs"]
 mod join_support;
 
-use attest_atls::{AtlsAcceptor, AttestationIssuer, Verifier};
+use attest_atls::AttestationIssuer;
 use attest_attester::issuer::gce::GceAkKind;
 use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice};
 use attest_attester::issuer::{QemuVtpmIssuer, SnpDeviceAddr, SnpGuestDevice, SnpIssuer};
@@ -15,7 +15,7 @@ use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_engine::SnpPolicy;
 use attest_engine::policy::Hex;
 use attest_engine::variant::Variant;
-use attest_grpc::{Router, Server, ServerConfig};
+use attest_grpc::Server;
 use attest_hwsim::attack::{JoinOutcome, ReplayingIssuer, attempt_join};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, REVOKING_CRL_FILE, SimulatedSnp, SnpServer};
 use attest_hwtests::Swtpm;
@@ -54,6 +54,7 @@ struct JoinServer {
     fixture: join_support::Fixture,
     addr: SocketAddr,
     _servers: Vec<Server>,
+    _own_tpm: Swtpm,
 }
 
 impl JoinServer {
@@ -77,14 +78,11 @@ impl JoinServer {
             ..ValidatorConfig::new(vec![Variant::AwsSevSnp, Variant::GcpShieldedVm], registry, signer.trust(&path))
         };
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
-        let mut router = Router::new();
-        router.add_service(Arc::clone(&fixture.service));
-        let server = Server::new(router, ServerConfig::default());
-        let acceptor =
-            AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = attest_atls::grpc::serve(&server, listener, Arc::new(acceptor)).unwrap();
-        Self { fixture, addr, _servers: vec![kms_server, server] }
+        // The join service attests itself (mutual aTLS), as the real one does with its node's TPM.
+        let own_tpm = Swtpm::start().unwrap();
+        let own = QemuVtpmIssuer::new(Tpm::open(&own_tpm.tcti()).unwrap(), AkConfig::default()).unwrap();
+        let (server, addr) = fixture.serve_atls(&validators, Some(Arc::new(own) as Arc<dyn AttestationIssuer>)).await;
+        Self { fixture, addr, _servers: vec![kms_server, server], _own_tpm: own_tpm }
     }
 
     fn tokens(&self) -> usize {

@@ -28,7 +28,7 @@ use openssl::rsa::Rsa;
 use openssl::x509::extension::{
     AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectAlternativeName, SubjectKeyIdentifier,
 };
-use openssl::x509::{X509, X509Ref};
+use openssl::x509::{X509, X509Builder, X509NameRef, X509Ref};
 use zeroize::Zeroizing;
 
 use super::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
@@ -212,22 +212,8 @@ impl ClusterPki {
         let key = x509::p256_key()?;
         let name =
             x509::name(&[(Nid::ORGANIZATIONNAME, "kubeadm:cluster-admins"), (Nid::COMMONNAME, "kubernetes-admin")])?;
-        let (serial, not_before, not_after) =
-            (serial()?, Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(CLIENT_VALIDITY_DAYS)?);
-        let mut b = x509::builder(&Tbs {
-            serial: &serial,
-            subject: &name,
-            issuer: self.ca.cert.subject_name(),
-            public_key: &key,
-            not_before: &not_before,
-            not_after: &not_after,
-        })?;
-        b.append_extension(BasicConstraints::new().critical().build()?)?;
-        b.append_extension(KeyUsage::new().critical().digital_signature().key_encipherment().build()?)?;
-        b.append_extension(ExtendedKeyUsage::new().client_auth().build()?)?;
-        let aki = AuthorityKeyIdentifier::new().keyid(true).build(&b.x509v3_context(Some(&self.ca.cert), None))?;
-        b.append_extension(aki)?;
-        let cert = x509::sign(b, &self.ca.key)?;
+        let b = self.leaf_builder(&name, &key, ExtendedKeyUsage::new().client_auth())?;
+        let cert = self.sign_leaf(b)?;
 
         let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
         let user = "kubernetes-admin";
@@ -267,19 +253,7 @@ impl ClusterPki {
             (Nid::ORGANIZATIONNAME, "system:nodes"),
             (Nid::COMMONNAME, &format!("system:node:{node_name}")),
         ])?;
-        let (serial, not_before, not_after) =
-            (serial()?, Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(CLIENT_VALIDITY_DAYS)?);
-        let mut b = x509::builder(&Tbs {
-            serial: &serial,
-            subject: &name,
-            issuer: self.ca.cert.subject_name(),
-            public_key: &key,
-            not_before: &not_before,
-            not_after: &not_after,
-        })?;
-        b.append_extension(BasicConstraints::new().critical().build()?)?;
-        b.append_extension(KeyUsage::new().critical().digital_signature().key_encipherment().build()?)?;
-        b.append_extension(ExtendedKeyUsage::new().client_auth().server_auth().build()?)?;
+        let mut b = self.leaf_builder(&name, &key, ExtendedKeyUsage::new().client_auth().server_auth())?;
         let mut san = SubjectAlternativeName::new();
         san.dns(node_name);
         if let Some(ip) = ip {
@@ -287,10 +261,40 @@ impl ClusterPki {
         }
         let san = san.build(&b.x509v3_context(Some(&self.ca.cert), None))?;
         b.append_extension(san)?;
+        let cert = self.sign_leaf(b)?;
+        Ok((cert.to_pem()?, Zeroizing::new(key.private_key_to_pem_pkcs8()?)))
+    }
+
+    /// A certificate for `key` under `name`, issued by the cluster CA with a fresh serial, valid from now for
+    /// [`CLIENT_VALIDITY_DAYS`]: critical basicConstraints (not a CA), critical keyUsage digitalSignature and
+    /// keyEncipherment, and extendedKeyUsage `eku`. Further extensions go on before [`Self::sign_leaf`].
+    fn leaf_builder(
+        &self,
+        name: &X509NameRef,
+        key: &PKey<Private>,
+        eku: &mut ExtendedKeyUsage,
+    ) -> Result<X509Builder, PkiError> {
+        let (serial, not_before, not_after) =
+            (serial()?, Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(CLIENT_VALIDITY_DAYS)?);
+        let mut b = x509::builder(&Tbs {
+            serial: &serial,
+            subject: name,
+            issuer: self.ca.cert.subject_name(),
+            public_key: key,
+            not_before: &not_before,
+            not_after: &not_after,
+        })?;
+        b.append_extension(BasicConstraints::new().critical().build()?)?;
+        b.append_extension(KeyUsage::new().critical().digital_signature().key_encipherment().build()?)?;
+        b.append_extension(eku.build()?)?;
+        Ok(b)
+    }
+
+    /// Adds the authorityKeyIdentifier (the CA's key id) last and signs with the CA key.
+    fn sign_leaf(&self, mut b: X509Builder) -> Result<X509, PkiError> {
         let aki = AuthorityKeyIdentifier::new().keyid(true).build(&b.x509v3_context(Some(&self.ca.cert), None))?;
         b.append_extension(aki)?;
-        let cert = x509::sign(b, &self.ca.key)?;
-        Ok((cert.to_pem()?, Zeroizing::new(key.private_key_to_pem_pkcs8()?)))
+        Ok(x509::sign(b, &self.ca.key)?)
     }
 }
 

@@ -35,15 +35,9 @@ pub struct VerifyArgs {
     /// The VCEK (PEM or DER; a PEM with the chain is fine: the first certificate is used).
     #[arg(long, value_name = "FILE")]
     pub vcek: Option<PathBuf>,
-    /// The vTPM quote (az-cvm-vtpm bincode, trustee hex JSON, or TPMS_ATTEST with --signature/--pcrs).
-    #[arg(long, value_name = "FILE")]
-    pub quote: Option<PathBuf>,
-    /// The signature of a raw TPMS_ATTEST quote.
-    #[arg(long, value_name = "FILE")]
-    pub signature: Option<PathBuf>,
-    /// The PCR values of a raw TPMS_ATTEST quote.
-    #[arg(long, value_name = "FILE")]
-    pub pcrs: Option<PathBuf>,
+    /// The vTPM quote and, for a raw TPMS_ATTEST, its signature and PCRs.
+    #[command(flatten)]
+    pub quote: super::tpm::QuoteFiles,
     /// v2 evidence: the 64 bytes (hex) the runtime data's user-data must hold.
     #[arg(long, value_name = "HEX", conflicts_with = "dangerous_ignore_user_data")]
     pub user_data: Option<String>,
@@ -74,7 +68,7 @@ pub fn run(cmd: AzureCommand) -> Result<Status, UsageError> {
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let output = a.output.resolve()?;
     let nonce = a.nonce.bytes()?;
-    let (ev, what) = match (&a.evidence, &a.hcl_report, &a.vcek, &a.quote) {
+    let (ev, what) = match (&a.evidence, &a.hcl_report, &a.vcek, &a.quote.quote) {
         (Some(path), ..) => {
             let ev = AzureVtpmEvidence::from_json(&input::read_file(path, "--evidence")?)
                 .map_err(|e| UsageError::new(format!("--evidence {}: {e}", path.display())))?;
@@ -82,7 +76,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             (ev, what)
         }
         (None, Some(hcl), Some(vcek), Some(quote)) => {
-            let (quote, form) = super::tpm::read_quote(quote, a.signature.as_deref(), a.pcrs.as_deref())?;
+            let (quote, form) = a.quote.read(quote)?;
             let vcek = input::read_certificates(vcek, "--vcek")?
                 .into_iter()
                 .next()

@@ -150,7 +150,13 @@ fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, Us
     }
     let registry = node::open_registry(&args.ak_registry.clone().unwrap_or_else(|| args.out.join("ak-registry.json")))?;
     let ca = args.ek_ca.as_deref().map(load_ca).transpose()?;
-    let (validator, trust) = args.node.validator(&args.trust, &args.measurements, registry.clone(), rt, None)?;
+    let (validator, trust) = args.node.validator(
+        &args.trust,
+        &args.measurements,
+        || Ok(registry.clone() as std::sync::Arc<dyn attest_engine::variant::AkRegistry>),
+        rt,
+        None,
+    )?;
     let init_secret = match &args.init_secret {
         Some(p) => read_init_secret(p)?,
         None => Zeroizing::new(Vec::new()),

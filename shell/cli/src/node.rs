@@ -142,7 +142,7 @@ impl VariantArgs {
     }
 
     /// The validator of [`VariantArgs::variant`] for the measurements at `measurements`, with `registry`'s
-    /// AKs (`qemu-vtpm`), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
+    /// AKs (`qemu-vtpm`; `registry` is asked after the trust checks), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
     /// variant only with a pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots,
     /// the test PKI's CRLs from their directory instead). With `cluster_id`, PCR 15 must hold it (replacing
     /// the file's PCR 15 entry). Any refusal is a usage error.
@@ -150,7 +150,7 @@ impl VariantArgs {
         &self,
         trust: &attest_trust::TrustArgs,
         measurements: &Path,
-        registry: Arc<dyn AkRegistry>,
+        registry: impl FnOnce() -> Result<Arc<dyn AkRegistry>, UsageError>,
         rt: &tokio::runtime::Runtime,
         cluster_id: Option<&[u8; 32]>,
     ) -> Result<(NodeValidator, attest_trust::Trust), UsageError> {
@@ -167,6 +167,8 @@ impl VariantArgs {
             test_roots.is_some(),
             rt,
         )?;
+        // The AK registry only once the measurements, the launch and the CRLs are trusted.
+        let registry = registry()?;
         let pcrs = with_cluster_id(prepared.pcrs, cluster_id);
         let mut validator = Validator::new(self.variant, prepared.snp, prepared.snp_policy, pcrs);
         match self.variant {
@@ -197,6 +199,39 @@ fn test_root_verifiers(_: &Path) -> Result<TestRootVerifiers, UsageError> {
     Err(UsageError::new(
         "--dangerous-test-roots: this build cannot trust test roots (built without the feature dangerous-test-roots)",
     ))
+}
+
+/// The node that `attest verify` and `attest recover` attest: its endpoint, what it must measure, and the AK
+/// registry that knows its AK.
+#[derive(Debug, clap::Args)]
+pub struct NodeTarget {
+    /// The node's endpoint, HOST:PORT (`attest verify`: its aTLS endpoint, e.g. the bootstrapper;
+    /// `attest recover`: its recovery endpoint).
+    #[arg(long)]
+    pub endpoint: String,
+    /// Expected measurements of the node (JSON or YAML map, or a one-entry release list).
+    #[arg(long)]
+    pub measurements: PathBuf,
+    /// The AK registry that knows the node's AK (`attest init`'s, or the join service's; `qemu-vtpm`).
+    #[arg(long, default_value = "ak-registry.json")]
+    pub ak_registry: PathBuf,
+}
+
+impl NodeTarget {
+    /// The AKs a node of `variant` may use: for `qemu-vtpm` the registry file, which must exist (an empty
+    /// registry would refuse every node); the other variants prove their AK in the evidence.
+    pub fn registry(&self, variant: Variant) -> Result<Arc<dyn AkRegistry>, UsageError> {
+        if variant != Variant::QemuVtpm {
+            return Ok(Arc::new(attest_engine::variant::StaticAkRegistry::default()));
+        }
+        if !self.ak_registry.is_file() {
+            return Err(UsageError::new(format!(
+                "--ak-registry {}: no such file (attest init writes it when it registers the node's AK)",
+                self.ak_registry.display()
+            )));
+        }
+        Ok(open_registry(&self.ak_registry)?)
+    }
 }
 
 /// Opens (or starts) the AK registry file.

@@ -33,15 +33,9 @@ pub const STORAGE_URI: &str = "storage://no-op";
 /// `attest recover` arguments.
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
-    /// The node's recovery endpoint, HOST:PORT.
-    #[arg(long)]
-    pub endpoint: String,
-    /// Expected measurements of the node (JSON or YAML map, or a one-entry release list).
-    #[arg(long)]
-    pub measurements: PathBuf,
-    /// The AK registry that knows the node's AK (`attest init`'s, or the join service's; `qemu-vtpm`).
-    #[arg(long, default_value = "ak-registry.json")]
-    pub ak_registry: PathBuf,
+    /// The node (its recovery endpoint), its measurements and the AK registry.
+    #[command(flatten)]
+    pub target: node::NodeTarget,
     /// The master secret file (as `attest init` or `attest secret new` wrote it).
     #[arg(long)]
     pub master_secret: PathBuf,
@@ -68,23 +62,20 @@ enum Outcome {
 
 /// Runs `attest recover`; the verdict goes to `stdout`.
 pub fn run(args: &RecoverArgs, stdout: &mut dyn Write) -> Result<Status, UsageError> {
-    let addr = node::resolve(&args.endpoint)?;
-    let qemu = args.node.variant == attest_engine::variant::Variant::QemuVtpm;
-    if qemu && !args.ak_registry.is_file() {
-        return Err(UsageError::new(format!("--ak-registry {}: no such file", args.ak_registry.display())));
-    }
-    let registry: std::sync::Arc<dyn attest_engine::variant::AkRegistry> = if qemu {
-        node::open_registry(&args.ak_registry)?
-    } else {
-        std::sync::Arc::new(attest_engine::variant::StaticAkRegistry::default())
-    };
+    let addr = node::resolve(&args.target.endpoint)?;
     let master =
         MasterSecret::from_file(&args.master_secret).map_err(|e| UsageError::new(format!("--master-secret: {e}")))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
-    let (validator, _trust) = args.node.validator(&args.trust, &args.measurements, registry, &rt, None)?;
+    let (validator, _trust) = args.node.validator(
+        &args.trust,
+        &args.target.measurements,
+        || args.target.registry(args.node.variant),
+        &rt,
+        None,
+    )?;
     let (connector, recorder) =
         verifying_connector(validator).map_err(|e| UsageError::new(format!("aTLS set-up: {e}")))?;
     let outcome = rt.block_on(async {
@@ -113,14 +104,14 @@ pub fn run(args: &RecoverArgs, stdout: &mut dyn Write) -> Result<Status, UsageEr
         Outcome::Failed(e) => (Status::Rejected, "FAILED", Some(e.as_str())),
     };
     if args.json {
-        let mut v = json!({"recovered": matches!(outcome, Outcome::Recovered), "endpoint": args.endpoint,
+        let mut v = json!({"recovered": matches!(outcome, Outcome::Recovered), "endpoint": args.target.endpoint,
             "outcome": kind.to_lowercase(), "error": error});
         if let Some(s) = &summary {
             v["attestation"] = s.to_json();
         }
         let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
-        let _ = writeln!(stdout, "{kind} {}", args.endpoint);
+        let _ = writeln!(stdout, "{kind} {}", args.target.endpoint);
         if let (Outcome::Recovered, Some(s)) = (&outcome, &summary) {
             let _ = writeln!(stdout, "{}", s.describe());
         }

@@ -47,7 +47,21 @@ pub struct VerifyArgs {
     /// Take the AK from an Azure HCL report's runtime data (the HCL report is not verified here).
     #[arg(long, value_name = "FILE")]
     pub ak_from_hcl: Option<PathBuf>,
-    /// The quote (see the command's documentation for the forms).
+    /// The quote and, for a raw TPMS_ATTEST, its signature and PCRs.
+    #[command(flatten)]
+    pub quote: QuoteFiles,
+    /// The expected nonce.
+    #[command(flatten)]
+    pub nonce: NonceArgs,
+    /// Time and output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// A quote given as files (`attest tpm verify`, `attest azure verify`).
+#[derive(Debug, clap::Args)]
+pub struct QuoteFiles {
+    /// The quote: az-cvm-vtpm bincode, trustee hex JSON, or a raw TPMS_ATTEST with --signature and --pcrs.
     #[arg(long, value_name = "FILE")]
     pub quote: Option<PathBuf>,
     /// The signature of a raw TPMS_ATTEST quote.
@@ -56,12 +70,14 @@ pub struct VerifyArgs {
     /// The PCR values of a raw TPMS_ATTEST quote (SHA-256 bank).
     #[arg(long, value_name = "FILE")]
     pub pcrs: Option<PathBuf>,
-    /// The expected nonce.
-    #[command(flatten)]
-    pub nonce: NonceArgs,
-    /// Time and output.
-    #[command(flatten)]
-    pub output: OutputArgs,
+}
+
+impl QuoteFiles {
+    /// Reads the quote at `quote` (this struct's `--quote`, once the caller has required it) with the
+    /// `--signature` and `--pcrs` given ([`read_quote`]).
+    pub(crate) fn read(&self, quote: &Path) -> Result<(TpmQuoteParts, &'static str), UsageError> {
+        read_quote(quote, self.signature.as_deref(), self.pcrs.as_deref())
+    }
 }
 
 /// Runs an `attest tpm` subcommand.
@@ -103,8 +119,8 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             (None, Some(p)) => Ak::Hcl(Box::new(ak_from_hcl(p)?)),
             (None, None) => return Err(UsageError::new("give --evidence, or --ak (or --ak-from-hcl) and --quote")),
         };
-        let quote = a.quote.as_deref().ok_or_else(|| UsageError::new("--quote is required with --ak"))?;
-        let (parts, what) = read_quote(quote, a.signature.as_deref(), a.pcrs.as_deref())?;
+        let quote = a.quote.quote.as_deref().ok_or_else(|| UsageError::new("--quote is required with --ak"))?;
+        let (parts, what) = a.quote.read(quote)?;
         (ak, parts, what)
     };
     let mut subject = Subject { what: format!("TPM quote ({what})"), ..Subject::default() };
@@ -142,7 +158,7 @@ fn ak_from_hcl(path: &Path) -> Result<RuntimeData, UsageError> {
 }
 
 /// Reads a quote in any of the forms of the module docs; returns the parts and the form's name.
-pub(crate) fn read_quote(
+fn read_quote(
     path: &Path,
     signature: Option<&Path>,
     pcrs: Option<&Path>,

@@ -16,21 +16,14 @@ use attest_trust::TrustArgs;
 use clap::Args;
 use serde_json::json;
 use std::io::Write;
-use std::path::PathBuf;
 use tokio::net::TcpStream;
 
 /// `attest verify` arguments.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The node's aTLS endpoint (e.g. its bootstrapper), HOST:PORT.
-    #[arg(long)]
-    pub endpoint: String,
-    /// Expected measurements (JSON or YAML map, or a one-entry release list).
-    #[arg(long)]
-    pub measurements: PathBuf,
-    /// The AK registry (as written by `attest init`; qemu-vtpm).
-    #[arg(long, default_value = "ak-registry.json")]
-    pub ak_registry: PathBuf,
+    /// The node (its aTLS endpoint), its measurements and the AK registry.
+    #[command(flatten)]
+    pub target: node::NodeTarget,
     /// The node's variant and what its validator needs.
     #[command(flatten)]
     pub node: node::VariantArgs,
@@ -52,29 +45,22 @@ pub struct VerifyArgs {
 
 /// Runs `attest verify`; the verdict goes to `stdout`.
 pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageError> {
-    let addr = node::resolve(&args.endpoint)?;
+    let addr = node::resolve(&args.target.endpoint)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
-    let qemu = args.node.variant == attest_engine::variant::Variant::QemuVtpm;
-    if qemu && !args.ak_registry.is_file() {
-        return Err(UsageError::new(format!(
-            "--ak-registry {}: no such file (attest init writes it when it registers the node's AK)",
-            args.ak_registry.display()
-        )));
-    }
-    let registry: std::sync::Arc<dyn attest_engine::variant::AkRegistry> = if qemu {
-        node::open_registry(&args.ak_registry)?
-    } else {
-        std::sync::Arc::new(attest_engine::variant::StaticAkRegistry::default())
-    };
     let cluster_id = args.cluster_id.as_deref().map(super::verifysvc::parse_cluster_id).transpose()?;
-    let (validator, trust) =
-        args.node.validator(&args.trust, &args.measurements, registry, &rt, cluster_id.as_ref())?;
+    let (validator, trust) = args.node.validator(
+        &args.trust,
+        &args.target.measurements,
+        || args.target.registry(args.node.variant),
+        &rt,
+        cluster_id.as_ref(),
+    )?;
     if args.service != super::verifysvc::VerifyVia::Atls {
         return super::verifysvc::run(
-            &args.endpoint,
+            &args.target.endpoint,
             args.service,
             args.json,
             addr,
@@ -108,14 +94,14 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
             if args.json {
                 let mut v = summary.to_json();
                 v["verified"] = json!(true);
-                v["endpoint"] = json!(args.endpoint);
+                v["endpoint"] = json!(args.target.endpoint);
                 v["trust"] = trust.to_json();
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(
                     stdout,
                     "VERIFIED {}\n{}\nmeasurements {} (signature)\nwaivers      {}",
-                    args.endpoint,
+                    args.target.endpoint,
                     summary.describe(),
                     trust.measurements.name(),
                     trust.waivers_field()
@@ -125,11 +111,11 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
         Err((attested, reason)) => {
             let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
             if args.json {
-                let v = json!({"verified": false, "endpoint": args.endpoint, "refused": attested, "error": reason,
+                let v = json!({"verified": false, "endpoint": args.target.endpoint, "refused": attested, "error": reason,
                     "trust": trust.to_json()});
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
-                let _ = writeln!(stdout, "{kind} {}", args.endpoint);
+                let _ = writeln!(stdout, "{kind} {}", args.target.endpoint);
             }
             eprintln!("attest: {kind}: {reason}");
         }

@@ -21,6 +21,24 @@ const TRUSTEE_TPM_NONCE: &str = "a04182b506878d4f29b91ee606a71a0d3361ccf1b22db20
 const SIG_ARRAY: &str = "\"signature\": [\n      ";
 const SIG_ARRAY_PLUS_ONE: &str = "\"signature\": [\n      7,\n      ";
 
+/// `attest tpm verify` of a quote under an AK (`--ak FILE` or `--ak-from-hcl FILE`) with a nonce (`--nonce HEX` or
+/// `--nonce-text TEXT`); `hcl HCL, QUOTE` is the AK from an HCL report with the nonce text `challenge`.
+macro_rules! tpm_verify {
+    (hcl $hcl:literal, $quote:literal) => {
+        tpm_verify!("--ak-from-hcl", $hcl, $quote, "--nonce-text", "challenge")
+    };
+    ($ak_flag:literal, $ak:literal, $quote:literal, $nonce_flag:literal, $nonce:literal) => {
+        &["tpm", "verify", $ak_flag, $ak, "--quote", $quote, $nonce_flag, $nonce]
+    };
+}
+
+/// Rows that `verdict_facts` looks at more closely.
+const GCE_NO_NONCE: &[&str] = &["gce", "verify", "@go-tpm-tools/gce-cos-85-no-nonce.pb", "--dangerous-no-nonce"];
+const AZURE_V0: &[&str] =
+    &["azure", "verify", "--evidence", "@trustee-az-snp-vtpm/evidence-v0.json", "--nonce-text", "challenge"];
+const AKPUB_QUOTE: &[&str] =
+    tpm_verify!("--ak", "@azure-cvm-tooling/akpub.pem", "@azure-cvm-tooling/quote.bin", "--nonce-text", "challenge");
+
 /// How a row's input is tampered: the file (an argument given as `@rel`) and what to change.
 #[derive(Clone, Copy)]
 enum Tamper {
@@ -41,46 +59,25 @@ struct Row {
 const ROWS: &[Row] = &[
     Row {
         name: "azure-cvm-tooling quote.bin under akpub.pem",
-        args: &[
-            "tpm",
-            "verify",
-            "--ak",
-            "@azure-cvm-tooling/akpub.pem",
-            "--quote",
-            "@azure-cvm-tooling/quote.bin",
-            "--nonce-text",
-            "challenge",
-        ],
+        args: AKPUB_QUOTE,
         verdict: Ok(()),
         tamper: Some(Tamper::Byte("azure-cvm-tooling/quote.bin", 40)),
     },
     Row {
         name: "azure-cvm-tooling quote.bin, upstream's wrong nonce",
-        args: &[
-            "tpm",
-            "verify",
+        args: tpm_verify!(
             "--ak",
             "@azure-cvm-tooling/akpub.pem",
-            "--quote",
             "@azure-cvm-tooling/quote.bin",
             "--nonce",
-            "01020304",
-        ],
+            "01020304"
+        ),
         verdict: Err("extraData"),
         tamper: None,
     },
     Row {
         name: "azure-cvm-tooling quote.bin is not signed by trustee's HCLAkPub",
-        args: &[
-            "tpm",
-            "verify",
-            "--ak-from-hcl",
-            "@trustee-az-snp-vtpm/hcl-report.bin",
-            "--quote",
-            "@azure-cvm-tooling/quote.bin",
-            "--nonce-text",
-            "challenge",
-        ],
+        args: tpm_verify!(hcl "@trustee-az-snp-vtpm/hcl-report.bin", "@azure-cvm-tooling/quote.bin"),
         verdict: Err("signature"),
         tamper: None,
     },
@@ -93,31 +90,13 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "trustee-az-snp-vtpm quote.bin under its HCLAkPub",
-        args: &[
-            "tpm",
-            "verify",
-            "--ak-from-hcl",
-            "@trustee-az-snp-vtpm/hcl-report.bin",
-            "--quote",
-            "@trustee-az-snp-vtpm/quote.bin",
-            "--nonce-text",
-            "challenge",
-        ],
+        args: tpm_verify!(hcl "@trustee-az-snp-vtpm/hcl-report.bin", "@trustee-az-snp-vtpm/quote.bin"),
         verdict: Ok(()),
         tamper: Some(Tamper::Byte("trustee-az-snp-vtpm/quote.bin", 300)),
     },
     Row {
         name: "trustee-az-snp-vtpm tpm-quote-v1.json (hex) under its HCLAkPub",
-        args: &[
-            "tpm",
-            "verify",
-            "--ak-from-hcl",
-            "@trustee-az-snp-vtpm/hcl-report.bin",
-            "--quote",
-            "@trustee-az-snp-vtpm/tpm-quote-v1.json",
-            "--nonce-text",
-            "challenge",
-        ],
+        args: tpm_verify!(hcl "@trustee-az-snp-vtpm/hcl-report.bin", "@trustee-az-snp-vtpm/tpm-quote-v1.json"),
         verdict: Ok(()),
         tamper: Some(Tamper::Text(
             "trustee-az-snp-vtpm/tpm-quote-v1.json",
@@ -127,31 +106,13 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "trustee-az-tdx-vtpm quote.bin under its HCLAkPub (TDX HCL report)",
-        args: &[
-            "tpm",
-            "verify",
-            "--ak-from-hcl",
-            "@trustee-az-tdx-vtpm/hcl-report.bin",
-            "--quote",
-            "@trustee-az-tdx-vtpm/quote.bin",
-            "--nonce-text",
-            "challenge",
-        ],
+        args: tpm_verify!(hcl "@trustee-az-tdx-vtpm/hcl-report.bin", "@trustee-az-tdx-vtpm/quote.bin"),
         verdict: Ok(()),
         tamper: Some(Tamper::Byte("trustee-az-tdx-vtpm/quote.bin", 1000)),
     },
     Row {
         name: "trustee-az-tdx-vtpm tpm-quote-v1.json under its HCLAkPub",
-        args: &[
-            "tpm",
-            "verify",
-            "--ak-from-hcl",
-            "@trustee-az-tdx-vtpm/hcl-report.bin",
-            "--quote",
-            "@trustee-az-tdx-vtpm/tpm-quote-v1.json",
-            "--nonce-text",
-            "challenge",
-        ],
+        args: tpm_verify!(hcl "@trustee-az-tdx-vtpm/hcl-report.bin", "@trustee-az-tdx-vtpm/tpm-quote-v1.json"),
         verdict: Ok(()),
         tamper: Some(Tamper::Text(
             "trustee-az-tdx-vtpm/tpm-quote-v1.json",
@@ -161,7 +122,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "trustee-az-snp-vtpm evidence-v0.json (Milan)",
-        args: &["azure", "verify", "--evidence", "@trustee-az-snp-vtpm/evidence-v0.json", "--nonce-text", "challenge"],
+        args: AZURE_V0,
         verdict: Ok(()),
         // A byte of the quote's signature (a JSON number array).
         tamper: Some(Tamper::Text("trustee-az-snp-vtpm/evidence-v0.json", SIG_ARRAY, SIG_ARRAY_PLUS_ONE)),
@@ -222,7 +183,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "go-tpm-tools gce-cos-85-no-nonce.pb without a nonce",
-        args: &["gce", "verify", "@go-tpm-tools/gce-cos-85-no-nonce.pb", "--dangerous-no-nonce"],
+        args: GCE_NO_NONCE,
         verdict: Ok(()),
         // The first quote's TPMS_ATTEST starts at byte 288 (its magic): a byte of its clock info.
         tamper: Some(Tamper::Byte("go-tpm-tools/gce-cos-85-no-nonce.pb", 288 + 50)),
@@ -235,10 +196,9 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// Resolves `@rel` to testdata and `@@name` to this test's scratch files.
-fn args(testdata: &Path, row: &[&str], swap: Option<(&str, &Path)>) -> Vec<String> {
-    let mut out: Vec<String> = row
-        .iter()
+/// Resolves `@rel` to testdata (or to `swap`'s path for its file) and `@@name` to this test's scratch files.
+fn resolve(testdata: &Path, row: &[&str], swap: Option<(&str, &Path)>) -> Vec<String> {
+    row.iter()
         .map(|a| {
             if let Some(name) = a.strip_prefix("@@") {
                 scratch(name).display().to_string()
@@ -251,7 +211,12 @@ fn args(testdata: &Path, row: &[&str], swap: Option<(&str, &Path)>) -> Vec<Strin
                 (*a).to_owned()
             }
         })
-        .collect();
+        .collect()
+}
+
+/// [`resolve`], then the trusted time and JSON output.
+fn args(testdata: &Path, row: &[&str], swap: Option<(&str, &Path)>) -> Vec<String> {
+    let mut out = resolve(testdata, row, swap);
     out.extend(["--at".to_owned(), AT.to_owned(), "--json".to_owned()]);
     out
 }
@@ -325,37 +290,19 @@ fn every_vector_gets_its_documented_verdict_and_tampered_copies_are_refused() {
 #[test]
 fn verdict_facts() {
     let Some(testdata) = common::testdata() else { return };
-    let gce =
-        run(&args(&testdata, &["gce", "verify", "@go-tpm-tools/gce-cos-85-no-nonce.pb", "--dangerous-no-nonce"], None));
+    let gce = run(&args(&testdata, GCE_NO_NONCE, None));
     let v = check_verdict("gce", &gce, Ok(()));
     assert_eq!(v["checks"]["nonce"], "waived", "{v}");
     assert_eq!(v["claims"]["instance"]["zone"], "us-central1-a", "{v}");
     assert_eq!(v["status"], "affirming", "{v}");
-    let az = run(&args(
-        &testdata,
-        &["azure", "verify", "--evidence", "@trustee-az-snp-vtpm/evidence-v0.json", "--nonce-text", "challenge"],
-        None,
-    ));
+    let az = run(&args(&testdata, AZURE_V0, None));
     let v = check_verdict("azure", &az, Ok(()));
     assert_eq!(
         v["claims"]["pcrs"]["sha256"]["0"], "e15c44796beabf46abcec7c57e590942041e47497e4ec27571c8b7664f48dced",
         "{v}"
     );
     // A quote's AK given by the user is not certified: EAR makes no identity claim.
-    let tpm = run(&args(
-        &testdata,
-        &[
-            "tpm",
-            "verify",
-            "--ak",
-            "@azure-cvm-tooling/akpub.pem",
-            "--quote",
-            "@azure-cvm-tooling/quote.bin",
-            "--nonce-text",
-            "challenge",
-        ],
-        None,
-    ));
+    let tpm = run(&args(&testdata, AKPUB_QUOTE, None));
     let v = check_verdict("tpm", &tpm, Ok(()));
     assert!(v["ak"].as_str().unwrap().contains("NOT certified"), "{v}");
 }
@@ -363,43 +310,20 @@ fn verdict_facts() {
 #[test]
 fn usage_errors_exit_2() {
     let Some(testdata) = common::testdata() else { return };
-    let t = |rel: &str| testdata.join(rel).display().to_string();
-    let cases: Vec<Vec<String>> = vec![
+    let cases: &[&[&str]] = &[
         // No nonce choice at all (clap).
-        vec!["gce".into(), "verify".into(), t("go-tpm-tools/gce-cos-85-no-nonce.pb")],
+        &["gce", "verify", "@go-tpm-tools/gce-cos-85-no-nonce.pb"],
         // An empty nonce is not "no nonce".
-        vec!["gce".into(), "verify".into(), t("go-tpm-tools/gce-cos-85-no-nonce.pb"), "--nonce".into(), String::new()],
+        &["gce", "verify", "@go-tpm-tools/gce-cos-85-no-nonce.pb", "--nonce", ""],
         // A raw TPMS_ATTEST needs its signature and PCRs.
-        vec![
-            "tpm".into(),
-            "verify".into(),
-            "--ak".into(),
-            t("azure-cvm-tooling/akpub.pem"),
-            "--quote".into(),
-            t("azure-cvm-tooling/akpub.pem"),
-            "--nonce-text".into(),
-            "x".into(),
-        ],
+        tpm_verify!("--ak", "@azure-cvm-tooling/akpub.pem", "@azure-cvm-tooling/akpub.pem", "--nonce-text", "x"),
         // EAR without a key.
-        vec![
-            "gce".into(),
-            "verify".into(),
-            t("go-tpm-tools/gce-cos-85-no-nonce.pb"),
-            "--dangerous-no-nonce".into(),
-            "--format".into(),
-            "ear".into(),
-        ],
+        &["gce", "verify", "@go-tpm-tools/gce-cos-85-no-nonce.pb", "--dangerous-no-nonce", "--format", "ear"],
         // Azure TDX evidence is not SNP evidence.
-        vec![
-            "azure".into(),
-            "verify".into(),
-            "--evidence".into(),
-            t("trustee-az-tdx-vtpm/evidence-v1.json"),
-            "--nonce-text".into(),
-            "challenge".into(),
-        ],
+        &["azure", "verify", "--evidence", "@trustee-az-tdx-vtpm/evidence-v1.json", "--nonce-text", "challenge"],
     ];
     for c in cases {
+        let c = resolve(&testdata, c, None);
         let refs: Vec<&str> = c.iter().map(String::as_str).collect();
         let r = attest(Path::new("."), &refs);
         assert_eq!(r.code, 2, "{c:?}: {r:?}");

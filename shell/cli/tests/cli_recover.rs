@@ -51,22 +51,30 @@ fn recovery_refuses_a_node_that_does_not_attest() {
     );
     let secret = MasterSecret::from_file(&secret_path).unwrap();
 
-    let run = attest(
-        std::path::Path::new("."),
-        &[
+    let endpoint = addr.to_string();
+    let measurements_arg = measurements.display().to_string();
+    let secret_arg = secret_path.display().to_string();
+    // `attest recover` of this node with the AK registry `ak_registry`, then `extra`.
+    let recover = |ak_registry: &str, extra: &[&str]| {
+        let mut argv = vec![
             "recover",
             "--endpoint",
-            &addr.to_string(),
+            &endpoint,
             "--measurements",
-            &measurements.display().to_string(),
+            &measurements_arg,
             "--ak-registry",
-            &registry.display().to_string(),
+            ak_registry,
             "--master-secret",
-            &secret_path.display().to_string(),
-            "--json",
-            // What is tested is the node's attestation; the measurements' signature is waived, by name.
-            "--dangerously-skip-measurements-signature",
-        ],
+            &secret_arg,
+        ];
+        argv.extend_from_slice(extra);
+        attest(std::path::Path::new("."), &argv)
+    };
+
+    let run = recover(
+        &registry.display().to_string(),
+        // What is tested is the node's attestation; the measurements' signature is waived, by name.
+        &["--json", "--dangerously-skip-measurements-signature"],
     );
     assert_eq!(run.code, 1, "{run:?}");
     let v = run.json();
@@ -79,21 +87,7 @@ fn recovery_refuses_a_node_that_does_not_attest() {
     }
 
     // A registry file that does not exist is a usage error, before any connection.
-    let missing = attest(
-        std::path::Path::new("."),
-        &[
-            "recover",
-            "--endpoint",
-            &addr.to_string(),
-            "--measurements",
-            &measurements.display().to_string(),
-            "--ak-registry",
-            "/nonexistent/registry.json",
-            "--master-secret",
-            &secret_path.display().to_string(),
-            "--dangerously-skip-measurements-signature",
-        ],
-    );
+    let missing = recover("/nonexistent/registry.json", &["--dangerously-skip-measurements-signature"]);
     assert_eq!(missing.code, 2, "{missing:?}");
     rt.block_on(server.shutdown(std::time::Duration::from_secs(1)));
     for f in [measurements, registry, secret_path] {

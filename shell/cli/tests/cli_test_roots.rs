@@ -14,20 +14,13 @@ fn test_roots_and_unpinned_launches_are_refused_before_connecting() {
     let m = measurements.display().to_string();
     let dir = std::env::temp_dir();
     // Port 1 on loopback: nothing listens; a refusal must come before any connection attempt.
-    let run = attest(
-        &dir,
-        &[
-            "verify",
-            "--endpoint",
-            "127.0.0.1:1",
-            "--measurements",
-            &m,
-            "--variant",
-            "aws-sev-snp",
-            "--dangerous-test-roots",
-            "/nonexistent",
-        ],
-    );
+    // `attest verify` of `variant` at that port with these measurements, then `extra`.
+    let verify = |variant: &str, extra: &[&str]| {
+        let mut argv = vec!["verify", "--endpoint", "127.0.0.1:1", "--measurements", &m, "--variant", variant];
+        argv.extend_from_slice(extra);
+        attest(&dir, &argv)
+    };
+    let run = verify("aws-sev-snp", &["--dangerous-test-roots", "/nonexistent"]);
     assert_eq!(run.code, 2, "{run:?}");
     if cfg!(feature = "dangerous-test-roots") {
         assert!(run.stderr.contains("TEST-ROOTS-DO-NOT-TRUST"), "{run:?}");
@@ -36,19 +29,7 @@ fn test_roots_and_unpinned_launches_are_refused_before_connecting() {
     }
     // An SNP variant with the default policy pins no launch measurement.
     // (The measurements' signature is waived by name: the launch check is what is tested.)
-    let run = attest(
-        &dir,
-        &[
-            "verify",
-            "--endpoint",
-            "127.0.0.1:1",
-            "--measurements",
-            &m,
-            "--variant",
-            "gcp-sev-snp",
-            "--dangerously-skip-measurements-signature",
-        ],
-    );
+    let run = verify("gcp-sev-snp", &["--dangerously-skip-measurements-signature"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("pins no launch measurement"), "{run:?}");
     assert!(!run.stdout.contains("UNREACHABLE"), "{run:?}");

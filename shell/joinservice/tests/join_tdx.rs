@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use attest_atls::nonce::Nonce;
-use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, BoxError, Verifier};
+use attest_atls::{AtlsConnector, AttestationIssuer, BoxError};
 use attest_engine::UnixTime;
 use attest_engine::crypto::default_provider;
 use attest_engine::tdx::{Collateral, TdxPolicy, TdxVerifier};
 use attest_engine::variant::Variant;
 use attest_engine::variant::tdx::qemu_report_data;
-use attest_grpc::{ChannelConfig, Metadata, Router, Server, ServerConfig, Status};
+use attest_grpc::{ChannelConfig, Metadata, Status};
 use attest_joinservice::tdx::{TdxPlatform, install};
 use attest_joinservice::{ValidatorConfig, Validators};
 use attest_kds::{PckCa, Pcs, PcsConfig, PcsKey, Store};
@@ -221,16 +221,7 @@ async fn a_td_joins_and_tampered_or_foreign_tds_do_not() {
         ..ValidatorConfig::new(vec![Variant::QemuTdx], registry, signer.trust(&path))
     };
     let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
-    let mut router = Router::new();
-    router.add_service(Arc::clone(&fixture.service));
-    let server = Server::new(router, ServerConfig::default());
-    let acceptor = AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
-    let addr = attest_atls::grpc::serve(
-        &server,
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        Arc::new(acceptor),
-    )
-    .unwrap();
+    let (_server, addr) = fixture.serve_atls(&validators, None).await;
 
     let ticket = join(addr, &pki, Td::Good).await.expect("the expected TD joins");
     assert_eq!(ticket.state_disk_key.len(), 32);

@@ -12,13 +12,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, BoxError, Verifier, nonce::Nonce};
+use attest_atls::{AtlsConnector, AttestationIssuer, BoxError, nonce::Nonce};
 use attest_engine::crypto::default_provider;
 use attest_engine::policy::{Hex, Revocation};
 use attest_engine::snp::OwnedTrustAnchors;
 use attest_engine::variant::{Validator, Variant, snp_vtpm_report_data};
 use attest_engine::{Product, SnpPolicy, SnpVerifier};
-use attest_grpc::{ChannelConfig, Code, Metadata, Router, Server, ServerConfig};
+use attest_grpc::{ChannelConfig, Code, Metadata};
 use attest_joinservice::{MeasurementsError, Metrics, RefusalReason, ValidatorConfig, Validators};
 use attest_kds::{Clock, Kds, KdsConfig, RevocationState};
 use attest_keyservice::MasterSecret;
@@ -206,16 +206,7 @@ async fn a_running_join_service_refuses_a_node_whose_vcek_is_revoked() {
     config.trust = Some(trust);
     let validators = Arc::new(Validators::load(config, &path, Arc::clone(&f.metrics)).unwrap());
 
-    let mut router = Router::new();
-    router.add_service(Arc::clone(&f.service));
-    let server = Server::new(router, ServerConfig::default());
-    let acceptor = AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators())))).unwrap();
-    let addr = attest_atls::grpc::serve(
-        &server,
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        Arc::new(acceptor),
-    )
-    .unwrap();
+    let (server, addr) = f.serve_atls(&validators, None).await;
 
     // A node with a VCEK in good standing joins.
     let genuine = Arc::new(SoftSnpIssuer { ak: SoftAk::ecc_p256(), leaf: good });

@@ -93,22 +93,14 @@ pub fn azure_document(
         .zip(0u32..)
         .map(|(v, index)| PcrValue { hash_alg: u32::from(TPM_ALG_SHA256), index, value: v.to_vec() })
         .collect();
+    // The HCL AK's public area, the event log and the certificates are not sent (the verifier takes the AK
+    // from the HCL report's runtime data).
+    let tpm =
+        TpmEvidence { quote_attest: quote.attest, quote_signature: quote.signature, pcrs, ..TpmEvidence::default() };
     Ok(AttestationDocument {
-        variant: Variant::AzureSevSnp.name().to_owned(),
-        tpm: Some(TpmEvidence {
-            ak_public: Vec::new(),
-            quote_attest: quote.attest,
-            quote_signature: quote.signature,
-            pcrs,
-            event_log: Vec::new(),
-            ak_certificate: Vec::new(),
-            ek_certificate: Vec::new(),
-        }),
         snp: Some(SnpEvidence { leaf_certificate: vcek, ..SnpEvidence::default() }),
         hcl_report,
-        instance_info: instance_info.to_vec(),
-        user_data: user_data.to_vec(),
-        tdx: None,
+        ..super::tpm_document(Variant::AzureSevSnp, tpm, instance_info, user_data)
     })
 }
 

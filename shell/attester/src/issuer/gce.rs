@@ -126,25 +126,12 @@ impl GceIssuer {
         instance_info: &[u8],
     ) -> Result<AttestationDocument, HwIssuerError> {
         let extra = Validator::quote_nonce(default_provider(), instance_info, user_data, nonce);
-        let QuotedPcrs { quote, values } = self.quote_sha256(&extra)?;
-        let pcrs = super::qemu::sha256_pcr_values(&values);
-        Ok(AttestationDocument {
-            variant: Variant::GcpShieldedVm.name().to_owned(),
-            tpm: Some(TpmEvidence {
-                ak_public: self.ak.tpm2b_public().to_vec(),
-                quote_attest: quote.attest,
-                quote_signature: quote.signature,
-                pcrs,
-                event_log: self.event_log.clone(),
-                ak_certificate: self.ak_certificate.clone(),
-                ek_certificate: Vec::new(),
-            }),
-            snp: None,
-            tdx: None,
-            hcl_report: Vec::new(),
-            instance_info: instance_info.to_vec(),
-            user_data: user_data.to_vec(),
-        })
+        let quoted = self.quote_sha256(&extra)?;
+        let tpm = TpmEvidence {
+            ak_certificate: self.ak_certificate.clone(),
+            ..super::quote_evidence(&self.ak, quoted, self.event_log.clone())
+        };
+        Ok(super::tpm_document(Variant::GcpShieldedVm, tpm, instance_info, user_data))
     }
 
     /// go-tpm-tools' `Attestation` for `nonce` (extraData = the nonce, as go-tpm-tools quotes): the AK's

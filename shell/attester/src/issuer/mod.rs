@@ -42,10 +42,46 @@ pub use sevguest::{SnpDeviceAddr, SnpGuestDevice};
 pub use snp::SnpIssuer;
 
 use crate::tpm::Error;
+use crate::tpm::{AttestationKey, QuotedPcrs};
 use attest_engine::tpm::PcrValues;
 use attest_engine::variant::Document;
-use attest_proto::attest::v1::AttestationDocument;
+use attest_engine::variant::Variant;
+use attest_proto::attest::v1::{AttestationDocument, TpmEvidence};
 use attest_proto::document::DocumentError;
+
+/// A document of `variant` whose only evidence is `tpm` (no SNP, TDX or HCL part), for `instance_info` and
+/// `user_data`; the issuers that add more evidence set it on the result.
+pub(crate) fn tpm_document(
+    variant: Variant,
+    tpm: TpmEvidence,
+    instance_info: &[u8],
+    user_data: &[u8],
+) -> AttestationDocument {
+    AttestationDocument {
+        variant: variant.name().to_owned(),
+        tpm: Some(tpm),
+        snp: None,
+        tdx: None,
+        hcl_report: Vec::new(),
+        instance_info: instance_info.to_vec(),
+        user_data: user_data.to_vec(),
+    }
+}
+
+/// The TPM evidence of a quote by `ak` over SHA-256 PCRs (`quoted`), with `event_log`; no AK or EK
+/// certificate (the issuers that have one set it on the result).
+pub(crate) fn quote_evidence(ak: &AttestationKey, quoted: QuotedPcrs, event_log: Vec<u8>) -> TpmEvidence {
+    let QuotedPcrs { quote, values } = quoted;
+    TpmEvidence {
+        ak_public: ak.tpm2b_public().to_vec(),
+        quote_attest: quote.attest,
+        quote_signature: quote.signature,
+        pcrs: qemu::sha256_pcr_values(&values),
+        event_log,
+        ak_certificate: Vec::new(),
+        ek_certificate: Vec::new(),
+    }
+}
 
 /// The PCR values of a document's TPM evidence, borrowed from it ([`attest_proto::document::pcr_values`]).
 /// A document without TPM evidence has none.

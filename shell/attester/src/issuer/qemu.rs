@@ -14,7 +14,7 @@
 //! The TPM connection is behind a mutex: a TPM executes one command at a time anyway, and the quote and the
 //! PCR read must not interleave with another caller's commands.
 
-use crate::tpm::{AkConfig, AttestationKey, Error, PcrMask, QuotedPcrs, Tpm};
+use crate::tpm::{AkConfig, AttestationKey, Error, PcrMask, Tpm};
 use attest_engine::crypto::default_provider;
 use attest_engine::tpm::alg::TPM_ALG_SHA256;
 use attest_engine::variant::{Validator, Variant};
@@ -83,25 +83,13 @@ impl QemuVtpmIssuer {
     pub fn issue(&self, nonce: &[u8], user_data: &[u8], instance_info: &[u8]) -> Result<AttestationDocument, Error> {
         let extra = Validator::quote_nonce(default_provider(), instance_info, user_data, nonce);
         let mut tpm = self.tpm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let QuotedPcrs { quote, values } = tpm.consistent_quote(&self.ak, self.mask, &extra)?;
+        let quoted = tpm.consistent_quote(&self.ak, self.mask, &extra)?;
         drop(tpm);
-        Ok(AttestationDocument {
-            variant: Variant::QemuVtpm.name().to_owned(),
-            tpm: Some(TpmEvidence {
-                ak_public: self.ak.tpm2b_public().to_vec(),
-                quote_attest: quote.attest,
-                quote_signature: quote.signature,
-                pcrs: sha256_pcr_values(&values),
-                event_log: self.event_log.clone(),
-                ak_certificate: Vec::new(),
-                ek_certificate: self.ek_certificate.clone(),
-            }),
-            snp: None,
-            tdx: None,
-            hcl_report: Vec::new(),
-            instance_info: instance_info.to_vec(),
-            user_data: user_data.to_vec(),
-        })
+        let tpm = TpmEvidence {
+            ek_certificate: self.ek_certificate.clone(),
+            ..super::quote_evidence(&self.ak, quoted, self.event_log.clone())
+        };
+        Ok(super::tpm_document(Variant::QemuVtpm, tpm, instance_info, user_data))
     }
 }
 

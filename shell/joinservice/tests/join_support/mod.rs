@@ -18,7 +18,7 @@ use std::time::Duration;
 use attest_bootstrapper::ticket::KubeletKey;
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_joinservice::{
-    JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, load_measurement_salt,
+    JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, Validators, load_measurement_salt,
 };
 use attest_k8s::{ClusterCa, DryRunTokenIssuer, TokenIssuer, generate_pki};
 use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsAcceptor, KmsConnector, TlsFiles};
@@ -153,6 +153,26 @@ pub(crate) struct Fixture {
     pub(crate) ca: Arc<ClusterCa>,
     /// Where the dry-run token issuer (the default) writes its Secret manifests.
     pub(crate) tokens_dir: PathBuf,
+}
+
+impl Fixture {
+    /// Serves this fixture's join service over aTLS on 127.0.0.1, accepting the clients that `validators`
+    /// accept; with `attests` the service attests itself too (mutual aTLS, as the real one with its node's
+    /// TPM). It serves until the `Server` is dropped or shut down.
+    pub(crate) async fn serve_atls(
+        &self,
+        validators: &Arc<Validators>,
+        attests: Option<Arc<dyn attest_atls::AttestationIssuer>>,
+    ) -> (Server, SocketAddr) {
+        let mut router = Router::new();
+        router.add_service(Arc::clone(&self.service));
+        let server = Server::new(router, ServerConfig::default());
+        let verifier = attest_atls::Verifier::new(validators.attestation_validators());
+        let acceptor = attest_atls::AtlsAcceptor::new(attests, Some(Arc::new(verifier))).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = attest_atls::grpc::serve(&server, listener, Arc::new(acceptor)).unwrap();
+        (server, addr)
+    }
 }
 
 impl Drop for Fixture {
