@@ -1,8 +1,7 @@
-//! Kubelet certificates at the cost of their signature: the CSR is read with the engine's zero-copy DER
-//! reader and its self-signature checked with the engine's crypto provider (aws-lc-rs); the certificate is
-//! assembled from a template prepared once per CA and signed with aws-lc-rs. Neither step goes through
-//! OpenSSL's generic key decoders and encoders (`d2i_X509_REQ`, `X509_set_pubkey`, `X509_sign`: ≈ 0.3–0.4 ms
-//! each with OpenSSL 3.0 against ≈ 0.02 ms of signature here).
+//! Kubelet certificates at the cost of their signature: assembled from a template prepared once per CA and
+//! signed with aws-lc-rs, not through OpenSSL's generic key encoders (`X509_set_pubkey`, `X509_sign`: ≈ 0.3–0.4
+//! ms with OpenSSL 3.0 against ≈ 0.02 ms of signature here). What is certified was checked before
+//! (`ca::check_kubelet_csr`): this module encodes, it does not judge.
 //!
 //! # What a certificate contains (RFC 5280 §4.1)
 //!
@@ -21,42 +20,20 @@
 //!     subjectKeyIdentifier (or SHA-1 of its key when it has none)
 //! ```
 //!
-//! Lines marked ◄ change per certificate; everything else is encoded once in [`KubeletTemplate::new`].
+//! Lines marked ◄ change per certificate; everything else is encoded once, when `ClusterCa::load` prepares
+//! the template.
 
 use std::fmt;
 
 use attest_engine::der::{Reader, tag};
-use attest_engine::x509::{Certificate, CertificationRequest, PublicKey, SignatureAlgorithm};
+use attest_engine::x509::{Certificate, PublicKey};
 use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
 use aws_lc_rs::signature::{self, EcdsaKeyPair, KeyPair as _, RsaKeyPair};
 
-use super::ca::{
-    CLOCK_SKEW_ALLOWANCE, CaError, MAX_CSR_SIZE, MAX_NODE_NAME_LENGTH, MAX_RSA_BITS, MIN_RSA_BITS, NODE_USER_PREFIX,
-    NODES_GROUP, is_dns1123_subdomain,
-};
-
-/// A CSR that passed every check: the node name and the key to certify.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckedCsr {
-    /// The node name from `CN=system:node:<nodename>`.
-    pub node_name: String,
-    /// The SubjectPublicKeyInfo DER as the CSR carried it.
-    spki: Vec<u8>,
-    /// Whether the key is RSA (keyUsage then includes keyEncipherment).
-    rsa: bool,
-}
-
-impl CheckedCsr {
-    /// The SubjectPublicKeyInfo DER the certificate will carry (the CSR's, byte for byte).
-    pub fn spki(&self) -> &[u8] {
-        &self.spki
-    }
-}
-
 // ---- DER OIDs and fixed encodings (content octets; X.690 §8.19) --------------------------------------------
 
-const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
-const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0A];
+pub(crate) const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
+pub(crate) const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0A];
 const OID_SUBJECT_KEY_ID: &[u8] = &[0x55, 0x1D, 0x0E];
 const OID_KEY_USAGE: &[u8] = &[0x55, 0x1D, 0x0F];
 const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1D, 0x13];
@@ -75,110 +52,27 @@ const ALG_ECDSA_SHA384: &[u8] = &[0x30, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE
 /// AlgorithmIdentifier sha256WithRSAEncryption (RFC 4055 §5: parameters NULL).
 const ALG_RSA_SHA256: &[u8] =
     &[0x30, 0x0D, 0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x0B, 0x05, 0x00];
-/// UTF8String, PrintableString: the string types a kubelet's (Go) or OpenSSL's CSR subject uses.
-const UTF8_STRING: u8 = 0x0C;
-const PRINTABLE_STRING: u8 = 0x13;
+/// UTF8String (RFC 5280 §4.1.2.6: the string type for new names).
+pub(crate) const UTF8_STRING: u8 = 0x0C;
 /// keyUsage bits (RFC 5280 §4.2.1.3) as the BIT STRING contents: unused-bit count, then the bits.
 const KU_DIGITAL_SIGNATURE: [u8; 2] = [0x07, 0x80];
 const KU_DIGITAL_SIGNATURE_KEY_ENCIPHERMENT: [u8; 2] = [0x05, 0xA0];
 /// Serial number octets (RFC 5280 §4.1.2.2: at most 20).
 const SERIAL_LEN: usize = 16;
 
-// ---- The CSR --------------------------------------------------------------------------------------------
-
-/// Reads and checks a kubelet CSR (DER, or PEM `CERTIFICATE REQUEST`): the self-signature, a key that is
-/// EC P-256/P-384 or RSA of [`MIN_RSA_BITS`]–[`MAX_RSA_BITS`] bits, and a subject that is exactly
-/// `O=system:nodes, CN=system:node:<nodename>` with a DNS-1123 node name. Requested extensions are ignored.
-pub fn check_kubelet_csr(csr: &[u8]) -> Result<CheckedCsr, CaError> {
-    if csr.len() > MAX_CSR_SIZE {
-        return Err(CaError::CsrTooLarge { len: csr.len() });
-    }
-    let malformed = |e: &dyn fmt::Display| CaError::MalformedCsr { reason: e.to_string() };
-    let pem;
-    let der = if csr.trim_ascii_start().starts_with(b"-----BEGIN") {
-        pem = attest_engine::x509::pem::parse_pem(csr).map_err(|e| malformed(&e))?;
-        match &pem[..] {
-            [block] if block.label == "CERTIFICATE REQUEST" || block.label == "NEW CERTIFICATE REQUEST" => &block.der,
-            _ => return Err(malformed(&"not exactly one PEM CERTIFICATE REQUEST block")),
-        }
-    } else {
-        csr
-    };
-    let req = CertificationRequest::from_der(der).map_err(|e| malformed(&e))?;
-    let key = req.public_key().map_err(|e| CaError::UnsupportedKey { found: e.to_string() })?;
-    let rsa = match key {
-        PublicKey::EcP256 { .. } | PublicKey::EcP384 { .. } => false,
-        PublicKey::Rsa { .. } => {
-            let bits = key.rsa_modulus_bits().unwrap_or(0);
-            if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
-                return Err(CaError::UnsupportedKey { found: format!("RSA-{bits}") });
-            }
-            true
-        }
-        _ => return Err(CaError::UnsupportedKey { found: "a key type the engine does not use".into() }),
-    };
-    // The algorithm must be one the engine verifies, with the hash bound to the key as a kubelet (Go's x509)
-    // signs: SHA-256 for P-256, SHA-384 for P-384.
-    let algorithm = req.signature_algorithm().map_err(|e| malformed(&e))?;
-    let consistent = matches!(
-        (key, algorithm),
-        (PublicKey::EcP256 { .. }, SignatureAlgorithm::EcdsaSha256)
-            | (PublicKey::EcP384 { .. }, SignatureAlgorithm::EcdsaSha384)
-            | (
-                PublicKey::Rsa { .. },
-                SignatureAlgorithm::RsaPkcs1Sha256
-                    | SignatureAlgorithm::RsaPkcs1Sha384
-                    | SignatureAlgorithm::RsaPssSha384,
-            )
-    );
-    if !consistent {
-        return Err(malformed(&format_args!("signature algorithm {} does not fit the key", algorithm.name())));
-    }
-    req.verify_signature(attest_engine::crypto::default_provider()).map_err(|_| CaError::BadCsrSignature)?;
-    let node_name = node_name(&req)?;
-    Ok(CheckedCsr { node_name: node_name.to_owned(), spki: req.spki().to_vec(), rsa })
-}
-
-/// The node name of a subject that is exactly `O=system:nodes` and `CN=system:node:<name>`.
-fn node_name<'a>(req: &CertificationRequest<'a>) -> Result<&'a str, CaError> {
-    let bad = |reason: String| CaError::BadSubject { reason };
-    let (mut cn, mut o): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
-    let mut problem = None;
-    req.subject().for_each_attribute(|a| {
-        if problem.is_some() {
-            return;
-        }
-        let (UTF8_STRING | PRINTABLE_STRING, Ok(value)) = (a.tag, std::str::from_utf8(a.value)) else {
-            problem = Some("an attribute that is not a UTF8String or PrintableString".to_owned());
-            return;
-        };
-        match a.oid {
-            OID_COMMON_NAME => cn.push(value),
-            OID_ORGANIZATION => o.push(value),
-            other => problem = Some(format!("unexpected attribute {}", hex::encode(other))),
-        }
-    });
-    if let Some(reason) = problem {
-        return Err(bad(reason));
-    }
-    if o != [NODES_GROUP] {
-        return Err(bad(format!("organizations {o:?}")));
-    }
-    let [cn] = cn[..] else {
-        return Err(bad(format!("{} common names", cn.len())));
-    };
-    let name = cn.strip_prefix(NODE_USER_PREFIX).ok_or_else(|| bad(format!("common name {cn:?}")))?;
-    if !is_dns1123_subdomain(name) {
-        let mut end = name.len().min(MAX_NODE_NAME_LENGTH);
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        return Err(CaError::BadNodeName { name: name[..end].to_owned() });
-    }
-    Ok(name)
-}
-
 // ---- The template ---------------------------------------------------------------------------------------
+
+/// What a kubelet certificate certifies (checked by the caller: `ca::check_kubelet_csr`).
+pub(crate) struct Leaf<'a> {
+    /// The SubjectPublicKeyInfo TLV, as the CSR carried it.
+    pub(crate) spki: &'a [u8],
+    /// `system:node:<name>`.
+    pub(crate) common_name: &'a str,
+    /// The node name: the one DNS SAN.
+    pub(crate) dns_name: &'a str,
+    /// An RSA key (keyUsage then includes keyEncipherment).
+    pub(crate) rsa: bool,
+}
 
 /// The CA's signing key, parsed once.
 enum SigningKey {
@@ -195,7 +89,7 @@ pub(crate) struct KubeletTemplate {
     algorithm: &'static [u8],
     /// The CA certificate's subject TLV (the issuer of every kubelet certificate).
     issuer: Vec<u8>,
-    /// The `O=system:nodes` RDN (a SET TLV).
+    /// The organization RDN (`O=system:nodes`; a SET TLV).
     organization_rdn: Vec<u8>,
     /// basicConstraints and extKeyUsage (clientAuth, serverAuth) extensions (TLVs).
     fixed_extensions: Vec<u8>,
@@ -212,7 +106,7 @@ impl fmt::Debug for KubeletTemplate {
 impl KubeletTemplate {
     /// The template of the CA `ca_der` (DER certificate) whose private key is `key_pkcs8` (PKCS #8 DER; the
     /// caller checked that it belongs to the certificate).
-    pub(crate) fn new(ca_der: &[u8], key_pkcs8: &[u8]) -> Result<KubeletTemplate, String> {
+    pub(crate) fn new(ca_der: &[u8], key_pkcs8: &[u8], organization: &str) -> Result<KubeletTemplate, String> {
         let ca = Certificate::from_der(ca_der).map_err(|e| format!("CA certificate: {e}"))?;
         let bad_key = |e: aws_lc_rs::error::KeyRejected| format!("CA key: {e}");
         let (key, algorithm) = match ca.public_key() {
@@ -256,7 +150,7 @@ impl KubeletTemplate {
             .unwrap_or_else(|| sha1(&public).to_vec());
 
         let mut organization_rdn = Vec::new();
-        rdn(&mut organization_rdn, OID_ORGANIZATION, NODES_GROUP.as_bytes());
+        rdn(&mut organization_rdn, OID_ORGANIZATION, organization.as_bytes());
         let mut fixed_extensions = Vec::new();
         // basicConstraints: critical, SEQUENCE {} (cA FALSE is the default, so absent).
         extension(&mut fixed_extensions, OID_BASIC_CONSTRAINTS, true, &[0x30, 0x00]);
@@ -284,48 +178,40 @@ impl KubeletTemplate {
         })
     }
 
-    /// The DER certificate for `csr`, valid from `now − CLOCK_SKEW_ALLOWANCE` (Unix seconds) for
-    /// `validity` seconds.
-    pub(crate) fn sign(&self, csr: &CheckedCsr, now: u64, validity: u64) -> Result<Vec<u8>, CaError> {
-        let signing = |what: &str| CaError::Signing { reason: what.to_owned() };
+    /// The DER certificate for `leaf`, valid from `not_before` to `not_after` (Unix seconds).
+    pub(crate) fn sign(&self, leaf: &Leaf<'_>, not_before: u64, not_after: u64) -> Result<Vec<u8>, &'static str> {
         let mut serial = [0u8; SERIAL_LEN];
-        self.rng.fill(&mut serial).map_err(|_| signing("no randomness for the serial number"))?;
+        self.rng.fill(&mut serial).map_err(|_| "no randomness for the serial number")?;
         // Positive (top bit clear) and minimal (first octet non-zero): always 16 octets.
         serial[0] = (serial[0] & 0x7F).max(1);
+        let subject_key = subject_public_key(leaf.spki).map_err(|_| "the subject key is not a SubjectPublicKeyInfo")?;
 
-        let subject_key = subject_public_key(&csr.spki).map_err(|e| CaError::Signing { reason: e.to_string() })?;
-        let mut cn = Vec::with_capacity(NODE_USER_PREFIX.len() + csr.node_name.len());
-        cn.extend_from_slice(NODE_USER_PREFIX.as_bytes());
-        cn.extend_from_slice(csr.node_name.as_bytes());
-
-        let mut tbs = Vec::with_capacity(512 + csr.spki.len() + self.issuer.len());
+        let mut tbs = Vec::with_capacity(512 + leaf.spki.len() + self.issuer.len());
         tbs.extend_from_slice(&[0xA0, 0x03, 0x02, 0x01, 0x02]); // [0] EXPLICIT Version v3
         tlv(&mut tbs, tag::INTEGER, &serial);
         tbs.extend_from_slice(self.algorithm);
         tbs.extend_from_slice(&self.issuer);
-        let not_before = now.saturating_sub(CLOCK_SKEW_ALLOWANCE.as_secs());
-        let not_after = now.saturating_add(validity);
         let mut validity = Vec::with_capacity(34);
         time(&mut validity, not_before);
         time(&mut validity, not_after);
         tlv(&mut tbs, tag::SEQUENCE, &validity);
         let mut subject = self.organization_rdn.clone();
-        rdn(&mut subject, OID_COMMON_NAME, &cn);
+        rdn(&mut subject, OID_COMMON_NAME, leaf.common_name.as_bytes());
         tlv(&mut tbs, tag::SEQUENCE, &subject);
-        tbs.extend_from_slice(&csr.spki);
+        tbs.extend_from_slice(leaf.spki);
         let mut extensions = Vec::with_capacity(160);
         extensions.extend_from_slice(&self.fixed_extensions[..]);
         let mut ku = Vec::with_capacity(4);
         tlv(
             &mut ku,
             tag::BIT_STRING,
-            if csr.rsa { &KU_DIGITAL_SIGNATURE_KEY_ENCIPHERMENT } else { &KU_DIGITAL_SIGNATURE },
+            if leaf.rsa { &KU_DIGITAL_SIGNATURE_KEY_ENCIPHERMENT } else { &KU_DIGITAL_SIGNATURE },
         );
         extension(&mut extensions, OID_KEY_USAGE, true, &ku);
         // The kubelet also serves with this certificate: the one name the node proved in its CSR subject (a
         // DNS-1123 name, so valid IA5String), never a name or address the requester asks for.
-        let mut dns = Vec::with_capacity(csr.node_name.len() + 4);
-        tlv(&mut dns, DNS_NAME, csr.node_name.as_bytes());
+        let mut dns = Vec::with_capacity(leaf.dns_name.len() + 4);
+        tlv(&mut dns, DNS_NAME, leaf.dns_name.as_bytes());
         let mut san = Vec::with_capacity(dns.len() + 4);
         tlv(&mut san, tag::SEQUENCE, &dns);
         extension(&mut extensions, OID_SUBJECT_ALT_NAME, false, &san);
@@ -351,8 +237,8 @@ impl KubeletTemplate {
         Ok(der)
     }
 
-    fn signature(&self, message: &[u8]) -> Result<Vec<u8>, CaError> {
-        let failed = || CaError::Signing { reason: "the CA key could not sign".into() };
+    fn signature(&self, message: &[u8]) -> Result<Vec<u8>, &'static str> {
+        let failed = || "the CA key could not sign";
         match &self.key {
             SigningKey::Ecdsa(k) => Ok(k.sign(&self.rng, message).map_err(|_| failed())?.as_ref().to_vec()),
             SigningKey::Rsa(k) => {

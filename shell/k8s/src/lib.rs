@@ -3,7 +3,7 @@
 //! The Kubernetes side of the join service: a minimal API client, bootstrap tokens, and the cluster CA.
 //!
 //! **May depend on:** hyper's HTTP/1.1 client, OpenSSL, `attest-util`, and the engine's DER reader and crypto
-//! provider with aws-lc-rs (kubelet CSRs and certificates, [`kubelet`]). **Must not depend on:**
+//! provider with aws-lc-rs (kubelet CSRs and certificates, [`ca`]). **Must not depend on:**
 //! attestation, gRPC or a service: the join service calls it after a node attested.
 //!
 //! | module | what |
@@ -13,7 +13,7 @@
 //! | [`token`] | [`BootstrapToken`]: kubeadm's token format and its Secret manifest |
 //! | [`issuer`] | [`TokenIssuer`]: the Kubernetes API one and the dry-run one (manifests in a directory) |
 //! | [`ca`] | [`ClusterCa`]: the kubeadm PKI directory, the discovery hash, kubelet certificates |
-//! | [`kubelet`] | the kubelet CSR read with the engine's DER reader, the certificate from a prepared template (aws-lc-rs) |
+//! | `kubelet` | (private) the kubelet certificate template: encoded once per CA, signed with aws-lc-rs |
 //! | [`error`] | [`K8sError`], with the API's `Status` objects parsed ([`ApiStatus`]) |
 //!
 //! # Why a hand-written client
@@ -39,7 +39,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod issuer;
-pub mod kubelet;
+mod kubelet;
 pub mod token;
 
 pub use ca::{CaError, CheckedCsr, ClusterCa, PkiFile, discovery_token_ca_cert_hash, generate_pki};
