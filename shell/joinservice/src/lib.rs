@@ -33,6 +33,7 @@
 //!  ┌─ in parallel ──────────────────────────────────────────────────────┐
 //!  │ kms GetDataKey(disk_uuid, 32)   kms GetDataKey("measurementSecret", 32)
 //!  │ kms GetDataKey("ca_emergency_ssh", 32)   bootstrap token (Kubernetes API or dry run)
+//!  │ (the two cluster-wide keys come from a copy at most CLUSTER_KEY_TTL old)
 //!  └─────────────────────────────────────────────────────────────────────┘
 //!        │ any failed ─► delete the token if it was created ─► UNAVAILABLE / DEADLINE_EXCEEDED / INTERNAL
 //!        ▼
@@ -64,7 +65,7 @@
 //! |---|---|
 //! | 1 `state_disk_key` | kms `GetDataKey(disk_uuid, 32)` |
 //! | 2 `measurement_salt` | the configured salt |
-//! | 3 `measurement_secret` | kms `GetDataKey("measurementSecret", 32)` |
+//! | 3 `measurement_secret` | kms `GetDataKey("measurementSecret", 32)` (a copy at most a minute old: [`keys`]) |
 //! | 4 `kubelet_cert` | the CSR signed by the cluster CA (DER) |
 //! | 5 `api_server_endpoint` | configured `host:port` |
 //! | 6 `token` | `<id>.<secret>` of a fresh bootstrap token |
@@ -332,7 +333,7 @@ impl JoinService {
             let deadline = request.deadline;
             let (disk, secret) = tokio::join!(
                 self.key("disk", disk_uuid, STATE_DISK_KEY_LENGTH, deadline),
-                self.key("measurementSecret", MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH, deadline),
+                self.cluster_key("measurementSecret", MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH, deadline),
             );
             Ok::<_, JoinError>(IssueRejoinTicketResponse {
                 state_disk_key: disk?.to_vec(),
@@ -387,6 +388,20 @@ impl JoinService {
         self.keys.get_data_key(id, length, deadline).await.map_err(|error| JoinError::KeyService { key: what, error })
     }
 
+    /// A key that is the same for every node ([`keys`]: fetched at most once a minute).
+    async fn cluster_key(
+        &self,
+        what: &'static str,
+        id: &'static str,
+        length: usize,
+        deadline: Option<Instant>,
+    ) -> Result<Zeroizing<Vec<u8>>, JoinError> {
+        self.keys
+            .get_cluster_key(id, length, deadline)
+            .await
+            .map_err(|error| JoinError::KeyService { key: what, error })
+    }
+
     /// The join proper; returns the response and the token id (for the log).
     async fn join(
         &self,
@@ -409,8 +424,8 @@ impl JoinService {
         let deadline = request.deadline;
         let (disk, secret, ssh_seed, token) = tokio::join!(
             self.key("disk", &m.disk_uuid, STATE_DISK_KEY_LENGTH, deadline),
-            self.key("measurementSecret", MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH, deadline),
-            self.key("sshCa", ssh::SSH_CA_KEY_ID, ssh::SSH_CA_SEED_LENGTH, deadline),
+            self.cluster_key("measurementSecret", MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH, deadline),
+            self.cluster_key("sshCa", ssh::SSH_CA_KEY_ID, ssh::SSH_CA_SEED_LENGTH, deadline),
             create_guarded(&self.tokens, self.settings.token_ttl),
         );
         let (token, guard) = match token {

@@ -178,6 +178,11 @@ impl Metrics {
         RefusalReason::ALL.iter().position(|r| *r == reason).map_or(0, |i| self.refused[i].load(Ordering::Relaxed))
     }
 
+    /// Key service calls so far: (answered, failed).
+    pub fn key_service_calls(&self) -> (u64, u64) {
+        (self.key_calls_ok.load(Ordering::Relaxed), self.key_calls_error.load(Ordering::Relaxed))
+    }
+
     /// Tickets issued so far: (joins, rejoins).
     pub fn issued_count(&self) -> (u64, u64) {
         (self.joins_issued.load(Ordering::Relaxed), self.rejoins_issued.load(Ordering::Relaxed))

@@ -159,6 +159,39 @@ async fn a_worker_join_fills_every_field() {
 }
 
 #[tokio::test]
+async fn cluster_wide_keys_are_fetched_once_and_disk_keys_every_join() {
+    let (_kms, addr) = key_service().await;
+    let f = fixture(addr, Duration::from_secs(5), None);
+    let a = f.service.issue_join_ticket(join_request("worker-1", false)).await.unwrap().message;
+    assert_eq!(f.metrics.key_service_calls(), (3, 0));
+    let mut other = join_request("worker-2", false);
+    other.message.disk_uuid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8".into();
+    let b = f.service.issue_join_ticket(other).await.unwrap().message;
+    // The second join asked the key service for its own disk key only.
+    assert_eq!(f.metrics.key_service_calls(), (4, 0));
+    assert_eq!(b.state_disk_key, state_disk_key(&master(), "6ba7b810-9dad-11d1-80b4-00c04fd430c8").unwrap().to_vec());
+    assert_ne!(a.state_disk_key, b.state_disk_key);
+    // The reused keys are exactly what the key service derives.
+    assert_eq!(b.measurement_secret, measurement_secret(&master()).to_vec());
+    assert_eq!(b.measurement_secret, a.measurement_secret);
+    let seed = derive_data_key(&master(), "ca_emergency_ssh", 32).unwrap();
+    assert_eq!(b.authorized_ca_public_key, SshCa::from_seed(&seed).unwrap().authorized_key());
+    assert_eq!(f.metrics.issued_count(), (2, 0));
+}
+
+#[tokio::test]
+async fn a_failed_cluster_key_fetch_is_not_kept() {
+    // The key service is down: every join asks again for all three keys, and each is refused.
+    let f = fixture(closed_port(), Duration::from_secs(5), None);
+    for i in 1..=2u64 {
+        let status = f.service.issue_join_ticket(join_request("worker-1", false)).await.unwrap_err();
+        assert_eq!(status.code, Code::Unavailable);
+        assert_eq!(f.metrics.key_service_calls(), (0, 3 * i));
+    }
+    assert_eq!(f.metrics.issued_count(), (0, 0));
+}
+
+#[tokio::test]
 async fn control_plane_files_only_for_control_plane_nodes() {
     let (_kms, addr) = key_service().await;
     let f = fixture(addr, Duration::from_secs(5), None);
