@@ -104,8 +104,9 @@ for _ in range(64):
     a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]; b = socket.socket()
     try:
         b.bind(("127.0.0.1", p + 1)); print(p); break
-    except OSError: pass
+    except (OSError, OverflowError): pass  # p + 1 taken, or p = 65535
     finally: a.close(); b.close()')
+if [ -z "$tpm_port" ]; then echo "run.sh: no two adjacent free ports for swtpm" >&2; exit 1; fi
 swtpm socket --tpm2 --tpmstate dir="$tpm_dir" --server type=tcp,port="$tpm_port",bindaddr=127.0.0.1 \
   --ctrl type=tcp,port=$((tpm_port + 1)),bindaddr=127.0.0.1 --flags not-need-init,startup-clear --daemon \
   --pid file="$tpm_dir/swtpm.pid"
