@@ -8,7 +8,9 @@
 # lines) and runs `join-load run` against them:
 #
 #   (a) throughput/latency: 16 and 64 concurrent clients, JOINS joins each (default 5000; bound 300 s each), after
-#       the floor benchmark (benches/benches/join_floor.rs), and each run's CPU per join as a multiple of it;
+#       the floor benchmark (benches/benches/join_floor.rs), and each run's CPU per join as a multiple of it; then
+#       the transport floor (`join-load mtls`: JOINS fresh mutual-TLS connections + one gRPC call each to the key
+#       service, its CPU per connection) and what a join costs beyond it;
 #   (b) scaling: the join service pinned to 1 core vs 2 cores (`taskset`; the generator and the key service get the
 #       other core, resp. share both), its tokio workers 1 vs 2 (TOKIO_WORKER_THREADS, unpinned), and the
 #       validation path alone on 1 vs 2 threads (`join-load validate`);
@@ -208,6 +210,30 @@ print(f'run.sh: {label}: {r["joins_ok"]} ok, {r["errors_total"]} errors, {r["thr
 PY
 }
 
+# measure_transport CPUS: the transport floor — `join-load mtls` opens JOINS fresh mutual-TLS connections to the
+# key service with one gRPC call each; the key service's CPU per connection goes to $out/transport.json.
+measure_transport() {
+  local k0 k1 rc=0
+  k0=$(cpu_ticks "$ks_pid")
+  log "transport: join-load mtls --connections $JOINS --concurrency 16 (load $(load_avg))"
+  taskset -c "$1" $bin/join-load mtls --fixture "$fx" --addr "$ks_addr" --connections "$JOINS" --concurrency 16 --json \
+    >"$out/transport-run.json" &
+  local gen=$!; pids+=("$gen")
+  wait "$gen" || rc=$?
+  forget "$gen"
+  k1=$(cpu_ticks "$ks_pid")
+  [ "$rc" -eq 0 ] || { failed=1; log "transport: join-load mtls exited with $rc"; }
+  python3 - "$out" "$k0" "$k1" "$clk_tck" <<'PY'
+import json, os, sys
+out, k0, k1, tck = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+r = json.load(open(os.path.join(out, "transport-run.json")))
+r["key_service_cpu_ms_per_connection"] = round((k1 - k0) / tck * 1000 / max(1, r["ok"]), 3)
+json.dump(r, open(os.path.join(out, "transport.json"), "w"))
+print(f'run.sh: transport: {r["ok"]} connections, {r["errors"]} errors, {r["per_second"]:.1f}/s, key service '
+      f'{r["key_service_cpu_ms_per_connection"]} ms CPU per connection', file=sys.stderr)
+PY
+}
+
 check_metrics() {
   python3 - "$out/metrics-$1.txt" "$1" <<'PY' || failed=1
 import re, sys
@@ -271,6 +297,24 @@ for label in labels:
     cpu = r["server_cpu_ms_per_join"] * 1000
     print(f"| {label} | {cpu:.0f} | {floor:.1f} | {cpu / floor:.2f} |")
 print()
+# Against the transport floor (a bare mutual-TLS connection + one gRPC call, measured on the key service):
+# what a join adds to it, next to the cryptography a join adds to a bare handshake.
+tpath = os.path.join(out, "transport.json")
+if os.path.exists(tpath):
+    t = json.load(open(tpath))["key_service_cpu_ms_per_connection"] * 1000
+    added = ["server_credential", "quote", "csr_signature", "kubelet_signature", "ssh_ca", "key_service_mtls", "randomness"]
+    known = {p: median(os.path.join(os.path.dirname(base), p, "new", "estimates.json")) for p in parts}
+    f_att = sum(known.get(p, 0.0) for p in added)
+    print(f"Transport floor (`join-load mtls`: fresh mutual TLS 1.3 + one gRPC call, key service CPU per connection): "
+          f"**{t:.0f} µs**; cryptography a join adds to it ({', '.join(added)}): **{f_att:.1f} µs**")
+    print()
+    print("| run | join-service CPU µs/join | transport µs | join − transport µs | ÷ added cryptography |")
+    print("|---|---:|---:|---:|---:|")
+    for label in labels:
+        r = json.load(open(os.path.join(out, label + ".json")))
+        cpu = r["server_cpu_ms_per_join"] * 1000
+        print(f"| {label} | {cpu:.0f} | {t:.0f} | {cpu - t:.0f} | {(cpu - t) / f_att:.2f} |")
+    print()
 PY
 }
 
@@ -291,6 +335,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = a ]; then
   [ -n "$profiler" ] && wait "$profiler"
   measure a-c64 0,1 --concurrency 64 --joins "$JOINS" --duration 300 --warmup 3
   stop_join_service a; check_metrics a
+  measure_transport 0,1
   stop_key_service
   echo "## (a) throughput and latency ($JOINS joins per run, 8 AKs, everything on cores 0,1)"
   echo

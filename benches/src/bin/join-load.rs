@@ -6,6 +6,7 @@
 //!     [--rate JOINS_PER_S] [--warmup SECONDS] [--aks N] [--nodes 16] [--timeout SECONDS]
 //!     [--verify-certs] [--progress SECONDS] [--worker-threads N] [--json]
 //! join-load validate --fixture DIR [--threads 1,2] [--per-thread 2000] [--rounds 3] [--json]
+//! join-load mtls --fixture DIR --addr KEY_SERVICE [--connections 5000] [--concurrency 16] [--json]
 //! ```
 //!
 //! `setup` writes the files of `attest_benches::joinload::fixture` (AKs, an AK registry pinning
@@ -14,7 +15,9 @@
 //! software-AK quote, then `IssueJoinTicket` with a kubelet CSR) from `--concurrency` clients until
 //! `--joins` joins or `--duration` seconds (default bound 300 s), after `--warmup` seconds (default 2). It
 //! prints latency percentiles, throughput and failures by kind (text, or one JSON object with `--json`).
-//! `validate` runs the join service's handshake validation path on 1, 2, … threads in-process.
+//! `validate` runs the join service's handshake validation path on 1, 2, … threads in-process. `mtls` opens
+//! fresh mutual-TLS connections to the key service, one gRPC call each: the transport floor of a join
+//! (`attest_benches::joinload::mtls`).
 //!
 //! Exit codes: 0 when every join succeeded, 1 when any failed (or setup/validate failed), 2 for a usage
 //! error.
@@ -106,6 +109,28 @@ enum Command {
         #[arg(long = "server-ek-ca", value_name = "FILE")]
         server_ek_ca: Vec<PathBuf>,
     },
+    /// Open fresh mutual-TLS connections to the key service, one `GetDataKey` call each (the transport floor
+    /// of a join: TLS 1.3 with client certificate + one gRPC call, no attestation).
+    Mtls {
+        /// The fixture directory (`setup`): the join service's key-service client certificate.
+        #[arg(long)]
+        fixture: PathBuf,
+        /// The key service's address.
+        #[arg(long)]
+        addr: SocketAddr,
+        /// Connections in all.
+        #[arg(long, default_value_t = 5000)]
+        connections: u64,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// Seconds allowed for each connection.
+        #[arg(long, default_value_t = 30.0)]
+        timeout: f64,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure the join service's handshake validation path on 1, 2, … threads (in-process).
     Validate {
         /// The fixture directory (`setup`).
@@ -143,6 +168,34 @@ fn main() -> ExitCode {
                 true
             }),
         },
+        Command::Mtls { fixture, addr, connections, concurrency, timeout, json } => {
+            let timeout = match seconds("timeout", timeout) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("join-load: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Err(e) => Err(e.into()),
+                Ok(rt) => rt.block_on(joinload::mtls_connections(&fixture, addr, connections, concurrency, timeout)).map(
+                    |report| {
+                        if json {
+                            println!("{}", report.json());
+                        } else {
+                            println!(
+                                "{} connections ok, {} failed in {:.2} s{}",
+                                report.ok,
+                                report.errors,
+                                report.wall.as_secs_f64(),
+                                report.first_error.as_deref().map(|e| format!(" (first error: {e})")).unwrap_or_default()
+                            );
+                        }
+                        report.errors == 0
+                    },
+                ),
+            }
+        }
         Command::Validate { fixture, threads, per_thread, rounds, json } => {
             joinload::validation_scaling(&fixture, &threads, per_thread, rounds).map(|points| {
                 if json {

@@ -7,6 +7,7 @@
 //! | [`inprocess`] | the key service and join service in this process, configured from the fixture (tests) |
 //! | [`fixture`] | `join-load setup`: AKs, AK registry pinning them, measurements, salt, master secret, PKI |
 //! | [`load`] | `join-load run`: concurrent joins over aTLS, latency percentiles, errors by kind |
+//! | [`mtls`] | `join-load mtls`: the transport floor — fresh mutual-TLS connections + one gRPC call each, on the key service |
 //! | [`server_check`] | [`ServerCheck`]: the node's check of the join service (mutual aTLS, AK activation) |
 //! | [`validate`] | `join-load validate`: the handshake's validation path on 1, 2, … threads |
 //!
@@ -17,11 +18,13 @@ pub mod fixture;
 pub mod inprocess;
 pub mod issuer;
 pub mod load;
+pub mod mtls;
 pub mod server_check;
 pub mod validate;
 
 pub use fixture::{BoxError, load_issuers, write_fixture};
 pub use issuer::SoftAkIssuer;
+pub use mtls::{MtlsReport, mtls_connections};
 pub use load::{LoadConfig, NodeRequest, Percentiles, Report, check_ticket, node_requests};
 pub use server_check::ServerCheck;
 pub use validate::{ScalingPoint, validation_scaling};
