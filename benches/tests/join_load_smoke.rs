@@ -90,3 +90,25 @@ async fn an_ak_the_registry_does_not_pin_is_refused() {
     assert!(report.errors.keys().all(|k| k.starts_with("atls ")), "{}", report.text());
     assert_eq!(metrics.issued_count(), (4, 0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transport_floor_run_opens_fresh_mutual_tls_connections() {
+    let dir = temp_dir();
+    joinload::write_fixture(dir.path(), 1, attest_test_support::tpm::AkKind::EccP256).unwrap();
+    let services = Services::start(dir.path(), ServerConfig::default()).await.unwrap();
+    let t = Duration::from_secs(60);
+    let report = joinload::mtls_connections(dir.path(), services.kms_addr, 40, 8, t).await.unwrap();
+    assert_eq!((report.ok, report.errors), (40, 0), "{:?}", report.first_error);
+    // Each connection is closed after its call: the key service ends up holding none (bounded wait).
+    for _ in 0..200 {
+        if services.key_service.open_connections() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(services.key_service.open_connections(), 0);
+    // Against a server that is not the key service (the join service's aTLS port) every connection fails.
+    let report = joinload::mtls_connections(dir.path(), services.addr, 5, 2, t).await.unwrap();
+    assert_eq!((report.ok, report.errors), (0, 5));
+    assert!(report.first_error.is_some());
+}

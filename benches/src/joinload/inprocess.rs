@@ -37,6 +37,8 @@ pub struct Services {
     pub join: Server,
     /// The join service's address.
     pub addr: SocketAddr,
+    /// The key service's address (mutual TLS).
+    pub kms_addr: SocketAddr,
     /// The join service's metrics.
     pub metrics: Arc<Metrics>,
     /// The dry-run token issuer's directory: one manifest per live bootstrap token.
@@ -86,7 +88,7 @@ impl Services {
         let acceptor = AtlsAcceptor::new(None, Some(Arc::new(Verifier::new(validators.attestation_validators()))))?;
         let addr =
             attest_atls::grpc::serve(&join, tokio::net::TcpListener::bind("127.0.0.1:0").await?, Arc::new(acceptor))?;
-        Ok(Services { key_service, join, addr, metrics, tokens_dir })
+        Ok(Services { key_service, join, addr, kms_addr, metrics, tokens_dir })
     }
 
     /// How many bootstrap tokens exist (manifests in [`Services::tokens_dir`]).

@@ -24,7 +24,7 @@ pub mod validate;
 
 pub use fixture::{BoxError, load_issuers, write_fixture};
 pub use issuer::SoftAkIssuer;
-pub use mtls::{MtlsReport, mtls_connections};
 pub use load::{LoadConfig, NodeRequest, Percentiles, Report, check_ticket, node_requests};
+pub use mtls::{MtlsReport, mtls_connections};
 pub use server_check::ServerCheck;
 pub use validate::{ScalingPoint, validation_scaling};

@@ -62,8 +62,7 @@ pub async fn mtls_connections(
     concurrency: usize,
     timeout: Duration,
 ) -> Result<MtlsReport, BoxError> {
-    let pki = fixture.join(KMS_PKI_DIR);
-    let files = TlsFiles { ca: pki.join("ca.crt"), cert: pki.join("join-service.crt"), key: pki.join("join-service.key") };
+    let files = TlsFiles::client_in(&fixture.join(KMS_PKI_DIR));
     let connector = Arc::new(KmsConnector::new(&files, KEY_SERVICE_NAME)?);
     let next = Arc::new(AtomicU64::new(0));
     let ok = Arc::new(AtomicU64::new(0));
