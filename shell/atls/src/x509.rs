@@ -66,12 +66,11 @@ pub fn sign(mut b: X509Builder, key: &PKeyRef<Private>) -> Result<X509, ErrorSta
 /// service's CPU on building it per key otherwise); it is immutable, and every key holds its own reference.
 pub fn p256_key() -> Result<PKey<Private>, ErrorStack> {
     static P256: OnceLock<EcGroup> = OnceLock::new();
-    let group = match P256.get() {
-        Some(group) => group,
-        None => {
-            let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
-            P256.get_or_init(|| group)
-        }
+    let group = if let Some(group) = P256.get() {
+        group
+    } else {
+        let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
+        P256.get_or_init(|| group)
     };
     PKey::from_ec_key(EcKey::generate(group)?)
 }
