@@ -12,6 +12,9 @@
 //! `benches/join-load/run.sh` reads the key service's CPU time (`/proc`) around this run: its CPU per
 //! connection is the transport floor printed beside the join service's CPU per join.
 
+// Connection counts far below 2^52 become rates.
+#![allow(clippy::cast_precision_loss)]
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
