@@ -290,12 +290,11 @@ parts = sorted(d for d in os.listdir(os.path.dirname(base)) if d != "all" and os
 print(f"Floor (`join_floor/all`, raw aws-lc-rs, back to back): **{floor:.1f} µs** per join; parts (µs): " +
       ", ".join(f"{p} {median(os.path.join(os.path.dirname(base), p, 'new', 'estimates.json')):.1f}" for p in parts))
 print()
+cpu = {label: json.load(open(os.path.join(out, label + ".json")))["server_cpu_ms_per_join"] * 1000 for label in labels}
 print("| run | join-service CPU µs/join | floor µs | ratio (goal ≤ 1.3) |")
 print("|---|---:|---:|---:|")
 for label in labels:
-    r = json.load(open(os.path.join(out, label + ".json")))
-    cpu = r["server_cpu_ms_per_join"] * 1000
-    print(f"| {label} | {cpu:.0f} | {floor:.1f} | {cpu / floor:.2f} |")
+    print(f"| {label} | {cpu[label]:.0f} | {floor:.1f} | {cpu[label] / floor:.2f} |")
 print()
 # Against the transport floor (a bare mutual-TLS connection + one gRPC call, measured on the key service):
 # what a join adds to it, next to the cryptography a join adds to a bare handshake.
@@ -311,9 +310,7 @@ if os.path.exists(tpath):
     print("| run | join-service CPU µs/join | transport µs | join − transport µs | ÷ added cryptography |")
     print("|---|---:|---:|---:|---:|")
     for label in labels:
-        r = json.load(open(os.path.join(out, label + ".json")))
-        cpu = r["server_cpu_ms_per_join"] * 1000
-        print(f"| {label} | {cpu:.0f} | {t:.0f} | {cpu - t:.0f} | {(cpu - t) / f_att:.2f} |")
+        print(f"| {label} | {cpu[label]:.0f} | {t:.0f} | {cpu[label] - t:.0f} | {(cpu[label] - t) / f_att:.2f} |")
     print()
 PY
 }
