@@ -117,10 +117,7 @@ pub struct InitArgs {
 
 /// Runs `attest init`; the summary goes to `stdout`, progress to stderr.
 pub fn run(args: &InitArgs, stdout: &mut dyn Write) -> Result<Status, UsageError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
+    let rt = super::runtime()?;
     let prepared = prepare(args, &rt)?;
     let outcome = rt.block_on(execute(args, &prepared));
     Ok(report(args, &prepared, outcome, stdout))

@@ -98,10 +98,7 @@ pub struct CommonArgs {
 
 /// Runs an `attest kds` subcommand.
 pub fn run(cmd: KdsCommand) -> Result<Status, UsageError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UsageError(format!("cannot start the async runtime: {e}")))?;
+    let rt = super::runtime()?;
     match cmd {
         KdsCommand::Fetch(a) => rt.block_on(fetch(&a)),
         KdsCommand::Prefill(a) => rt.block_on(prefill(&a)),
@@ -110,13 +107,7 @@ pub fn run(cmd: KdsCommand) -> Result<Status, UsageError> {
 
 /// The default store directory.
 pub fn default_store() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("ATTEST_KDS_STORE") {
-        return Some(PathBuf::from(d));
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(cache.join("attest").join("kds"))
+    super::default_cache_store("ATTEST_KDS_STORE", "kds")
 }
 
 fn supply(c: &CommonArgs) -> Result<Kds, UsageError> {

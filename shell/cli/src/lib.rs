@@ -127,6 +127,26 @@ impl UsageError {
     }
 }
 
+/// The single-threaded tokio runtime a networked subcommand runs on (the CLI makes one call at a time).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, UsageError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))
+}
+
+/// A collateral store directory: `$<env>` if set, else `$XDG_CACHE_HOME/attest/<name>`, else
+/// `~/.cache/attest/<name>` (`None` without any of them).
+pub(crate) fn default_cache_store(env: &str, name: &str) -> Option<std::path::PathBuf> {
+    if let Some(d) = std::env::var_os(env) {
+        return Some(d.into());
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    Some(cache.join("attest").join(name))
+}
+
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

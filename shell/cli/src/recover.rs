@@ -65,10 +65,7 @@ pub fn run(args: &RecoverArgs, stdout: &mut dyn Write) -> Result<Status, UsageEr
     let addr = node::resolve(&args.target.endpoint)?;
     let master =
         MasterSecret::from_file(&args.master_secret).map_err(|e| UsageError::new(format!("--master-secret: {e}")))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
+    let rt = super::runtime()?;
     let (validator, _trust) = args.node.validator(
         &args.trust,
         &args.target.measurements,

@@ -46,10 +46,7 @@ pub struct VerifyArgs {
 /// Runs `attest verify`; the verdict goes to `stdout`.
 pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageError> {
     let addr = node::resolve(&args.target.endpoint)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
+    let rt = super::runtime()?;
     let cluster_id = args.cluster_id.as_deref().map(super::verifysvc::parse_cluster_id).transpose()?;
     let (validator, trust) = args.node.validator(
         &args.trust,

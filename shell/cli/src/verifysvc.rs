@@ -131,10 +131,7 @@ pub fn verify_via_service(
     via: VerifyVia,
     validator: node::NodeValidator,
 ) -> Result<(Status, Verdict), UsageError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UsageError::new(format!("cannot start the async runtime: {e}")))?;
+    let rt = super::runtime()?;
     let nonce = attest_atls::nonce::fresh().map_err(|e| UsageError::new(format!("nonce: {e}")))?;
     let validator = RecordingValidator::for_node(validator);
     let verdict = match rt.block_on(fetch(addr, via, &nonce)) {

@@ -50,6 +50,26 @@ fn cli_fetch_and_prefill() {
     let out = fetch(&["--offline", "--skip-crl"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ok (store)"));
+    // Without --store: $ATTEST_KDS_STORE, else $XDG_CACHE_HOME/attest/kds (here a link to the filled store;
+    // an empty cache finds nothing offline).
+    let offline = ["kds", "fetch", "--report", report, "--product", "milan", "--offline", "--skip-crl"];
+    let bare = || {
+        let mut c = std::process::Command::new(bin);
+        c.args(offline).env_remove("ATTEST_KDS_STORE").env_remove("XDG_CACHE_HOME");
+        c
+    };
+    let out = bare().env("ATTEST_KDS_STORE", s).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let xdg = temp_store("cli-xdg");
+    std::fs::create_dir_all(xdg.join("attest")).unwrap();
+    std::os::unix::fs::symlink(&store, xdg.join("attest").join("kds")).unwrap();
+    let out = bare().env("XDG_CACHE_HOME", &xdg).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let empty = temp_store("cli-xdg-empty");
+    let out = bare().env("XDG_CACHE_HOME", &empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(xdg);
+    let _ = std::fs::remove_dir_all(empty);
     // Usage errors exit 2.
     let out = prefill(&["--chip-id", "zz", "--tcb", "0x1"]);
     assert_eq!(out.status.code(), Some(2));
