@@ -320,15 +320,16 @@ pub fn device_present(path: &str) -> bool {
 
 /// Helpers shared by the swtpm, registration and device tests.
 pub mod support {
+    use attest_engine::UnixTime;
     use attest_engine::tpm::{AkPublic, EccCurve, TpmtPublic};
-    use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
-    use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+    use attest_engine::variant::{AkRegistry, Validator, Variant};
     use std::sync::Arc;
 
-    /// A `qemu-vtpm` validator trusting the AKs of `registry` and expecting `pcrs`.
-    pub fn validator(registry: Arc<dyn AkRegistry>, pcrs: PcrPolicy) -> Validator {
-        Validator::new(Variant::QemuVtpm, Arc::new(SnpVerifier::new()), SnpPolicy::default(), pcrs)
-            .with_ak_registry(registry)
+    /// A `qemu-vtpm` validator trusting the AKs of `registry` and expecting `expected` (built by the validator
+    /// factory, as every consumer builds it).
+    pub fn validator(registry: Arc<dyn AkRegistry>, expected: impl Into<attest_trust::Expected>) -> Validator {
+        let factory = attest_trust::ValidatorFactory { ak_registry: Some(registry), ..Default::default() };
+        factory.validator(Variant::QemuVtpm, expected.into()).expect("a qemu-vtpm validator with a registry")
     }
 
     /// How a node verifies a `qemu-vtpm` join service that attests with `issuer`'s TPM: its PCRs 0–7 as they
@@ -357,8 +358,7 @@ pub mod support {
             attest_bootstrapper::JoinServiceTrust::new(
                 &[Variant::QemuVtpm],
                 &document,
-                &Arc::new(SnpVerifier::new()),
-                &SnpPolicy::default(),
+                &attest_trust::ValidatorFactory::default(),
                 Some(ek_ca),
                 trust,
             )

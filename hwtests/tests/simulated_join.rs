@@ -25,6 +25,7 @@ use attest_keyservice::MasterSecret;
 use attest_registration::FileAkRegistry;
 use attest_test_support::SigningKeyKind;
 use attest_test_support::gce::InstanceSpec;
+use attest_trust::ValidatorFactory;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -72,9 +73,12 @@ impl JoinServer {
             SnpPolicy { measurements: vec![Hex(DEFAULT_MEASUREMENT)], ..SnpPolicy::default() },
         );
         let config = ValidatorConfig {
-            snp: Arc::new(roots.snp_verifier().unwrap()),
-            gce: Arc::new(roots.gce_verifier().unwrap()),
-            snp_policies,
+            factory: ValidatorFactory {
+                snp: Arc::new(roots.snp_verifier().unwrap()),
+                gce: Arc::new(roots.gce_verifier().unwrap()),
+                snp_policies,
+                ..ValidatorFactory::default()
+            },
             ..ValidatorConfig::new(vec![Variant::AwsSevSnp, Variant::GcpShieldedVm], registry, signer.trust(&path))
         };
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());

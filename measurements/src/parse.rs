@@ -47,7 +47,7 @@ impl Document {
         match self {
             Self::Map(map) => Ok(map),
             Self::List(list) => {
-                let (csp, v) = for_engine_variant(variant);
+                let (csp, v) = for_engine_variant(variant)?;
                 list.select(csp, v)
             }
         }
@@ -66,20 +66,14 @@ impl Document {
     }
 }
 
-/// The release-list entry that holds an engine variant's measurements: (CSP, attestationVariant).
-/// `gcp-shielded-vm` (a GCE vTPM whose AK Google certifies) reads Constellation's `gcp-sev-es` entry, the
-/// variant that attests the same vTPM.
-pub fn for_engine_variant(variant: attest_engine::variant::Variant) -> (Csp, AttestationVariant) {
-    use attest_engine::variant::Variant;
-    match variant {
-        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
-        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
-        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
-        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
-        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
-        Variant::AzureTdx => (Csp::Azure, AttestationVariant::AzureTdx),
-        Variant::QemuTdx => (Csp::Qemu, AttestationVariant::QemuTdx),
-    }
+/// The release-list entry that holds an engine variant's measurements: (CSP, attestationVariant), as the
+/// engine's variant table names it ([`attest_engine::variant::VariantInfo::constellation`]; e.g.
+/// `gcp-shielded-vm`, a GCE vTPM whose AK Google certifies, reads Constellation's `gcp-sev-es` entry, the
+/// variant that attests the same vTPM). Fails only for a table entry this crate does not know (a test keeps
+/// every row known).
+pub fn for_engine_variant(variant: attest_engine::variant::Variant) -> Result<(Csp, AttestationVariant), Error> {
+    let entry = variant.info().constellation;
+    Ok((Csp::from_name(entry.csp)?, AttestationVariant::from_name(entry.variant)?))
 }
 
 /// Parses a document, detecting the syntax: input whose first non-whitespace character is `{` or `[` is

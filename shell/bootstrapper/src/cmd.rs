@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! attest-bootstrapper --tpm swtpm:host=127.0.0.1,port=2321 --state-dir DIR --init-secret-hash FILE
-//!     [--variant auto|qemu-vtpm|azure-sev-snp|aws-sev-snp|gcp-sev-snp|gcp-shielded-vm]
+//!     [--variant auto|VARIANT]
 //!     [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] [--event-log FILE]
 //!     [--init-listen 0.0.0.0:9000] [--registration ADDR] [--node-name NAME]
 //!     [--join-service ADDR --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
@@ -73,10 +73,9 @@ use crate::{
 use attest_atls::AttestationIssuer;
 use attest_attester::issuer::{HardwareConfig, NodeIssuer, SnpDeviceAddr, VariantChoice};
 use attest_attester::registration::ActivationService;
-use attest_engine::SnpVerifier;
 use attest_engine::variant::Variant;
 use attest_registration::EkCaBundle;
-use attest_trust::{Trust, TrustArgs};
+use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::Parser;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -111,9 +110,11 @@ struct Args {
     /// TPM TCTI: swtpm:host=127.0.0.1,port=N or device:/dev/tpmrm0.
     #[arg(long, value_name = "TCTI")]
     tpm: String,
-    /// Attestation variant: auto (detected from the machine; never qemu-vtpm), qemu-vtpm, azure-sev-snp,
-    /// aws-sev-snp, gcp-sev-snp or gcp-shielded-vm.
-    #[arg(long, default_value = "auto", value_name = "VARIANT")]
+    /// Attestation variant of this node.
+    #[arg(long, default_value = "auto", value_name = "VARIANT",
+          value_parser = clap::builder::TypedValueParser::map(
+              attest_trust::variant_arg::auto_or_any("detected from the machine (never qemu-vtpm)"),
+              VariantChoice::from))]
     variant: VariantChoice,
     /// SEV-SNP guest device: /dev/sev-guest, or sim:/path (a simulator; builds with dangerous-test-roots only).
     #[arg(long, default_value = "/dev/sev-guest", value_parser = SnpDeviceAddr::parse, value_name = "DEVICE")]
@@ -177,7 +178,7 @@ struct Args {
     #[arg(long = "join-service-ek-ca", value_name = "FILE")]
     join_service_ek_ca: Vec<PathBuf>,
     /// Attestation variant the join service may attest with (repeatable).
-    #[arg(long = "join-service-variant", default_value = "qemu-vtpm", value_parser = parse_variant)]
+    #[arg(long = "join-service-variant", default_value = "qemu-vtpm", value_parser = attest_trust::variant_arg::any())]
     join_service_variants: Vec<Variant>,
     /// SNP policy file (TOML or JSON) for an SNP join service variant.
     #[arg(long, value_name = "FILE")]
@@ -223,10 +224,6 @@ impl Args {
     }
 }
 
-fn parse_variant(s: &str) -> Result<Variant, String> {
-    Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
-}
-
 /// How the join client verifies the join service, from the flags: measurements (signature checked), SNP
 /// launch pinning, CRLs loaded now, the EK CA for a `qemu-vtpm` service.
 async fn join_service_trust(args: &Args) -> Result<Arc<JoinServiceTrust>, String> {
@@ -235,20 +232,14 @@ async fn join_service_trust(args: &Args) -> Result<Arc<JoinServiceTrust>, String
     let policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
     let mut variants = args.join_service_variants.clone();
     variants.dedup();
-    let snp = Arc::new(SnpVerifier::new());
-    let probes: Vec<attest_engine::variant::Validator> = variants
-        .iter()
-        .map(|&v| {
-            attest_engine::variant::Validator::new(
-                v,
-                Arc::clone(&snp),
-                policy.clone(),
-                attest_engine::variant::PcrPolicy::default(),
-            )
-        })
-        .collect();
+    let factory = ValidatorFactory { snp_policy: policy, ..ValidatorFactory::default() };
+    let probes: Vec<_> = variants.iter().map(|&v| factory.launch_probe(v)).collect();
     let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
-    let crls = args.trust.revocation(Arc::clone(&snp), &variants, &policy).await.map_err(|e| e.to_string())?;
+    let crls = args
+        .trust
+        .revocation(Arc::clone(&factory.snp), &variants, &factory.snp_policy)
+        .await
+        .map_err(|e| e.to_string())?;
     let trust = Arc::new(Trust {
         measurements: loaded.signature,
         launch,
@@ -259,7 +250,7 @@ async fn join_service_trust(args: &Args) -> Result<Arc<JoinServiceTrust>, String
     } else {
         Some(EkCaBundle::from_files(&args.join_service_ek_ca).map_err(|e| format!("--join-service-ek-ca: {e}"))?)
     };
-    let server = JoinServiceTrust::new(&variants, &loaded.document, &snp, &policy, ek_ca, Arc::clone(&trust))
+    let server = JoinServiceTrust::new(&variants, &loaded.document, &factory, ek_ca, Arc::clone(&trust))
         .map_err(|e| e.to_string())?;
     tracing::info!(
         measurements = %path.display(),

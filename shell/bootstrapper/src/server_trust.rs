@@ -28,13 +28,12 @@
 use std::sync::Arc;
 
 use attest_atls::{AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
-use attest_engine::variant::{AkBasis, AkRegistry, PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_engine::variant::{AkBasis, AkRegistry, AkTrust, Variant};
 use attest_grpc::Channel;
 use attest_measurements::Document;
 use attest_proto::attest::v1::AttestationDocument;
 use attest_registration::{EkCaBundle, FileAkRegistry, ak_digest, register_remote};
-use attest_trust::Trust;
+use attest_trust::{Trust, ValidatorFactory};
 use prost::Message as _;
 
 use super::lock::{BOOTSTRAP_PCR, expected_pcr_value};
@@ -135,11 +134,12 @@ impl ServerProof {
                 .find(|p| p.hash_alg == SHA256_BANK && p.index == u32::from(BOOTSTRAP_PCR))
                 .and_then(|p| <[u8; 32]>::try_from(p.value.as_slice()).ok())
         });
-        // A `qemu-vtpm` AK is trusted only once `establish` has activated it.
-        let ak_basis = match variant {
-            Some(Variant::QemuVtpm) | None => None,
-            Some(_) => Some(AkBasis::HardwareReport),
-        };
+        // An AK trusted through a registry (`qemu-vtpm`) is trusted only once `establish` has activated it.
+        let ak_basis = variant.and_then(|v| match v.info().ak {
+            AkTrust::Registry | AkTrust::NoAk => None,
+            AkTrust::HclRuntimeData | AkTrust::FreshReportBinding => Some(AkBasis::HardwareReport),
+            AkTrust::ProviderCertificate => Some(AkBasis::CertifiedByProvider),
+        });
         Ok(ServerProof { variant, ak_digest, ak_basis, pcr15 })
     }
 
@@ -164,31 +164,30 @@ pub struct JoinServiceTrust {
 
 impl JoinServiceTrust {
     /// Verification of a join service of `variants` against `measurements` (PCR 15 left out, see the module
-    /// docs), SNP evidence with `snp` (CRLs loaded) under `snp_policy`, a `qemu-vtpm` service's AK through
-    /// credential activation against `ek_ca`. `trust` is reported with every outcome.
+    /// docs), with the validators `factory` builds (its SNP verifier with the CRLs loaded, its policies), the
+    /// AK of a variant trusted through a registry (`qemu-vtpm`) by credential activation against `ek_ca`.
+    /// `trust` is reported with every outcome.
     pub fn new(
         variants: &[Variant],
         measurements: &Document,
-        snp: &Arc<SnpVerifier>,
-        snp_policy: &SnpPolicy,
+        factory: &ValidatorFactory,
         ek_ca: Option<EkCaBundle>,
         trust: Arc<Trust>,
     ) -> Result<JoinServiceTrust, ServerTrustError> {
         if variants.is_empty() {
             return Err(ServerTrustError::NoVariants);
         }
+        // The registry admits the presented AK provisionally; `establish` requires its activation.
+        let factory = ValidatorFactory { ak_registry: Some(Arc::new(PendingActivation)), ..factory.clone() };
         let mut validators: Vec<Arc<dyn attest_atls::AttestationValidator>> = Vec::new();
         for &variant in variants {
-            let mut pcrs: PcrPolicy = attest_trust::pcr_policy_for(measurements, variant)
-                .map_err(|e| ServerTrustError::Measurements { variant, reason: e.to_string() })?;
-            pcrs.entries.retain(|e| e.index != BOOTSTRAP_PCR);
-            let mut validator = Validator::new(variant, Arc::clone(snp), snp_policy.clone(), pcrs);
-            if variant == Variant::QemuVtpm {
-                if ek_ca.is_none() {
-                    return Err(ServerTrustError::NoEkCa);
-                }
-                validator = validator.with_ak_registry(Arc::new(PendingActivation));
+            if variant.info().ak == AkTrust::Registry && ek_ca.is_none() {
+                return Err(ServerTrustError::NoEkCa);
             }
+            let validator = factory
+                .expected_in(variant, measurements)
+                .and_then(|expected| factory.validator(variant, expected.without_pcr(BOOTSTRAP_PCR)))
+                .map_err(|e| ServerTrustError::Measurements { variant, reason: attest_util::error_chain(&e) })?;
             validators.push(Arc::new(EngineValidator::new(validator)));
         }
         Ok(JoinServiceTrust { verifier: Arc::new(Verifier::new(validators)), ek_ca, trust })
@@ -209,7 +208,7 @@ impl JoinServiceTrust {
     /// proved.
     pub async fn establish(&self, channel: &Channel, peer: &PeerAttestation) -> Result<ServerProof, ServerTrustError> {
         let mut proof = ServerProof::of(peer)?;
-        if proof.variant == Some(Variant::QemuVtpm) {
+        if proof.variant.is_some_and(|v| v.info().ak == AkTrust::Registry) {
             let ca = self.ek_ca.as_ref().ok_or(ServerTrustError::NoEkCa)?;
             let registry = FileAkRegistry::in_memory();
             let activated = register_remote(channel, ca, &registry)

@@ -13,7 +13,7 @@ use super::evidence::{NonceArgs, OutputArgs, Subject};
 use super::node::VariantArgs;
 use super::{Status, UsageError, input};
 use attest_engine::ear::Appraisal;
-use attest_engine::variant::{AkRegistry, StaticAkRegistry, Variant};
+use attest_engine::variant::{AkRegistry, AkTrust, StaticAkRegistry, Variant};
 use attest_proto::attest::v1::AttestationDocument;
 use prost::Message as _;
 use serde_json::json;
@@ -113,15 +113,14 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             )));
         }
     }
-    let policy = super::node::load_policy(&a.measurements, a.node.variant)?;
-    let registry: Arc<dyn AkRegistry> = match (&a.ak_registry, a.node.variant) {
-        (Some(path), _) => super::node::open_registry(path)?,
-        (None, Variant::QemuVtpm) => {
-            return Err(UsageError::new("qemu-vtpm documents need --ak-registry (the AKs trusted by registration)"));
+    let variant = a.node.variant;
+    let node = a.node.offline_validator(&a.measurements, || match &a.ak_registry {
+        Some(path) => Ok(super::node::open_registry(path)? as Arc<dyn AkRegistry>),
+        None if variant.info().ak == AkTrust::Registry => {
+            Err(UsageError::new(format!("{variant} documents need --ak-registry (the AKs trusted by registration)")))
         }
-        (None, _) => Arc::new(StaticAkRegistry::default()),
-    };
-    let node = a.node.offline_validator(registry, policy)?;
+        None => Ok(Arc::new(StaticAkRegistry::default())),
+    })?;
     let mut subject = Subject {
         what: format!(
             "{} attestation document{}",

@@ -276,7 +276,7 @@ fn progress(msg: &str) {
 async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
     // 1. qemu-vtpm: make sure the node's AK is registered (pull, by credential activation). The other
     //    variants trust the AK through the hardware report or the provider's certificate.
-    let registered = if args.node.variant == attest_engine::variant::Variant::QemuVtpm {
+    let registered = if args.node.variant.info().ak == attest_engine::variant::AkTrust::Registry {
         match ensure_registered(p).await {
             Ok(r) => r,
             Err(o) => return o,

@@ -68,7 +68,7 @@ use attest_kds::CrlKeeper;
 use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsConnector, TlsFiles};
 use attest_registration::RegistrationService;
 use attest_registration::{EkCaBundle, FileAkRegistry};
-use attest_trust::{Trust, TrustArgs};
+use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::{Parser, ValueEnum};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -111,9 +111,8 @@ struct Args {
     /// Seconds between two checks of the measurements file.
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
     measurements_poll_interval: u64,
-    /// Accepted attestation variants (repeatable): qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp,
-    /// gcp-shielded-vm, azure-tdx, qemu-tdx.
-    #[arg(long = "variant", default_value = "qemu-vtpm", value_parser = parse_variant)]
+    /// Accepted attestation variants (repeatable).
+    #[arg(long = "variant", default_value = "qemu-vtpm", value_parser = attest_trust::variant_arg::any())]
     variants: Vec<Variant>,
     /// SNP policy file (TOML or JSON) for the SNP variants; the engine's secure defaults otherwise.
     #[arg(long, value_name = "FILE")]
@@ -215,13 +214,8 @@ struct Args {
     trust: TrustArgs,
 }
 
-fn parse_variant(s: &str) -> Result<Variant, String> {
-    Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
-}
-
 fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), String> {
-    let (v, file) = s.split_once('=').ok_or("expected VARIANT=FILE")?;
-    Ok((parse_variant(v)?, PathBuf::from(file)))
+    attest_trust::variant_arg::parse_keyed(s).map(|(variant, file)| (variant, PathBuf::from(file)))
 }
 
 /// The SNP and GCE verifiers: AMD's and Google's pinned roots, or (`--dangerous-test-roots`, feature builds
@@ -306,26 +300,24 @@ async fn load(args: &Args) -> Result<Loaded, String> {
     }
     let snp = Arc::new(snp);
     let mut config = ValidatorConfig {
-        variants,
-        ak_registry: Arc::clone(&registry),
         record_first_use: args.ak_trust_on_first_use,
-        snp: Arc::clone(&snp),
-        snp_policy,
-        tdx: Arc::new(TdxVerifier::new()),
-        tdx_policy,
-        measurements,
-        trust: None,
-        snp_policies,
-        gce: Arc::new(gce),
-        gce_policy: attest_engine::gce::GcePolicy::default(),
+        factory: ValidatorFactory {
+            snp: Arc::clone(&snp),
+            snp_policy,
+            snp_policies,
+            tdx_policy,
+            gce: Arc::new(gce),
+            ..ValidatorFactory::default()
+        },
+        ..ValidatorConfig::new(variants, Arc::clone(&registry), measurements)
     };
-    let tdx = Arc::clone(&config.tdx);
+    let tdx = Arc::clone(&config.factory.tdx);
     // Refuse to start an SNP variant whose launch is not pinned; load its CRLs or refuse to start. (A TDX
     // variant's launch is pinned by the measurements file's MRTD, checked when the validators are built.)
     let launch = attest_trust::check_launch(&config.launch_validators()).map_err(|e| e.to_string())?;
     // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
     let crl_variants: &[Variant] = if args.dangerous_test_roots.is_some() { &[] } else { &config.variants };
-    let crls = args.trust.revocation(snp, crl_variants, &config.snp_policy).await.map_err(|e| e.to_string())?;
+    let crls = args.trust.revocation(snp, crl_variants, &config.factory.snp_policy).await.map_err(|e| e.to_string())?;
     let trust = Arc::new(Trust {
         measurements: config.measurements.state(),
         launch,

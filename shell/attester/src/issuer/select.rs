@@ -30,7 +30,7 @@ use super::{AzureSnpIssuer, QemuVtpmIssuer};
 use crate::tpm::nv::{AZURE_AK_HANDLE, AZURE_HCL_REPORT_NV_INDEX};
 use crate::tpm::{AkConfig, Tpm};
 use attest_engine::snp::SigningKey;
-use attest_engine::variant::Variant;
+use attest_engine::variant::{AkTrust, Hardware, Variant};
 use attest_proto::attest::v1::AttestationDocument;
 use core::fmt;
 use std::sync::Arc;
@@ -44,6 +44,13 @@ pub enum VariantChoice {
     Fixed(Variant),
 }
 
+impl From<Option<Variant>> for VariantChoice {
+    /// `None` is [`VariantChoice::Auto`].
+    fn from(v: Option<Variant>) -> Self {
+        v.map_or(Self::Auto, Self::Fixed)
+    }
+}
+
 impl std::str::FromStr for VariantChoice {
     type Err = String;
 
@@ -51,10 +58,9 @@ impl std::str::FromStr for VariantChoice {
         if s == "auto" {
             return Ok(Self::Auto);
         }
-        Variant::from_name(s).map(Self::Fixed).ok_or_else(|| {
-            let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-            format!("unknown variant {s:?} (auto, {})", names.join(", "))
-        })
+        Variant::from_name(s)
+            .map(Self::Fixed)
+            .ok_or_else(|| format!("unknown variant {s:?} (auto, {})", Variant::names(|_| true)))
     }
 }
 
@@ -210,8 +216,10 @@ impl NodeIssuer {
             }
         };
         let event_log = config.event_log.clone().unwrap_or_default();
-        Ok(match variant {
-            Variant::QemuVtpm => {
+        // The issuer follows from how the variant's row trusts the AK and which hardware it has.
+        let info = variant.info();
+        Ok(match (info.ak, info.hardware) {
+            (AkTrust::Registry, Hardware::None) => {
                 let ek = tpm.ek_certificate().unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "no EK certificate; AK registration will not be possible");
                     Vec::new()
@@ -219,7 +227,7 @@ impl NodeIssuer {
                 let issuer = QemuVtpmIssuer::new(tpm, config.ak)?.with_event_log(event_log).with_ek_certificate(ek);
                 Self::Qemu(Arc::new(issuer))
             }
-            Variant::AwsSevSnp | Variant::GcpSevSnp => {
+            (AkTrust::FreshReportBinding, Hardware::SevSnp { .. }) => {
                 let device = SnpGuestDevice::open(&config.snp_device)?;
                 let mut issuer = SnpIssuer::new(variant, QemuVtpmIssuer::new(tpm, config.ak)?, device)?;
                 if let Some(leaf) = &config.snp_leaf {
@@ -227,16 +235,18 @@ impl NodeIssuer {
                 }
                 Self::Snp(issuer)
             }
-            Variant::AzureSevSnp => {
+            (AkTrust::HclRuntimeData, Hardware::SevSnp { .. }) => {
                 let vcek = config.snp_leaf.as_deref().ok_or(HwIssuerError::MissingLeafCertificate {
                     want: "VCEK (Azure: THIM's document or the certificate)",
                 })?;
                 Self::Azure(AzureSnpIssuer::new(tpm, vcek)?)
             }
-            Variant::GcpShieldedVm => Self::Gce(GceIssuer::new(tpm, config.gce_ak)?.with_event_log(event_log)),
+            (AkTrust::ProviderCertificate, Hardware::None) => {
+                Self::Gce(GceIssuer::new(tpm, config.gce_ak)?.with_event_log(event_log))
+            }
             // A TD's quote comes from the TDX guest device, which this attester does not drive yet: the TDX
             // variants are verified (join service, CLI, FFI) but a node cannot attest as one.
-            Variant::AzureTdx | Variant::QemuTdx => return Err(HwIssuerError::UnsupportedVariant(variant)),
+            _ => return Err(HwIssuerError::UnsupportedVariant(variant)),
         })
     }
 
