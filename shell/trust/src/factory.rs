@@ -1,22 +1,4 @@
-//! The one validator factory: the engine's [`Validator`] of any variant, built from the operator's trust
-//! configuration — the same way for the join service (joining nodes), the bootstrapper (the join service it
-//! joins through), `attest init` / `attest verify` / `attest document verify` and the C ABI.
-//!
-//! ```text
-//!  measurements map of the variant ──► expected (the variant table's `measured`: SHA-256 PCRs, or MRTD/RTMRs)
-//!                                             │  consumers may adjust it (PCR 15: the cluster binding)
-//!  ValidatorFactory { SNP verifier + policy per variant, TDX verifier + policy, GCE verifier + policy,
-//!                     AK registry }  ──► validator(variant, expected) ──► Validator (every verifier set;
-//!                                                                          the AK registry where the table's
-//!                                                                          AK trust is `Registry`)
-//! ```
-//!
-//! What a variant needs follows from its row of the engine's variant table
-//! ([`attest_engine::variant::TABLE`]), never from its name: a variant whose AK is trusted through a registry
-//! cannot be built without one ([`FactoryError::NoAkRegistry`]), and a variant measured by its TD registers
-//! takes its MRTD and RTMRs from the measurements file into the TDX policy. Launch pinning is not checked
-//! here: consumers check it at start (`check_launch`, or the join service when a measurements file is
-//! applied), and every validation checks it again.
+//! The one validator factory ([`ValidatorFactory`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -113,7 +95,25 @@ impl std::error::Error for FactoryError {
     }
 }
 
-/// The operator's trust configuration, from which every validator is built (see the [module docs](self)).
+/// The one validator factory: the engine's [`Validator`] of any variant, built from the operator's trust
+/// configuration — the same way for the join service (joining nodes), the bootstrapper (the join service it
+/// joins through), `attest init` / `attest verify` / `attest document verify` and the C ABI.
+///
+/// ```text
+///  measurements map of the variant ──► expected (the variant table's `measured`: SHA-256 PCRs, or MRTD/RTMRs)
+///                                             │  consumers may adjust it (PCR 15: the cluster binding)
+///  ValidatorFactory { SNP verifier + policy per variant, TDX verifier + policy, GCE verifier + policy,
+///                     AK registry }  ──► validator(variant, expected) ──► Validator (every verifier set;
+///                                                                          the AK registry where the table's
+///                                                                          AK trust is `Registry`)
+/// ```
+///
+/// What a variant needs follows from its row of the engine's variant table
+/// ([`attest_engine::variant::TABLE`]), never from its name: a variant whose AK is trusted through a registry
+/// cannot be built without one ([`FactoryError::NoAkRegistry`]), and a variant measured by its TD registers
+/// takes its MRTD and RTMRs from the measurements file into the TDX policy. Launch pinning is not checked
+/// here: consumers check it at start (`check_launch`, or the join service when a measurements file is
+/// applied), and every validation checks it again.
 ///
 /// Fields are public so that a consumer sets what it configures and keeps the secure defaults for the rest
 /// ([`ValidatorFactory::default`]: AMD's, Intel's and Google's pinned roots, no TDX collateral, the engine's
