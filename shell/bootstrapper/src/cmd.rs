@@ -685,4 +685,10 @@ mod tests {
         assert!(!off.life().serves_verify());
         assert!(with(&["--disk", "luks:relative"]).is_err());
     }
+
+    #[test]
+    fn variant_flags_list_the_variant_table() {
+        let checked = attest_trust::variant_arg::check_flags_list_the_table(&Args::command()).unwrap();
+        assert_eq!(checked, 2, "--variant and --join-service-variant");
+    }
 }

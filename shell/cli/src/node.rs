@@ -412,14 +412,15 @@ impl AkRegistry for DangerousAnyAk {
     }
 }
 
-/// A connector for `attest init`'s identity connection: the quote's signature, freshness and key binding are
-/// checked under whatever AK the node presents (every AK counts as trusted on first use, nothing is recorded),
-/// with no PCR policy. Nothing learned on it is trusted; see the [module docs](self).
-pub fn dangerous_identity_connector() -> Result<AtlsConnector, attest_atls::Error> {
+/// A connector for `attest init`'s identity connection to a node of `variant` (one whose AK is trusted through
+/// a registry): the quote's signature, freshness and key binding are checked under whatever AK the node
+/// presents (every AK counts as trusted on first use, nothing is recorded), with no PCR policy. Nothing
+/// learned on it is trusted; see the [module docs](self).
+pub fn dangerous_identity_connector(variant: Variant) -> Result<AtlsConnector, attest_atls::Error> {
     let factory = ValidatorFactory { ak_registry: Some(Arc::new(DangerousAnyAk)), ..ValidatorFactory::default() };
     let validator = factory
-        .validator(Variant::QemuVtpm, Expected::Pcrs(PcrPolicy::default()))
-        .map_err(|_| attest_atls::Error::Config { what: "the identity connection's qemu-vtpm validator" })?;
+        .validator(variant, Expected::Pcrs(PcrPolicy::default()))
+        .map_err(|_| attest_atls::Error::Config { what: "the identity connection needs a variant measured by PCRs" })?;
     let verifier = Verifier::new(vec![Arc::new(attest_atls::EngineValidator::new(validator))]);
     AtlsConnector::new(None, Some(Arc::new(verifier)))
 }

@@ -546,3 +546,16 @@ async fn serve(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn variant_flags_list_the_variant_table() {
+        Args::command().debug_assert();
+        let checked = attest_trust::variant_arg::check_flags_list_the_table(&Args::command()).unwrap();
+        assert_eq!(checked, 1, "--variant");
+    }
+}

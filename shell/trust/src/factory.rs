@@ -171,9 +171,7 @@ impl ValidatorFactory {
         let bad = |source| FactoryError::Measurements { variant, source };
         Ok(match variant.info().measured {
             Measured::Pcrs => Expected::Pcrs(map.to_pcr_policy().map_err(bad)?),
-            Measured::TdRegisters => {
-                Expected::TdRegisters(Box::new(map.to_tdx_policy(&self.tdx_policy).map_err(bad)?))
-            }
+            Measured::TdRegisters => Expected::TdRegisters(Box::new(map.to_tdx_policy(&self.tdx_policy).map_err(bad)?)),
         })
     }
 

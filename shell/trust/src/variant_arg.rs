@@ -117,6 +117,44 @@ pub fn parse_keyed(s: &str) -> Result<(Variant, String), String> {
     Ok((variant, value.to_owned()))
 }
 
+/// Every flag of `cmd` and its subcommands that takes variant names, as `(command path and flag, the variant
+/// names it lists)`: what a binary's test compares with the table (its lists must be generated from it).
+pub fn variant_flags(cmd: &clap::Command) -> Vec<(String, Vec<&'static str>)> {
+    fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, Vec<&'static str>)>) {
+        let path = if path.is_empty() { cmd.get_name().to_owned() } else { format!("{path} {}", cmd.get_name()) };
+        for arg in cmd.get_arguments() {
+            let names: Vec<&'static str> = arg
+                .get_possible_values()
+                .iter()
+                .filter_map(|p| Variant::from_name(p.get_name()).map(Variant::name))
+                .collect();
+            if !names.is_empty() {
+                out.push((format!("{path} --{}", arg.get_long().unwrap_or_else(|| arg.get_id().as_str())), names));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, &path, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(cmd, "", &mut out);
+    out
+}
+
+/// Checks that every variant flag of `cmd` lists exactly the table's variants, or exactly those with a vTPM
+/// (for commands that check a vTPM quote), in table order; returns how many flags it checked.
+pub fn check_flags_list_the_table(cmd: &clap::Command) -> Result<usize, String> {
+    let all: Vec<&str> = TABLE.iter().map(|r| r.name).collect();
+    let vtpm: Vec<&str> = TABLE.iter().filter(|r| r.has_vtpm()).map(|r| r.name).collect();
+    let flags = variant_flags(cmd);
+    for (flag, names) in &flags {
+        if *names != all && *names != vtpm {
+            return Err(format!("{flag} lists {names:?}, which is not generated from the variant table"));
+        }
+    }
+    Ok(flags.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

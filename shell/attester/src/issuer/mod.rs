@@ -37,7 +37,7 @@ pub use azure::AzureSnpIssuer;
 pub use error::HwIssuerError;
 pub use gce::GceIssuer;
 pub use qemu::QemuVtpmIssuer;
-pub use select::{HardwareConfig, NodeIssuer, VariantChoice};
+pub use select::{HardwareConfig, IssuerKind, NodeIssuer, VariantChoice};
 pub use sevguest::{SnpDeviceAddr, SnpGuestDevice};
 pub use snp::SnpIssuer;
 

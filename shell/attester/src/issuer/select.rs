@@ -189,6 +189,38 @@ pub fn detect(tpm: &mut Tpm, snp_device: &SnpDeviceAddr) -> Result<(Variant, Fin
     Ok((variant, found))
 }
 
+/// Which issuer serves a variant, as its row of the variant table says (how the AK is trusted × which
+/// hardware): the one place that maps variants to evidence sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IssuerKind {
+    /// A TPM alone, its AK registered or pinned ([`QemuVtpmIssuer`]).
+    Qemu,
+    /// A fresh SEV-SNP report per attestation binding the vTPM's AK ([`SnpIssuer`]).
+    Snp,
+    /// Azure's paravisor vTPM: HCL report and HCL AK ([`AzureSnpIssuer`]).
+    Azure,
+    /// The GCE vTPM with Google's AK certificate ([`GceIssuer`]).
+    Gce,
+}
+
+impl IssuerKind {
+    /// The issuer of `variant`; `None` where this attester has no driver for its hardware yet (the TDX
+    /// variants: a TD's quote comes from the TDX guest device, which this attester does not drive, so they
+    /// are verified — join service, CLI, FFI — but a node cannot attest as one).
+    pub fn of(variant: Variant) -> Option<IssuerKind> {
+        let info = variant.info();
+        match (info.ak, info.hardware) {
+            (AkTrust::Registry, Hardware::None) => Some(IssuerKind::Qemu),
+            (AkTrust::FreshReportBinding, Hardware::SevSnp { .. }) => Some(IssuerKind::Snp),
+            (AkTrust::HclRuntimeData, Hardware::SevSnp { .. }) => Some(IssuerKind::Azure),
+            (AkTrust::ProviderCertificate, Hardware::None) => Some(IssuerKind::Gce),
+            (AkTrust::Registry | AkTrust::ProviderCertificate, Hardware::SevSnp { .. } | Hardware::Tdx)
+            | (AkTrust::HclRuntimeData | AkTrust::FreshReportBinding, Hardware::None | Hardware::Tdx)
+            | (AkTrust::NoAk, _) => None,
+        }
+    }
+}
+
 /// The issuer of a node, of whichever variant.
 #[derive(Debug)]
 pub enum NodeIssuer {
@@ -216,10 +248,9 @@ impl NodeIssuer {
             }
         };
         let event_log = config.event_log.clone().unwrap_or_default();
-        // The issuer follows from how the variant's row trusts the AK and which hardware it has.
-        let info = variant.info();
-        Ok(match (info.ak, info.hardware) {
-            (AkTrust::Registry, Hardware::None) => {
+        let kind = IssuerKind::of(variant).ok_or(HwIssuerError::UnsupportedVariant(variant))?;
+        Ok(match kind {
+            IssuerKind::Qemu => {
                 let ek = tpm.ek_certificate().unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "no EK certificate; AK registration will not be possible");
                     Vec::new()
@@ -227,7 +258,7 @@ impl NodeIssuer {
                 let issuer = QemuVtpmIssuer::new(tpm, config.ak)?.with_event_log(event_log).with_ek_certificate(ek);
                 Self::Qemu(Arc::new(issuer))
             }
-            (AkTrust::FreshReportBinding, Hardware::SevSnp { .. }) => {
+            IssuerKind::Snp => {
                 let device = SnpGuestDevice::open(&config.snp_device)?;
                 let mut issuer = SnpIssuer::new(variant, QemuVtpmIssuer::new(tpm, config.ak)?, device)?;
                 if let Some(leaf) = &config.snp_leaf {
@@ -235,18 +266,13 @@ impl NodeIssuer {
                 }
                 Self::Snp(issuer)
             }
-            (AkTrust::HclRuntimeData, Hardware::SevSnp { .. }) => {
+            IssuerKind::Azure => {
                 let vcek = config.snp_leaf.as_deref().ok_or(HwIssuerError::MissingLeafCertificate {
                     want: "VCEK (Azure: THIM's document or the certificate)",
                 })?;
                 Self::Azure(AzureSnpIssuer::new(tpm, vcek)?)
             }
-            (AkTrust::ProviderCertificate, Hardware::None) => {
-                Self::Gce(GceIssuer::new(tpm, config.gce_ak)?.with_event_log(event_log))
-            }
-            // A TD's quote comes from the TDX guest device, which this attester does not drive yet: the TDX
-            // variants are verified (join service, CLI, FFI) but a node cannot attest as one.
-            _ => return Err(HwIssuerError::UnsupportedVariant(variant)),
+            IssuerKind::Gce => Self::Gce(GceIssuer::new(tpm, config.gce_ak)?.with_event_log(event_log)),
         })
     }
 
