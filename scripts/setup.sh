@@ -16,7 +16,7 @@ if ((${#missing[@]})); then
   $SUDO apt-get -o DPkg::Lock::Timeout=300 update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"
 fi
-command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.85+) is required" >&2; exit 1; }
+command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.88+) is required" >&2; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt 2>/dev/null || true
 # Python gRPC peers for the interop tests (grpcio, grpcio-tools from PyPI) in .venv.
 bash "$(dirname "$0")/setup-python.sh"
