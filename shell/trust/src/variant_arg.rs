@@ -198,13 +198,17 @@ mod tests {
 
     #[test]
     fn auto_or_a_variant() {
+        // As a command uses it: mapped into its own choice type (clap reads a bare `Option` field as optional).
+        #[derive(Clone, Debug, PartialEq)]
+        struct Picked(Option<Variant>);
         #[derive(Debug, Parser)]
         struct Choice {
-            #[arg(long, value_parser = auto_or_any("detect"))]
-            variant: Option<Variant>,
+            #[arg(long, value_parser = auto_or_any("detect").map(Picked))]
+            variant: Picked,
         }
-        assert_eq!(Choice::try_parse_from(["x", "--variant", "auto"]).unwrap().variant, None);
-        assert_eq!(Choice::try_parse_from(["x", "--variant", "qemu-tdx"]).unwrap().variant, Some(Variant::QemuTdx));
+        assert_eq!(Choice::try_parse_from(["x", "--variant", "auto"]).unwrap().variant, Picked(None));
+        let td = Choice::try_parse_from(["x", "--variant", "qemu-tdx"]).unwrap().variant;
+        assert_eq!(td, Picked(Some(Variant::QemuTdx)));
         let listed: Vec<String> =
             auto_or_any("detect").possible_values().unwrap().map(|p| p.get_name().to_owned()).collect();
         assert_eq!(listed.len(), TABLE.len() + 1);
