@@ -42,15 +42,15 @@ struct Evidence {
 }
 
 impl Evidence {
-    fn quote(variant: Variant, ak: &SoftAk, pcrs: PcrBank) -> Self {
+    fn quote(variant: Variant, ak: &SoftAk, pcrs: &PcrBank) -> Self {
         let extra = Validator::quote_nonce(default_provider(), INSTANCE_INFO, USER_DATA, NONCE);
-        let q = ak.quote(&QuoteSpec::new(&extra, &pcrs, 0xFFFF));
+        let q = ak.quote(&QuoteSpec::new(&extra, pcrs, 0xFFFF));
         Evidence {
             variant,
             ak_public: ak.tpm2b_public(),
             attest: q.attest,
             signature: q.signature,
-            pcrs,
+            pcrs: *pcrs,
             snp_report: Vec::new(),
             leaf: Vec::new(),
             hcl_report: Vec::new(),
@@ -125,18 +125,18 @@ fn bench(c: &mut Criterion) {
     let policy = SnpPolicy { measurements: vec![Hex([0; 48])], ..SnpPolicy::default() };
     let registry = Arc::new(StaticAkRegistry(vec![(ecc.tpmt_digest(), AkBasis::Pinned)]));
 
-    let qemu = Evidence::quote(Variant::QemuVtpm, &ecc, pcrs);
+    let qemu = Evidence::quote(Variant::QemuVtpm, &ecc, &pcrs);
     let qemu_v = Validator::new(Variant::QemuVtpm, Arc::clone(&snp), policy.clone(), PcrPolicy::default())
         .with_ak_registry(registry);
 
-    let mut aws = Evidence::quote(Variant::AwsSevSnp, &ecc, pcrs);
+    let mut aws = Evidence::quote(Variant::AwsSevSnp, &ecc, &pcrs);
     let quote_nonce = Validator::quote_nonce(default_provider(), INSTANCE_INFO, USER_DATA, NONCE);
     let binding = snp_vtpm_report_data(default_provider(), &aws.ak_public, &quote_nonce);
     aws.snp_report = ReportBuilder::for_leaf(&vlek).report_data(binding).sign(&vlek).to_vec();
     aws.leaf.clone_from(&vlek.der);
     let aws_v = Validator::new(Variant::AwsSevSnp, Arc::clone(&snp), policy.clone(), PcrPolicy::default());
 
-    let mut azure = Evidence::quote(Variant::AzureSevSnp, &rsa, pcrs);
+    let mut azure = Evidence::quote(Variant::AzureSevSnp, &rsa, &pcrs);
     let json = runtime_json(&[&rsa.jwk()]);
     let report = ReportBuilder::for_leaf(&vcek).report_data(hcl_report_data(&json)).sign(&vcek);
     azure.hcl_report = hcl_report(&report, &json);

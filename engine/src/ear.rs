@@ -314,13 +314,13 @@ impl Appraisal {
         let hardware = validated.snp.is_some() || validated.instance.is_some() || validated.td.is_some();
         a.vector.hardware = affirm_if(hardware);
         a.vector.runtime_opaque = affirm_if(validated.snp.is_some() || validated.td.is_some());
-        if let Some(td) = &validated.td {
-            if validated.quote.is_some() {
-                // azure-tdx: the TD quote's claims next to the vTPM's.
-                let t = Self::from_tdx(td);
-                a.claims.insert("tdx".into(), Value::Object(t.claims));
-                a.checks.extend(t.checks);
-            }
+        if let Some(td) = &validated.td
+            && validated.quote.is_some()
+        {
+            // azure-tdx: the TD quote's claims next to the vTPM's.
+            let t = Self::from_tdx(td);
+            a.claims.insert("tdx".into(), Value::Object(t.claims));
+            a.checks.extend(t.checks);
         }
         let executables = !validated.pcrs.is_empty() || validated.event_log_replayed || validated.ccel.is_some();
         a.vector.executables = affirm_if(executables || a.vector.executables.is_some());

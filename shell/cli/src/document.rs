@@ -104,14 +104,14 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let output = a.output.resolve()?;
     let nonce = a.nonce.bytes()?;
     let input = read_input(&a.document)?;
-    if let Some((oid, _)) = &input.certificate {
-        if oid != a.node.variant.oid() {
-            return Err(UsageError::new(format!(
-                "the certificate carries a {} document (OID {oid}); give --variant {}",
-                Variant::from_oid(oid).map_or("unknown", Variant::name),
-                Variant::from_oid(oid).map_or("?", Variant::name),
-            )));
-        }
+    if let Some((oid, _)) = &input.certificate
+        && oid != a.node.variant.oid()
+    {
+        return Err(UsageError::new(format!(
+            "the certificate carries a {} document (OID {oid}); give --variant {}",
+            Variant::from_oid(oid).map_or("unknown", Variant::name),
+            Variant::from_oid(oid).map_or("?", Variant::name),
+        )));
     }
     let variant = a.node.variant;
     let node = a.node.offline_validator(&a.measurements, || match &a.ak_registry {
@@ -147,13 +147,13 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         })?;
         let view = attest_proto::document::view(&doc, &pcrs);
         let ok = node.validator.validate(&view, nonce.as_deref().unwrap_or_default(), output.time)?;
-        if let Some((_, spki)) = &input.certificate {
-            if ok.user_data != spki {
-                return Err(attest_engine::Error::EvidenceFormat {
-                    format: "aTLS certificate",
-                    reason: "the document's user data is not SHA-256 of the certificate's key",
-                });
-            }
+        if let Some((_, spki)) = &input.certificate
+            && ok.user_data != spki
+        {
+            return Err(attest_engine::Error::EvidenceFormat {
+                format: "aTLS certificate",
+                reason: "the document's user data is not SHA-256 of the certificate's key",
+            });
         }
         Ok(Appraisal::from_validated(&ok))
     });
