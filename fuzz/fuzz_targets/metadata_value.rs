@@ -4,16 +4,16 @@
 //! they are (standard library and serde_json only), keeping the bootstrapper's stack out of the fuzz crate.
 #![no_main]
 
+// `value` names its error as `super::error`: both are modules of the crate root here.
 #[allow(dead_code, unreachable_pub)]
-mod metadata {
-    #[path = "../../../shell/bootstrapper/src/metadata/error.rs"]
-    pub mod error;
-    #[path = "../../../shell/bootstrapper/src/metadata/value.rs"]
-    pub mod value;
-}
+#[path = "../../shell/bootstrapper/src/metadata/error.rs"]
+mod error;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../shell/bootstrapper/src/metadata/value.rs"]
+mod value;
 
 use libfuzzer_sys::fuzz_target;
-use metadata::value::{MAX_METADATA_ENDPOINTS, azure_tag, parse_endpoint_list};
+use value::{MAX_METADATA_ENDPOINTS, azure_tag, parse_endpoint_list};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
