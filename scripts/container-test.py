@@ -22,6 +22,8 @@ Skips with a notice (exit 0) where no container can run here (not root, no runc/
 container); under CI=true that is a failure. Every process and container it starts is stopped at the end.
 """
 
+import base64
+import hashlib
 import importlib.util
 import json
 import os
@@ -66,7 +68,6 @@ def build_images(bindir, out):
 
 
 def sha256_file(p):
-    import hashlib
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
@@ -249,6 +250,9 @@ def containers(root, bins, procs, runc, passed):
 
     layouts = root / "images-a"
     images = {n: runc.unpack(layouts / n, tag, n) for n in ("key-service", "join-service")}
+    for n, bundle in images.items():
+        size = sum(f.stat().st_size for f in (bundle / "rootfs").rglob("*") if f.is_file() and not f.is_symlink())
+        log(f"image {n}: {size / 1e6:.1f} MB unpacked")
 
     # Can a container run here at all? (--version: no files, no network.)
     probe = runc.bundle(images["key-service"], "probe", ["--version"], [])
@@ -264,18 +268,7 @@ def containers(root, bins, procs, runc, passed):
 
     # 2. The cluster around the services, as the demo makes it: EK CA, signed measurements, node-1 initialized.
     ca = dc.EkCa(root)
-    measurements = root / "measurements.json"
-    expected = {**dc.expected_pcrs(dc.GOOD_IMAGE), 15: "00" * 32}
-    measurements.write_text(json.dumps(
-        {str(pcr): {"expected": v, "warnOnly": False} for pcr, v in sorted(expected.items())}, indent=2))
-    pub, sig = dc.sign_measurements(root, measurements)
-    master_secret = root / "master-secret.json"
-    init_secret = root / "init-secret"
-    init_secret.write_bytes(os.urandom(32))
-    init_secret_hash = root / "init-secret.sha256"
-    import hashlib
-    init_secret_hash.write_text(hashlib.sha256(init_secret.read_bytes()).hexdigest() + "\n")
-    run([bins["attest"], "secret", "new", "--out", master_secret])
+    measurements, pub, sig, master_secret, init_secret, init_secret_hash = dc.operator_inputs(root, bins)
     nodes = [dc.Node("node-1", root, dc.GOOD_IMAGE, True), dc.Node("node-2", root, dc.GOOD_IMAGE, False)]
     for n in nodes:
         n.manufacture(ca)
@@ -304,7 +297,8 @@ def containers(root, bins, procs, runc, passed):
     kms_args = [f"--listen=127.0.0.1:{kms_port}",
                 "--master-secret=/var/run/attest/master-secret/mastersecret.json",
                 "--tls-ca=/var/run/attest/tls/ca.crt", "--tls-cert=/var/run/attest/tls/tls.crt",
-                "--tls-key=/var/run/attest/tls/tls.key", "--allowed-client=attest-join-service"]
+                "--tls-key=/var/run/attest/tls/tls.key", "--allowed-client=attest-join-service",
+                f"--health-listen=127.0.0.1:{free_port()}"]
     kms_mounts = [(master_dir, "/var/run/attest/master-secret", False), (tls_dir, "/var/run/attest/tls", False)]
     bundle = runc.bundle(images["key-service"], "key-service", kms_args, kms_mounts)
     t0 = time.monotonic()
@@ -312,7 +306,6 @@ def containers(root, bins, procs, runc, passed):
     key = first_data_key(f"127.0.0.1:{kms_port}", pki, t0 + 30)
     kms_container_start = time.monotonic() - t0
     ms = json.loads(master_secret.read_text())
-    import base64
     want = dc.hkdf_sha256(base64.b64decode(ms["key"]), base64.b64decode(ms["salt"]), b"key-container-test")
     if key != want:
         raise Failure("the key service's key is not HKDF(master secret, salt, 'key-container-test')")
@@ -363,7 +356,7 @@ def containers(root, bins, procs, runc, passed):
     bundle = runc.bundle(images["join-service"], "join-service", join_args, join_mounts)
     t0 = time.monotonic()
     join = runc.start("join-service", bundle)
-    first_http(f"http://127.0.0.1:{join_ports[2]}/metrics", t0 + 60)
+    first_http(f"http://127.0.0.1:{join_ports[2]}/healthz", t0 + 60)
     join_container_start = time.monotonic() - t0
     second = nodes[1]
     t1 = time.monotonic()
@@ -380,7 +373,7 @@ def containers(root, bins, procs, runc, passed):
     if join.poll() is not None:
         raise Failure("the join-service container exited")
     log(f"join-service container: node-2 verified it and joined cluster {event['cluster_id'][:16]}… in "
-        f"{time.monotonic() - t1:.1f}s (token written to the state mount); /metrics served "
+        f"{time.monotonic() - t1:.1f}s (token written to the state mount); /healthz served "
         f"{join_container_start * 1000:.0f} ms after runc started")
     passed.append("join-service container admits a node")
     p2.terminate()
@@ -406,11 +399,25 @@ def containers(root, bins, procs, runc, passed):
                                      f"--tls-cert={pki / 'key-service.crt'}", f"--tls-key={pki / 'key-service.key'}"])
     first_data_key(f"127.0.0.1:{host_port}", pki, t0 + 30)
     kms_host_start = time.monotonic() - t0
+    # And the join service on the host: the same flags, the mounts' host directories in place of their paths.
+    def on_host(arg):
+        for src, dst, _ in join_mounts:
+            arg = arg.replace(dst, str(src))
+        return arg
+    host_ports = [free_port() for _ in range(3)]
+    host_args = [on_host(a) for a in join_args]
+    for i, flag in enumerate(("--listen=", "--registration-listen=", "--metrics-listen=")):
+        host_args = [f"{flag}127.0.0.1:{host_ports[i]}" if a.startswith(flag) else a for a in host_args]
+    t0 = time.monotonic()
+    procs.start("join-service-host", [bins["join-service"], *host_args])
+    first_http(f"http://127.0.0.1:{host_ports[2]}/healthz", t0 + 60)
+    join_host_start = time.monotonic() - t0
     print()
     print("start-up, process start → first served call (this run)")
     print(f"  key service  (mutual-TLS GetDataKey): container {kms_container_start * 1000:6.0f} ms   "
           f"host {kms_host_start * 1000:6.0f} ms")
-    print(f"  join service (GET /metrics)         : container {join_container_start * 1000:6.0f} ms")
+    print(f"  join service (GET /healthz)         : container {join_container_start * 1000:6.0f} ms   "
+          f"host {join_host_start * 1000:6.0f} ms")
     print()
     return True
 
