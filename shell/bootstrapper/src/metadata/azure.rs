@@ -9,8 +9,8 @@
 //! ```
 //!
 //! Constellation reads its own tags (cluster uid, role) from IMDS and lists the scale set's instances
-//! through Azure Resource Manager; here the endpoints are one tag of the instance (or of its scale set:
-//! Azure copies a scale set's tags onto its instances' IMDS view).
+//! through Azure Resource Manager; here the endpoints are one tag of the instance — set on the worker scale
+//! set, whose tags its instances carry (which is how Constellation's nodes read their cluster's tags).
 
 use http::{Method, StatusCode};
 
