@@ -5,7 +5,8 @@
 #   scripts/images.sh [--bin-dir DIR] [--out DIR]      build (default: target/release -> target/images)
 #   scripts/images.sh --names                          print the image references only (nothing is built)
 #
-# Each image holds the service's binary, exactly the shared libraries it links (found with ldd; the join
+# Each image holds the service's binary (debug sections stripped into target/images/debug/), exactly the
+# shared libraries it links (found with ldd; the join
 # service also the TPM TCTI modules libtss2-tctildr loads at run time: device for /dev/tpmrm0, swtpm for
 # tests), the CA roots where the service makes HTTPS calls (join service: AMD KDS and Intel PCS), an
 # /etc/passwd naming root and the unprivileged user 65532, and nothing else: no shell, no package manager.
@@ -48,7 +49,7 @@ if $names_only; then
   exit 0
 fi
 
-for tool in umoci ldd tar; do
+for tool in umoci ldd tar objcopy; do
   command -v "$tool" >/dev/null || { echo "images.sh: $tool not found (make setup installs it)" >&2; exit 3; }
 done
 for b in key-service join-service attest-bootstrapper; do
@@ -89,7 +90,13 @@ stage_rootfs() {
   mkdir -p "$stage"/{usr/bin,$libdir,usr/lib64,etc,tmp}
   ln -s usr/lib "$stage/lib"
   ln -s usr/lib64 "$stage/lib64"
-  install -m 0755 "$bin_dir/$name" "$stage/usr/bin/$name"
+  # The binary without its DWARF line tables (three quarters of a release binary; the symbol table stays, so
+  # a backtrace still names its functions). The line tables go to $out/debug/NAME.debug, matched by the
+  # binary's build id, for symbolizing a backtrace from a running image.
+  objcopy --strip-debug "$bin_dir/$name" "$stage/usr/bin/$name"
+  chmod 0755 "$stage/usr/bin/$name"
+  mkdir -p "$out/debug"
+  objcopy --only-keep-debug "$bin_dir/$name" "$out/debug/$name.debug"
   copy_needed "$stage" "$bin_dir/$name"
   # The dynamic loader where the binaries' PT_INTERP names it (/lib64/ld-linux-x86-64.so.2); the kernel
   # opens it for execution, so it keeps its execute bits.
