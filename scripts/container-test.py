@@ -12,7 +12,8 @@
    - the key-service container serves a mutual-TLS `kms.API/GetDataKey` call from the host, and the key
      equals HKDF-SHA256 of the master secret computed here;
    - the join-service container (attesting with node-1's swtpm) admits node-2 of the demo cluster
-     (scripts/demo-cluster.py's nodes, TPMs and `attest init`);
+     (scripts/demo-cluster.py's nodes, TPMs and `attest init`), which finds it through its cloud metadata
+     (`--join-endpoints-from gcp` against a metadata server stand-in);
    - a missing mount (key service: no master secret) and a wrong one (join service: its key-service TLS
      directory holding the configuration instead) stop the container at start with exit 3 and a message
      naming the missing file;
@@ -169,6 +170,33 @@ def first_http(url, deadline):
             last = e
         time.sleep(0.01)
     raise Failure(f"{url} was not served: {last}")
+
+
+def gcp_metadata(endpoints):
+    """A GCP metadata server stand-in on 127.0.0.1 answering the join endpoints attribute; returns the server,
+    its URL and the list of paths asked."""
+    import http.server
+    import threading
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            ok = self.headers.get("Metadata-Flavor") == "Google"
+            found = self.path == "/computeMetadata/v1/instance/attributes/attest-join-endpoints"
+            body = endpoints.encode() if ok and found else b""
+            self.send_response(200 if ok and found else 403 if not ok else 404)
+            self.send_header("Metadata-Flavor", "Google")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}", asked
 
 
 def free_port():
@@ -362,18 +390,26 @@ def containers(root, bins, procs, runc, passed):
     t1 = time.monotonic()
     argv = (dc.bootstrapper_args(bins, second, init_secret_hash)
             + dc.joining_args(f"127.0.0.1:{join_ports[0]}", f"127.0.0.1:{join_ports[1]}", measurements, sig, pub, ca))
+    # node-2 finds the join service the way a cloud node does: in its instance metadata (a GCP metadata
+    # server stand-in: the attribute attest-join-endpoints, `Metadata-Flavor: Google` both ways).
+    i = argv.index("--join-service")
+    meta, meta_url, asked = gcp_metadata(f"127.0.0.1:{join_ports[0]}")
+    argv[i:i + 2] = ["--join-endpoints-from", "gcp", "--metadata-url", meta_url]
     p2 = procs.start(second.name, argv)
     event = json.loads(dc.wait_for_line(root / f"{second.name}.out", r'^\{.*"event":"bootstrapped".*\}$', p2,
                                         timeout=dc.JOIN_TIMEOUT).group(0))
     if event.get("path") != "join" or event.get("cluster_id") != init["clusterId"]:
         raise Failure(f"node-2: unexpected bootstrap event {event}")
+    meta.shutdown()
+    if not asked:
+        raise Failure("node-2 never asked the metadata stand-in for its join endpoints")
     tokens = list((state / "tokens").glob("*"))
     if not tokens:
         raise Failure("the join-service container wrote no bootstrap token into its state mount")
     if join.poll() is not None:
         raise Failure("the join-service container exited")
     log(f"join-service container: node-2 verified it and joined cluster {event['cluster_id'][:16]}… in "
-        f"{time.monotonic() - t1:.1f}s (token written to the state mount); /healthz served "
+        f"{time.monotonic() - t1:.1f}s (endpoint from GCP metadata after {len(asked)} request(s); token written to the state mount); /healthz served "
         f"{join_container_start * 1000:.0f} ms after runc started")
     passed.append("join-service container admits a node")
     p2.terminate()
