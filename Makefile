@@ -1,5 +1,5 @@
 # The two commands of README.md. Each installs what it needs first.
-.PHONY: demo demo-snp test setup
+.PHONY: demo demo-snp test setup images
 
 setup:
 	bash scripts/setup.sh
@@ -29,3 +29,10 @@ demo-snp: setup
 
 test: setup
 	bash scripts/test.sh
+
+# OCI images of the key service and the join service (and the bootstrapper's tarball for node images) from
+# the release binaries, daemonless and reproducible: target/images/ (scripts/images.sh; README.md, "Deploy to
+# a cluster"). IMAGE_REGISTRY and IMAGE_TAG choose the references (default ghcr.io/attest, v<version>).
+images: setup
+	cargo build --release -q --bin key-service --bin join-service --bin attest-bootstrapper
+	bash scripts/images.sh --bin-dir target/release --out target/images

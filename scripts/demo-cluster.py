@@ -353,11 +353,9 @@ class Cluster:
         self.__dict__.update(kw)
 
 
-def demo(root, bins, procs, sim=None, snp_bins=None):
-    """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
-    log(f"work directory {root}")
-    log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
-    ca = EkCa(root)
+def operator_inputs(root, bins):
+    """What an operator prepares (also scripts/container-test.py's cluster): the signed measurements of the good
+    image, the master secret and the init secret with its hash."""
     measurements = root / "measurements.json"
     # As the default join measurements: PCR 15 = 0 too (a node already bound to a cluster cannot join).
     expected = {**expected_pcrs(GOOD_IMAGE), 15: "00" * 32}
@@ -374,6 +372,15 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     init_secret_hash = root / "init-secret.sha256"
     init_secret_hash.write_text(hashlib.sha256(init_secret.read_bytes()).hexdigest() + "\n")
     run([bins["attest"], "secret", "new", "--out", master_secret])
+    return measurements, pub, sig, master_secret, init_secret, init_secret_hash
+
+
+def demo(root, bins, procs, sim=None, snp_bins=None):
+    """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
+    log(f"work directory {root}")
+    log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
+    ca = EkCa(root)
+    measurements, pub, sig, master_secret, init_secret, init_secret_hash = operator_inputs(root, bins)
 
     nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False, disk_image=True),
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]

@@ -43,6 +43,11 @@ done
 step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"
 cargo build -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
 python3 scripts/demo-cluster.py target/debug --snp-attacks target/simulated-debug
+step "deployment: every kustomization rendered, validated against Kubernetes' schemas, security checks (scripts/check-deploy.py)"
+.venv/bin/python scripts/check-deploy.py --self-test
+step "container images: two builds give one digest; runc runs both services (scripts/container-test.py)"
+# The debug binaries just built (no second, release build in CI); `make images` builds the release ones.
+python3 scripts/container-test.py target/debug
 step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
 ffi/gen-header.sh --check
 step "ffi: make install + pkg-config, C program linked shared and static"

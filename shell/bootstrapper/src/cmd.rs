@@ -13,6 +13,7 @@
 //!     [--control-plane] [--disk key-file|luks:/dev/X] [--runtime-dir /run/attest]
 //!     [--backend kubeadm|dry-run] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
 //!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
+//!     [--join-endpoints-from aws|gcp|azure [--join-endpoints-key KEY] [--metadata-url URL]]
 //!     [--recover-listen 0.0.0.0:9999|none] [--verify-listen 0.0.0.0:30081|none] [--verify-http-listen 0.0.0.0:30080|none]
 //!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID]
 //! ```
@@ -189,6 +190,20 @@ struct Args {
     /// File of join endpoints (one HOST:PORT a line), re-read on every round; with or instead of --join-service.
     #[arg(long, value_name = "FILE", requires = "measurements")]
     join_endpoints_file: Option<PathBuf>,
+    /// Join endpoints from this cloud's instance metadata, asked every round (aws: IMDSv2 instance tag; gcp:
+    /// instance or project attribute; azure: IMDS compute tag); with or instead of the flags and the file.
+    #[arg(long, value_name = "CLOUD", value_parser = parse_cloud, requires = "measurements")]
+    join_endpoints_from: Option<crate::metadata::Cloud>,
+    /// The tag or attribute holding the join endpoints (HOST[:PORT] entries, space- or comma-separated).
+    #[arg(long, value_name = "KEY", default_value = crate::metadata::DEFAULT_KEY)]
+    join_endpoints_key: String,
+    /// The metadata service's base URL (all three clouds: the link-local address).
+    #[arg(long, value_name = "URL", default_value = crate::metadata::DEFAULT_BASE_URL)]
+    metadata_url: String,
+    /// The metadata source built from the three flags above (at start, so that a bad URL or key is a usage
+    /// error, and shared by the join and rejoin clients, so that its last good list is too).
+    #[arg(skip)]
+    metadata: Option<Arc<crate::metadata::MetadataEndpoints>>,
     /// Recovery endpoint (recover.API over aTLS, this node attests) of a rebooted node, or none.
     #[arg(long, default_value = "0.0.0.0:9999")]
     recover_listen: crate::cmd_lifecycle::Listen,
@@ -219,9 +234,14 @@ impl Args {
             recover: self.recover_listen.0,
             join_services: self.join_service.clone(),
             join_endpoints_file: self.join_endpoints_file.clone(),
+            metadata: self.metadata.clone(),
             grace: Duration::from_secs(self.shutdown_grace),
         }
     }
+}
+
+fn parse_cloud(s: &str) -> Result<crate::metadata::Cloud, String> {
+    crate::metadata::Cloud::from_name(s).ok_or_else(|| format!("unknown cloud {s:?} (aws, gcp or azure)"))
 }
 
 /// How the join client verifies the join service, from the flags: measurements (signature checked), SNP
@@ -274,7 +294,7 @@ fn host_name() -> String {
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
 pub fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
     attest_util::init_service_logging(args.log_level);
     if args.snp_device.is_simulated() && !cfg!(feature = "dangerous-test-roots") {
         tracing::error!(snp_device = %args.snp_device,
@@ -320,7 +340,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let server_trust = if args.join_service.is_empty() && args.join_endpoints_file.is_none() {
+    if let Some(cloud) = args.join_endpoints_from {
+        match crate::metadata::MetadataEndpoints::new(cloud, &args.metadata_url, &args.join_endpoints_key) {
+            Ok(m) => args.metadata = Some(Arc::new(m)),
+            Err(e) => {
+                tracing::error!(error = %e, "bootstrapper: --join-endpoints-from");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let server_trust = if args.join_service.is_empty() && args.join_endpoints_file.is_none() && args.metadata.is_none()
+    {
         None
     } else {
         match runtime.block_on(join_service_trust(&args)) {
@@ -506,6 +536,7 @@ async fn run(
                     )));
                 }
                 tracing::info!(endpoints = ?args.join_service, file = ?args.join_endpoints_file,
+                    metadata = args.join_endpoints_from.map(crate::metadata::Cloud::name),
                     "bootstrapper: join client started");
                 join_task = Some(tokio::spawn(client.run()));
             }

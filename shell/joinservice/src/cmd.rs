@@ -93,7 +93,7 @@ struct Args {
     /// Address to serve join.API on (aTLS; the joining node attests).
     #[arg(long, default_value = "127.0.0.1:9090")]
     listen: SocketAddr,
-    /// Address of the Prometheus /metrics endpoint (plain HTTP).
+    /// Address of the Prometheus /metrics endpoint and the /healthz health check (plain HTTP).
     #[arg(long, default_value = "127.0.0.1:9091")]
     metrics_listen: SocketAddr,
     /// Address of the key service (kms.API over mutual TLS).

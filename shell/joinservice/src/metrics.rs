@@ -1,5 +1,6 @@
 //! Prometheus metrics of the join service, and the `/metrics` endpoint (plain HTTP/1.1 on a listener of its
-//! own, hyper's server).
+//! own, hyper's server), which also answers `/healthz` (200 `ok` while the service runs: the listener opens
+//! only after the configuration, measurements and TPM are loaded; the Kubernetes probes' endpoint).
 //!
 //! # Why no metrics crate
 //!
@@ -306,7 +307,8 @@ pub struct MetricsServer {
 }
 
 impl MetricsServer {
-    /// Serves `metrics` at `GET /metrics` on `listener` (other paths 404, other methods 405).
+    /// Serves `metrics` at `GET /metrics` and the health check at `GET /healthz` on `listener` (other paths
+    /// 404, other methods 405).
     pub fn serve(listener: TcpListener, metrics: Arc<Metrics>) -> std::io::Result<MetricsServer> {
         let addr = listener.local_addr()?;
         let (stop, mut stopped) = watch::channel(false);
@@ -368,7 +370,12 @@ fn respond<B>(req: &http::Request<B>, metrics: &Metrics) -> http::Response<Full<
         (&http::Method::GET | &http::Method::HEAD, "/metrics") => {
             (http::StatusCode::OK, CONTENT_TYPE, Bytes::from(metrics.render()))
         }
-        (_, "/metrics") => (http::StatusCode::METHOD_NOT_ALLOWED, "text/plain", Bytes::from_static(b"GET only\n")),
+        (&http::Method::GET | &http::Method::HEAD, "/healthz") => {
+            (http::StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n"))
+        }
+        (_, "/metrics" | "/healthz") => {
+            (http::StatusCode::METHOD_NOT_ALLOWED, "text/plain", Bytes::from_static(b"GET only\n"))
+        }
         _ => (http::StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"not found; try /metrics\n")),
     };
     let mut response = http::Response::new(Full::new(body));

@@ -3,10 +3,12 @@
 //!
 //! ```text
 //! key-service --listen 127.0.0.1:9010 --master-secret FILE --tls-ca FILE --tls-cert FILE --tls-key FILE
-//!     [--allowed-client attest-join-service …] [--log-level info] [--shutdown-grace 5]
+//!     [--allowed-client attest-join-service …] [--health-listen ADDR] [--log-level info] [--shutdown-grace 5]
 //! ```
 //!
-//! There is no plaintext mode: a plaintext HTTP/2 (h2c) client fails in the TLS handshake.
+//! There is no plaintext mode: a plaintext HTTP/2 (h2c) client fails in the TLS handshake. The only plaintext
+//! listener is the optional health check (`--health-listen`, [`crate::health`]: `grpc.health.v1.Health/Check`
+//! for the kubelet's gRPC probes), which serves nothing else; its address is printed as `health on ADDR`.
 //!
 //! The master-secret file holds a KMS URI, Constellation-style JSON or raw bytes (see
 //! `crate::secret`). Once listening, the address is printed to stdout as `listening on ADDR`
@@ -64,6 +66,10 @@ struct Args {
     /// CommonName of a client certificate that may call (repeatable; default: attest-join-service only).
     #[arg(long = "allowed-client", value_name = "NAME")]
     allowed_clients: Vec<String>,
+    /// Address of the plaintext gRPC health check (grpc.health.v1.Health/Check, for Kubernetes probes); off
+    /// without it.
+    #[arg(long, value_name = "ADDR")]
+    health_listen: Option<SocketAddr>,
 }
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
@@ -114,9 +120,23 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = crate::tls::serve(&server, listener, acceptor)?;
     tracing::info!(%addr, "key service: listening (mutual TLS)");
+    let health = crate::health::Health::default();
+    let health_server = match args.health_listen {
+        Some(a) => {
+            let s = Server::new(health.router(), ServerConfig::default());
+            let health_addr = s.serve(tokio::net::TcpListener::bind(a).await?)?;
+            tracing::info!(addr = %health_addr, "key service: health check listening (plaintext, health only)");
+            Some((s, health_addr))
+        }
+        None => None,
+    };
+    health.set_serving(true);
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening on {addr}")?;
+        if let Some((_, a)) = &health_server {
+            writeln!(stdout, "health on {a}")?;
+        }
         stdout.flush()?;
     }
 
@@ -125,7 +145,11 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
         _ = terminate.recv() => "SIGTERM",
     };
     tracing::info!(signal = signal_name, in_flight = server.in_flight_calls(), "key service: shutting down");
+    health.set_serving(false);
     let drained = server.shutdown(Duration::from_secs(args.shutdown_grace)).await;
+    if let Some((s, _)) = health_server {
+        s.shutdown(Duration::from_secs(1)).await;
+    }
     if drained {
         tracing::info!("key service: stopped");
     } else {
