@@ -175,10 +175,10 @@ struct JobList<'a, 'b> {
 
 impl<'a> JobList<'a, '_> {
     /// One job per bank over `parts`; returns their indices in bank order.
-    fn add(&mut self, parts: Vec<&'a [u8]>) -> Vec<usize> {
+    fn add(&mut self, parts: &[&'a [u8]]) -> Vec<usize> {
         let start = self.jobs.len();
         for &alg in self.banks {
-            self.jobs.push(Job { alg, parts: parts.clone() });
+            self.jobs.push(Job { alg, parts: parts.to_vec() });
         }
         (start..self.jobs.len()).collect()
     }
@@ -189,7 +189,7 @@ fn application<'a>(jobs: &mut JobList<'a, '_>, image: &PeImage<'a>, what: &str) 
     Pending {
         pcr: 4,
         event_type: event_type::EFI_BOOT_SERVICES_APPLICATION,
-        jobs: jobs.add(image.authenticode_parts()),
+        jobs: jobs.add(&image.authenticode_parts()),
         data: image_load_event_data(image.bytes().len()),
         description: format!("Authenticode hash of {what}"),
     }
@@ -236,14 +236,14 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
     pending.push(Pending {
         pcr: 4,
         event_type: event_type::EFI_ACTION,
-        jobs: jobs.add(vec![BOOT_OPTION_ACTION.as_bytes()]),
+        jobs: jobs.add(&[BOOT_OPTION_ACTION.as_bytes()]),
         data: BOOT_OPTION_ACTION.as_bytes().to_vec(),
         description: BOOT_OPTION_ACTION.to_owned(),
     });
     pending.push(Pending {
         pcr: 4,
         event_type: event_type::SEPARATOR,
-        jobs: jobs.add(vec![&[0u8; 4]]),
+        jobs: jobs.add(&[&[0u8; 4]]),
         data: vec![0; 4],
         description: "separator".to_owned(),
     });
@@ -261,16 +261,16 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
         .map(|(name, _)| ((*name).to_owned(), format!("{name}\0").into_bytes()))
         .collect();
     for ((name, _), (_, name_nul)) in uki.measured_sections().into_iter().zip(&names) {
-        let section = uki.section(name.as_bytes()).map(|s| s.loaded());
+        let section = uki.section(name.as_bytes()).map(crate::pe::Section::loaded);
         let description_utf16: Vec<u8> = name_nul.iter().flat_map(|&b| u16::from(b).to_le_bytes()).collect();
         pending.push(Pending {
             pcr: 11,
             event_type: event_type::IPL,
-            jobs: jobs.add(vec![name_nul]),
+            jobs: jobs.add(&[name_nul]),
             data: description_utf16.clone(),
             description: format!("section name {name}"),
         });
-        let data_jobs = jobs.add(section.map(|s| s.parts()).unwrap_or_default());
+        let data_jobs = jobs.add(&section.map(|s| s.parts()).unwrap_or_default());
         if name == ".initrd" {
             initrd_jobs = Some(data_jobs.clone());
         }
@@ -290,7 +290,7 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
             pending.push(Pending {
                 pcr: 12,
                 event_type: event_type::IPL,
-                jobs: jobs.add(vec![o.as_slice()]),
+                jobs: jobs.add(&[o.as_slice()]),
                 data: o.clone(),
                 description: format!("load options, measured by {who}"),
             });
@@ -302,7 +302,7 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
         pending.push(Pending {
             pcr: 9,
             event_type: event_type::EVENT_TAG,
-            jobs: jobs.add(vec![c.as_slice()]),
+            jobs: jobs.add(&[c.as_slice()]),
             data: tagged_event_data(LINUX_LOAD_OPTIONS_TAG, "LOADED_IMAGE::LoadOptions"),
             description: "kernel command line (LoadOptions, UTF-16LE with its NUL)".to_owned(),
         });
@@ -323,7 +323,7 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
         .map(|p| Event {
             pcr: p.pcr,
             event_type: p.event_type,
-            digests: p.jobs.iter().map(|&j| digests[j].clone()).collect(),
+            digests: p.jobs.iter().map(|&j| digests[j]).collect(),
             data: p.data,
             description: p.description,
         })

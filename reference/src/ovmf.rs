@@ -186,7 +186,7 @@ impl<'a> Ovmf<'a> {
     /// The SEV metadata sections, in declaration order.
     pub fn sev_sections(&self) -> Result<Vec<SevSection>, Error> {
         let data = self.entry(&SEV_METADATA_GUID).ok_or(Error::MissingFirmwareEntry { what: "SEV metadata" })?;
-        let header = self.metadata_header(data, b"ASEV", "SEV metadata")?;
+        let header = self.metadata_header(data, *b"ASEV", "SEV metadata")?;
         let (count, items_at) = (header.0, header.1);
         let mut out = Vec::with_capacity(count);
         for i in 0..count {
@@ -219,7 +219,7 @@ impl<'a> Ovmf<'a> {
     /// The TDVF metadata sections, in declaration order.
     pub fn tdvf_sections(&self) -> Result<Vec<TdvfSection>, Error> {
         let data = self.entry(&TDVF_METADATA_GUID).ok_or(Error::MissingFirmwareEntry { what: "TDVF metadata" })?;
-        let (count, items_at) = self.metadata_header(data, b"TDVF", "TDVF metadata")?;
+        let (count, items_at) = self.metadata_header(data, *b"TDVF", "TDVF metadata")?;
         let mut out = Vec::with_capacity(count);
         for i in 0..count {
             let at = items_at + 32 * i;
@@ -249,14 +249,14 @@ impl<'a> Ovmf<'a> {
 
     /// Reads a metadata header (`signature`, u32 length, u32 version = 1, u32 count) at the offset from the
     /// end of the image that `entry` holds; returns the count and the offset of the first item.
-    fn metadata_header(&self, entry: &[u8], signature: &[u8; 4], what: &'static str) -> Result<(usize, usize), Error> {
+    fn metadata_header(&self, entry: &[u8], signature: [u8; 4], what: &'static str) -> Result<(usize, usize), Error> {
         let from_end = le32(entry, 0, what)? as usize;
         let at = self
             .bytes
             .len()
             .checked_sub(from_end)
             .ok_or(Error::BadFirmwareMetadata { reason: "metadata offset beyond the image" })?;
-        if slice(self.bytes, at, 4, what)? != signature {
+        if slice(self.bytes, at, 4, what)? != signature.as_slice() {
             return Err(Error::BadMagic { what });
         }
         let length = le32(self.bytes, at + 4, what)? as usize;
@@ -272,7 +272,7 @@ impl<'a> Ovmf<'a> {
                 found: count as u64,
             });
         }
-        let item = if signature == b"ASEV" { 12 } else { 32 };
+        let item = if &signature == b"ASEV" { 12 } else { 32 };
         if length != 16 + item * count {
             return Err(Error::BadFirmwareMetadata { reason: "metadata length does not match its section count" });
         }

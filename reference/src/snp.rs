@@ -326,8 +326,18 @@ pub fn launch_digest(provider: &CryptoProvider, launch: &SnpLaunch<'_>, threads:
                 chain.update(PageType::Cpuid, s.gpa, &[0; 48]);
                 "CPUID page"
             }
-            SevSectionType::SnpKernelHashes => match &launch.kernel_hashes {
-                Some(hashes) => {
+            SevSectionType::SnpKernelHashes => {
+                let Some(hashes) = &launch.kernel_hashes else {
+                    chain.pages(PageType::Zero, s.gpa, s.size);
+                    step(
+                        "KERNEL_HASHES (ZERO pages, no direct kernel boot)".to_owned(),
+                        s.gpa,
+                        s.size / PAGE as u64,
+                        chain.ld,
+                    );
+                    continue;
+                };
+                {
                     let table_gpa = ovmf
                         .sev_hashes_table_gpa()
                         .ok_or(Error::MissingFirmwareEntry { what: "SEV hashes table location" })?;
@@ -341,11 +351,7 @@ pub fn launch_digest(provider: &CryptoProvider, launch: &SnpLaunch<'_>, threads:
                     chain.update(PageType::Normal, s.gpa, &provider.digests.sha384(&page));
                     "KERNEL_HASHES (hashes table page)"
                 }
-                None => {
-                    chain.pages(PageType::Zero, s.gpa, s.size);
-                    "KERNEL_HASHES (ZERO pages, no direct kernel boot)"
-                }
-            },
+            }
         };
         step(what.to_owned(), s.gpa, s.size / PAGE as u64, chain.ld);
     }

@@ -24,7 +24,7 @@ pub enum MeasurementsCommand {
     /// Verify a file's detached ECDSA P-256 signature, and optionally actual PCR values against it.
     Verify(VerifyArgs),
     /// Compute a node's measurements from its image (UKI, OVMF, TDVF) before it boots.
-    Compute(compute::ComputeArgs),
+    Compute(Box<compute::ComputeArgs>),
     /// Combine measurements files into one with several accepted sets (a rolling upgrade); drop old ones.
     Merge(compute::MergeArgs),
 }

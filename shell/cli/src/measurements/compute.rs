@@ -211,7 +211,9 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
         }
         let bytes = read_image(path, "UKI")?;
         let stub = match &a.stub {
-            Some(s) => Some(StubVersion::from_name(s).ok_or_else(|| UsageError::new(format!("--stub {s}: known: 252")))?),
+            Some(s) => {
+                Some(StubVersion::from_name(s).ok_or_else(|| UsageError::new(format!("--stub {s}: known: 252")))?)
+            }
             None => None,
         };
         let uki = Uki::parse(&bytes, stub).map_err(bad(path))?;
@@ -227,7 +229,9 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
         };
         let prediction = boot::predict(provider, &uki, &config).map_err(bad(path))?;
         for &pcr in &prediction.pcrs {
-            let value = prediction.pcr(provider, banks[0], pcr).unwrap_or_else(|| attest_engine::crypto::Digest::zero(banks[0]));
+            let value = prediction
+                .pcr(provider, banks[0], pcr)
+                .unwrap_or_else(|| attest_engine::crypto::Digest::zero(banks[0]));
             put(&mut map, u32::from(pcr), value.as_bytes())?;
         }
         if let Some(out) = &a.event_log {
@@ -254,7 +258,9 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
                 let values: Map<String, Value> = prediction
                     .pcrs
                     .iter()
-                    .filter_map(|&p| prediction.pcr(provider, b, p).map(|v| (p.to_string(), json!(hex::encode(v.as_bytes())))))
+                    .filter_map(|&p| {
+                        prediction.pcr(provider, b, p).map(|v| (p.to_string(), json!(hex::encode(v.as_bytes()))))
+                    })
                     .collect();
                 (b.name().to_owned(), Value::Object(values))
             })
