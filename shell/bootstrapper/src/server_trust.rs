@@ -179,10 +179,18 @@ impl JoinServiceTrust {
         }
         let mut validators: Vec<Arc<dyn attest_atls::AttestationValidator>> = Vec::new();
         for &variant in variants {
-            let mut pcrs: PcrPolicy = attest_trust::pcr_policy_for(measurements, variant)
-                .map_err(|e| ServerTrustError::Measurements { variant, reason: e.to_string() })?;
-            pcrs.entries.retain(|e| e.index != BOOTSTRAP_PCR);
-            let mut validator = Validator::new(variant, Arc::clone(snp), snp_policy.clone(), pcrs);
+            // Every accepted set of the variant (several during a rolling upgrade, issue 25): a join service
+            // meeting any of them is believed.
+            let bad = |e: attest_measurements::Error| ServerTrustError::Measurements { variant, reason: e.to_string() };
+            let mut sets = Vec::new();
+            for set in measurements.sets_for_variant(variant).map_err(bad)? {
+                let mut pcrs: PcrPolicy = set.measurements.to_pcr_policy().map_err(bad)?;
+                pcrs.entries.retain(|e| e.index != BOOTSTRAP_PCR);
+                sets.push(pcrs);
+            }
+            let pcrs = sets.remove(0);
+            let mut validator =
+                Validator::new(variant, Arc::clone(snp), snp_policy.clone(), pcrs).with_alternatives(sets, Vec::new());
             if variant == Variant::QemuVtpm {
                 if ek_ca.is_none() {
                     return Err(ServerTrustError::NoEkCa);

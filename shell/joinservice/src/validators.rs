@@ -22,6 +22,12 @@
 //! missing signature, unparsable, no map for a configured variant, SHA-384 values) keeps the old validators,
 //! logs an error and counts a rejected reload; the next valid content is applied. A file changed before its
 //! signature is refused until the matching signature arrives.
+//!
+//! Rolling upgrades: a release list may hold several accepted sets for a variant, each labelled with its
+//! image (`attest measurements merge`). The set's validator admits a node that meets any of them
+//! (`Validator::with_alternatives`), so during a rollout old and new images join; once the operator signs a
+//! file without the old image, the reload swaps in validators that refuse it — the next handshake of an old
+//! node fails, whatever it was admitted with before.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -212,16 +218,30 @@ impl ValidatorSet {
         let invalid = |variant, source| MeasurementsError::Invalid { path: path.to_owned(), variant, source };
         let mut validators = BTreeMap::new();
         for &variant in &config.variants {
-            let measurements = loaded.document.for_variant(variant).map_err(|e| invalid(Some(variant), e))?;
-            let (pcrs, tdx_policy) = if variant.has_vtpm() {
-                (measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?, config.tdx_policy.clone())
-            } else {
-                let tdx = measurements.to_tdx_policy(&config.tdx_policy).map_err(|e| invalid(Some(variant), e))?;
-                (PcrPolicy::default(), tdx)
-            };
+            // Every accepted set of the variant (several during a rolling upgrade): the first is the
+            // validator's own, the others its alternatives; a node meeting any of them is admitted.
+            let sets = loaded.document.sets_for_variant(variant).map_err(|e| invalid(Some(variant), e))?;
+            let (mut pcr_sets, mut tdx_sets) = (Vec::new(), Vec::new());
+            for set in &sets {
+                if variant.has_vtpm() {
+                    pcr_sets.push(set.measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?);
+                } else {
+                    tdx_sets.push(
+                        set.measurements.to_tdx_policy(&config.tdx_policy).map_err(|e| invalid(Some(variant), e))?,
+                    );
+                }
+            }
+            let pcrs = if pcr_sets.is_empty() { PcrPolicy::default() } else { pcr_sets.remove(0) };
+            let tdx_policy = if tdx_sets.is_empty() { config.tdx_policy.clone() } else { tdx_sets.remove(0) };
             let snp_policy = config.snp_policy_for(variant).clone();
             let mut validator = Validator::new(variant, Arc::clone(&config.snp), snp_policy, pcrs)
-                .with_tdx(Arc::clone(&config.tdx), tdx_policy);
+                .with_tdx(Arc::clone(&config.tdx), tdx_policy)
+                .with_alternatives(pcr_sets, tdx_sets);
+            let images: Vec<&str> = sets.iter().map(|s| s.image.unwrap_or("(unlabelled)")).collect();
+            if images.len() > 1 {
+                tracing::info!(%variant, sets = images.len(), images = %images.join(","),
+                    "several accepted measurement sets (rolling upgrade): a node meeting any of them is admitted");
+            }
             if variant.is_tdx() && validator.launch_pinning().is_err() {
                 return Err(MeasurementsError::LaunchUnpinned { variant });
             }
