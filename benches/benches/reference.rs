@@ -31,7 +31,8 @@ fn threads() -> usize {
 fn uki_benches(c: &mut Criterion) {
     let Some(assets) = uki::assets() else { return };
     let kernel = std::fs::read(&assets.kernel).unwrap();
-    let initrd: Vec<u8> = (0..INITRD_LEN).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(11) as u8).collect();
+    let initrd: Vec<u8> =
+        (0..INITRD_LEN).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(11) as u8).collect();
     let mut image = uki::objcopy_uki(
         &assets.stub,
         &[(".osrel", b"ID=bench\n"), (".cmdline", b"console=ttyS0 quiet"), (".linux", &kernel), (".initrd", &initrd)],

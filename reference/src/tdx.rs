@@ -23,8 +23,13 @@ const MR_EXTEND: u32 = 1;
 /// TDVF section attribute: the pages are added after the TD runs (not measured).
 const PAGE_AUG: u32 = 2;
 const PAGE: u64 = 4096;
-/// Most pages measured (1 GiB of TD memory from metadata).
-pub const MAX_MEASURED_PAGES: u64 = 1 << 18;
+/// Most pages added to MRTD (64 MiB of TD memory from metadata; a TDVF build and its TD HOB and temporary
+/// memory are a few MiB). The whole hash input is described at once (128-byte headers, borrowed chunks), so
+/// this also bounds the memory used: ≈ 2.2 KiB per page.
+pub const MAX_MEASURED_PAGES: u64 = 1 << 14;
+
+/// A chunk of zeros (data beyond a section's raw data).
+static ZERO_CHUNK: [u8; 256] = [0; 256];
 
 fn header(op: &[u8], gpa: u64) -> [u8; 128] {
     let mut h = [0u8; 128];
@@ -43,11 +48,14 @@ pub fn mrtd(provider: &CryptoProvider, tdvf: &Ovmf<'_>) -> Result<[u8; 48], Erro
     }
     // Headers first (the parts below borrow them), then the hash input in order.
     let mut headers: Vec<[u8; 128]> = Vec::new();
-    let mut padded: Vec<Vec<u8>> = Vec::new();
+    // The one chunk per section that straddles the end of its raw data, zero-padded.
+    let mut partial: Vec<[u8; 256]> = Vec::new();
     for s in sections.iter().filter(|s| s.attributes & PAGE_AUG == 0) {
-        let mut data = image[s.data_offset as usize..(s.data_offset + s.raw_data_size) as usize].to_vec();
-        data.resize(s.memory_data_size as usize, 0);
-        padded.push(data);
+        let raw = &image[s.data_offset as usize..(s.data_offset + s.raw_data_size) as usize];
+        let mut chunk = [0u8; 256];
+        let tail = raw.len() % 256;
+        chunk[..tail].copy_from_slice(&raw[raw.len() - tail..]);
+        partial.push(chunk);
         for p in 0..s.memory_data_size / PAGE {
             let gpa = s.memory_address + p * PAGE;
             headers.push(header(b"MEM.PAGE.ADD", gpa));
@@ -60,13 +68,19 @@ pub fn mrtd(provider: &CryptoProvider, tdvf: &Ovmf<'_>) -> Result<[u8; 48], Erro
     }
     let mut parts: Vec<&[u8]> = Vec::with_capacity(headers.len() * 2);
     let mut h = headers.iter();
-    for (s, data) in sections.iter().filter(|s| s.attributes & PAGE_AUG == 0).zip(&padded) {
+    for (s, straddling) in sections.iter().filter(|s| s.attributes & PAGE_AUG == 0).zip(&partial) {
+        let raw = &image[s.data_offset as usize..(s.data_offset + s.raw_data_size) as usize];
         for p in 0..(s.memory_data_size / PAGE) as usize {
             parts.extend(h.next().map(<[u8; 128]>::as_slice));
             if s.attributes & MR_EXTEND != 0 {
                 for c in 0..16 {
                     parts.extend(h.next().map(<[u8; 128]>::as_slice));
-                    parts.push(&data[p * 4096 + c * 256..p * 4096 + (c + 1) * 256]);
+                    let at = p * 4096 + c * 256;
+                    parts.push(match raw.get(at..at + 256) {
+                        Some(chunk) => chunk,
+                        None if at < raw.len() => straddling.as_slice(),
+                        None => &ZERO_CHUNK,
+                    });
                 }
             }
         }
@@ -75,4 +89,81 @@ pub fn mrtd(provider: &CryptoProvider, tdvf: &Ovmf<'_>) -> Result<[u8; 48], Erro
     let mut out = [0u8; 48];
     out.copy_from_slice(d.as_bytes());
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ovmf::TDVF_METADATA_GUID;
+    use crate::ovmf::tests::image_with;
+
+    /// A 4-page image with TDVF metadata at its second page: (data offset, raw size, GPA, memory size,
+    /// type, attributes) per section.
+    fn tdvf(sections: &[(u32, u32, u64, u64, u32, u32)]) -> Vec<u8> {
+        let mut img = image_with(4, &[(TDVF_METADATA_GUID, (3 * 4096u32).to_le_bytes().to_vec())]);
+        let mut meta = Vec::new();
+        meta.extend_from_slice(b"TDVF");
+        meta.extend_from_slice(&(16 + 32 * sections.len() as u32).to_le_bytes());
+        meta.extend_from_slice(&1u32.to_le_bytes());
+        meta.extend_from_slice(&(sections.len() as u32).to_le_bytes());
+        for &(off, raw, gpa, mem, kind, attr) in sections {
+            meta.extend_from_slice(&off.to_le_bytes());
+            meta.extend_from_slice(&raw.to_le_bytes());
+            meta.extend_from_slice(&gpa.to_le_bytes());
+            meta.extend_from_slice(&mem.to_le_bytes());
+            meta.extend_from_slice(&kind.to_le_bytes());
+            meta.extend_from_slice(&attr.to_le_bytes());
+        }
+        img[4096..4096 + meta.len()].copy_from_slice(&meta);
+        for (i, b) in img[..4096].iter_mut().enumerate() {
+            *b = (i % 253) as u8;
+        }
+        img
+    }
+
+    /// The MRTD input written out naively: every page's padded data copied.
+    fn naive(image: &[u8], sections: &[(u32, u32, u64, u64, u32, u32)]) -> [u8; 48] {
+        let mut stream = Vec::new();
+        for &(off, raw, gpa, mem, _, attr) in sections.iter().filter(|s| s.5 & PAGE_AUG == 0) {
+            let mut data = image[off as usize..(off + raw) as usize].to_vec();
+            data.resize(mem as usize, 0);
+            for p in 0..mem / PAGE {
+                stream.extend_from_slice(&header(b"MEM.PAGE.ADD", gpa + p * PAGE));
+                if attr & MR_EXTEND != 0 {
+                    for c in 0..16u64 {
+                        stream.extend_from_slice(&header(b"MR.EXTEND", gpa + p * PAGE + c * 256));
+                        let at = (p * PAGE + c * 256) as usize;
+                        stream.extend_from_slice(&data[at..at + 256]);
+                    }
+                }
+            }
+        }
+        attest_engine::crypto::default_provider().digests.sha384(&stream)
+    }
+
+    #[test]
+    fn mrtd_covers_added_pages_and_extended_data() {
+        let provider = attest_engine::crypto::default_provider();
+        // BFV measured (raw data ends mid-chunk), TD_HOB added only, TempMem added only, a PAGE_AUG section.
+        let sections = [
+            (0, 4096 - 100, 0xFFFF_C000, 2 * 4096, 0, MR_EXTEND),
+            (0, 0, 0x80_9000, 4096, 2, 0),
+            (0, 0, 0x80_0000, 2 * 4096, 3, 0),
+            (0, 0, 0x90_0000, 4096, 4, PAGE_AUG),
+        ];
+        let img = tdvf(&sections);
+        let o = Ovmf::parse(&img).unwrap();
+        let got = mrtd(provider, &o).unwrap();
+        assert_eq!(got, naive(&img, &sections));
+        // Not extending the firmware's contents, or measuring the PAGE_AUG section, changes the value.
+        let mut unextended = sections;
+        unextended[0].5 = 0;
+        assert_ne!(mrtd(provider, &Ovmf::parse(&tdvf(&unextended)).unwrap()).unwrap(), got);
+        let mut augmented = sections;
+        augmented[3].5 = 0;
+        assert_ne!(mrtd(provider, &Ovmf::parse(&tdvf(&augmented)).unwrap()).unwrap(), got);
+        // Too many pages: a typed error, nothing allocated for them.
+        let huge = [(0, 0, 0, (MAX_MEASURED_PAGES + 1) * PAGE, 3, 0)];
+        assert!(matches!(mrtd(provider, &Ovmf::parse(&tdvf(&huge)).unwrap()), Err(Error::LimitExceeded { .. })));
+    }
 }

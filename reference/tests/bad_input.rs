@@ -247,3 +247,17 @@ fn firmware_metadata_errors_are_typed() {
         SnpLaunch { ovmf: &o, vcpus: 0, vcpu_signature: 0, guest_features: 1, vmm: Vmm::Qemu, kernel_hashes: None };
     assert!(matches!(snp::launch_digest(default_provider(), &zero_vcpus, 1), Err(Error::InvalidArgument { .. })));
 }
+
+#[test]
+fn the_committed_fuzz_seeds_parse() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+    let uki = std::fs::read(root.join("pe_image/uki-252")).unwrap();
+    assert_eq!(Uki::parse(&uki, None).unwrap().measured_sections().len(), 4);
+    let signed = std::fs::read(root.join("pe_image/signed")).unwrap();
+    assert!(PeImage::parse(&signed).unwrap().certificate_table().is_some());
+    let fw = std::fs::read(root.join("ovmf_metadata/sev-and-tdvf")).unwrap();
+    let o = Ovmf::parse(&fw).unwrap();
+    assert_eq!(o.sev_sections().unwrap().len(), 2);
+    assert_eq!(o.tdvf_sections().unwrap().len(), 1);
+    assert!(attest_reference::tdx::mrtd(default_provider(), &o).is_ok());
+}
