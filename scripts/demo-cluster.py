@@ -564,7 +564,9 @@ def pcr15(node):
 
 def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim=None):
     """Checks every node's outcome independently of the services and prints the summary."""
-    variant = sim.variant if sim else "qemu-vtpm"
+    # The nodes' variant, and qemu-vtpm: the join service attests with node-1's TPM (a map-form file applied
+    # to both; the list names each).
+    variants = [sim.variant, "qemu-vtpm"] if sim else ["qemu-vtpm"]
     ms = json.loads(master_secret_file.read_text())
     key, salt = base64.b64decode(ms["key"]), base64.b64decode(ms["salt"])
     measurement_secret = hkdf_sha256(key, salt, b"key-measurementSecret")
@@ -1185,7 +1187,9 @@ def upgrade(c, join_addr, reg_addr, cluster_id, joining):
     by the join service's hot-reloaded validators. The v1 file is put back afterwards for the rest of the demo
     (the join service's own node boots v1)."""
     root, bins, procs, sim = c.root, c.bins, c.procs, c.sim
-    variant = sim.variant if sim else "qemu-vtpm"
+    # The nodes' variant, and qemu-vtpm: the join service attests with node-1's TPM (a map-form file applied
+    # to both; the list names each).
+    variants = [sim.variant, "qemu-vtpm"] if sim else ["qemu-vtpm"]
     original = root / "measurements-v1.json"
     shutil.copy(c.measurements, original)
     shutil.copy(c.sig, original.with_name(original.name + ".sig"))
@@ -1193,10 +1197,11 @@ def upgrade(c, join_addr, reg_addr, cluster_id, joining):
     v2.write_text(json.dumps({str(pcr): {"expected": value, "warnOnly": False} for pcr, value in
                               sorted({**expected_pcrs(NEW_IMAGE), 15: "00" * 32}.items())}, indent=2))
     rollout = root / "measurements-rollout.json"
-    run([bins["attest"], "measurements", "merge", f"{original}=v1", f"{v2}=v2", "--variant", variant, "-o", rollout])
+    run([bins["attest"], "measurements", "merge", f"{original}=v1", f"{v2}=v2",
+         *[arg for v in variants for arg in ("--variant", v)], "-o", rollout])
     sign_as_operator(c, rollout)
     gen_rollout = install_measurements(c, rollout)
-    log(f"upgrade: measurements rolled forward ({rollout.name}: {variant} accepts v1 and v2, signed; "
+    log(f"upgrade: measurements rolled forward ({rollout.name}: {', '.join(variants)} accept v1 and v2, signed; "
         f"join service generation {gen_rollout})")
 
     started = []

@@ -15,7 +15,7 @@ use attest_reference::snp::{self, SnpLaunch, Vmm};
 use attest_reference::{Ovmf, Uki, pe};
 use attest_test_support::TempDir;
 use attest_test_support::uki;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::Criterion;
 use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
@@ -102,5 +102,9 @@ fn snp_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, uki_benches, snp_benches);
-criterion_main!(benches);
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    uki_benches(&mut c);
+    snp_benches(&mut c);
+    c.final_summary();
+}

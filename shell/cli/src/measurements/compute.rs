@@ -116,16 +116,17 @@ pub struct ComputeArgs {
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// Input files, each `PATH` or `PATH=IMAGE` (IMAGE labels the file's unlabelled entries; a map-form
-    /// file becomes an entry of --variant / --csp).
+    /// file becomes one entry per --variant).
     #[arg(required = true)]
     pub inputs: Vec<String>,
     /// Remove the sets labelled IMAGE (repeatable; the end of a rollout).
     #[arg(long = "drop")]
     pub drop: Vec<String>,
-    /// Attestation variant of map-form inputs.
-    #[arg(long)]
-    pub variant: Option<String>,
-    /// Cloud provider of map-form inputs (default: the variant's).
+    /// Attestation variant(s) of map-form inputs (repeatable: a map applies to each; e.g. the nodes' variant
+    /// and the join service's).
+    #[arg(long = "variant")]
+    pub variants: Vec<String>,
+    /// Cloud provider of map-form inputs (default: each variant's).
     #[arg(long)]
     pub csp: Option<String>,
     /// Write the result here (default: standard output).
@@ -401,12 +402,15 @@ pub fn merge(a: &MergeArgs) -> Result<Status, UsageError> {
                     .map_err(fail)?
             }
             Document::Map(map) => {
-                let variant = a.variant.as_deref().ok_or_else(|| {
-                    UsageError::new(format!("{}: a map names no variant; give --variant", path.display()))
-                })?;
-                let (csp, variant) = csp_variant(variant, a.csp.as_deref())?;
-                let entry = ReleaseEntry { csp, variant, measurements: map, image: label };
-                ReleaseMeasurements::new("-".into(), "-".into(), "custom".into(), vec![entry]).map_err(fail)?
+                if a.variants.is_empty() {
+                    return Err(UsageError::new(format!("{}: a map names no variant; give --variant", path.display())));
+                }
+                let mut entries = Vec::new();
+                for variant in &a.variants {
+                    let (csp, variant) = csp_variant(variant, a.csp.as_deref())?;
+                    entries.push(ReleaseEntry { csp, variant, measurements: map.clone(), image: label.clone() });
+                }
+                ReleaseMeasurements::new("-".into(), "-".into(), "custom".into(), entries).map_err(fail)?
             }
         };
         merged = Some(match merged {
