@@ -479,57 +479,31 @@ fn pe_checksum(bytes: &[u8]) -> u32 {
 mod tests {
     use super::*;
 
-    /// A minimal PE32+ image: headers of 0x200 bytes and the given (name, raw size) sections laid out
-    /// contiguously, each mapped at a fresh 0x1000-aligned RVA.
-    pub(crate) fn image(sections: &[(&str, usize)]) -> Vec<u8> {
-        let mut b = vec![0u8; 0x200];
-        b[..2].copy_from_slice(b"MZ");
-        b[0x3c..0x40].copy_from_slice(&0x80u32.to_le_bytes());
-        b[0x80..0x84].copy_from_slice(b"PE\0\0");
-        b[0x84..0x86].copy_from_slice(&0x8664u16.to_le_bytes());
-        b[0x86..0x88].copy_from_slice(&(sections.len() as u16).to_le_bytes());
-        b[0x94..0x96].copy_from_slice(&240u16.to_le_bytes());
-        let opt = 0x98;
-        b[opt..opt + 2].copy_from_slice(&0x20bu16.to_le_bytes());
-        b[opt + 60..opt + 64].copy_from_slice(&0x200u32.to_le_bytes());
-        b[opt + 108..opt + 112].copy_from_slice(&16u32.to_le_bytes());
-        let mut at = 0x200usize;
-        for (i, (name, size)) in sections.iter().enumerate() {
-            let h = opt + 240 + i * 40;
-            b[h..h + name.len()].copy_from_slice(name.as_bytes());
-            b[h + 8..h + 12].copy_from_slice(&(*size as u32).to_le_bytes());
-            b[h + 12..h + 16].copy_from_slice(&(((i + 1) * 0x1000_0000) as u32).to_le_bytes());
-            b[h + 16..h + 20].copy_from_slice(&(*size as u32).to_le_bytes());
-            b[h + 20..h + 24].copy_from_slice(&(at as u32).to_le_bytes());
-            at += size;
-        }
-        b.resize(at, 0);
-        for (i, byte) in b[0x200..].iter_mut().enumerate() {
-            *byte = (i % 251) as u8;
-        }
-        b
-    }
-
-    #[test]
-    fn reads_sections_and_hashes_parts_in_file_order() {
-        let b = image(&[(".text", 0x100), (".linux", 0x300)]);
-        let pe = PeImage::parse(&b).unwrap();
-        assert_eq!(pe.sections().len(), 2);
-        assert_eq!(pe.section(b".linux").unwrap().raw_data().len(), 0x300);
-        let parts = pe.authenticode_parts();
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        assert_eq!(total, b.len() - 4 - 8, "everything but CheckSum and the certificate directory entry");
+    /// A small signed PE image (the committed fuzz seed; the integration tests build many more).
+    fn signed_seed() -> Vec<u8> {
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus/pe_image/signed")).unwrap()
     }
 
     #[test]
     fn checksum_and_timestamp() {
-        let mut b = image(&[(".text", 0x101)]);
-        b[0x88..0x8c].copy_from_slice(&0x1234_5678u32.to_le_bytes());
+        let mut b = signed_seed();
+        let pe_at = u32_at(&b, 0x3c, "").unwrap() as usize;
+        b[pe_at + 8..pe_at + 12].copy_from_slice(&0x1234_5678u32.to_le_bytes());
         set_timestamp(&mut b, 0).unwrap();
-        assert_eq!(PeImage::parse(&b).unwrap().time_date_stamp(), 0);
-        let stored = u32::from_le_bytes(b[0x98 + 64..0x98 + 68].try_into().unwrap());
-        b[0x98 + 64..0x98 + 68].copy_from_slice(&[0; 4]);
+        let image = PeImage::parse(&b).unwrap();
+        assert_eq!(image.time_date_stamp(), 0);
+        let at = image.checksum_offset;
+        let stored = u32_at(&b, at, "").unwrap();
+        b[at..at + 4].copy_from_slice(&[0; 4]);
         assert_eq!(pe_checksum(&b), stored);
         assert!(set_timestamp(&mut [0u8; 10], 0).is_err());
+    }
+
+    #[test]
+    fn the_hash_covers_everything_but_checksum_directory_entry_and_table() {
+        let b = signed_seed();
+        let pe = PeImage::parse(&b).unwrap();
+        let total: usize = pe.authenticode_parts().iter().map(|p| p.len()).sum();
+        assert_eq!(total, b.len() - 4 - 8 - pe.certificate_table().unwrap().1);
     }
 }

@@ -45,6 +45,14 @@ fn set(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Appends `table` as the certificate table (data directory 4) at the end of the image.
+fn append_certificate_table(b: &mut Vec<u8>, table: &[u8]) {
+    let len = b.len() as u32;
+    b.extend_from_slice(table);
+    set(b, OPT + 112 + 32, len);
+    set(b, OPT + 112 + 36, table.len() as u32);
+}
+
 fn name(s: &str) -> SectionName {
     let mut n = [0u8; 8];
     n[..s.len()].copy_from_slice(s.as_bytes());
@@ -143,22 +151,12 @@ fn malformed_pe_images_get_typed_errors() {
         ),
         (
             "WIN_CERTIFICATE with a bogus length",
-            |b| {
-                let len = b.len() as u32;
-                b.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-                set(b, OPT + 112 + 32, len);
-                set(b, OPT + 112 + 36, 16);
-            },
+            |b| append_certificate_table(b, &[0xff, 0xff, 0, 0, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
             |e| matches!(e, Error::BadCertificateTable { .. }),
         ),
         (
             "WIN_CERTIFICATE of an unknown revision",
-            |b| {
-                let len = b.len() as u32;
-                b.extend_from_slice(&[16, 0, 0, 0, 0x99, 0x99, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-                set(b, OPT + 112 + 32, len);
-                set(b, OPT + 112 + 36, 16);
-            },
+            |b| append_certificate_table(b, &[16, 0, 0, 0, 0x99, 0x99, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
             |e| matches!(e, Error::BadCertificateTable { .. }),
         ),
     ];
@@ -171,12 +169,9 @@ fn malformed_pe_images_get_typed_errors() {
     }
     // A well-formed certificate table is accepted and left out of the hash.
     let mut signed = good.clone();
-    let len = signed.len() as u32;
-    signed.extend_from_slice(&[16, 0, 0, 0, 0, 2, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
-    set(&mut signed, OPT + 112 + 32, len);
-    set(&mut signed, OPT + 112 + 36, 16);
+    append_certificate_table(&mut signed, &[16, 0, 0, 0, 0, 2, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
     let pe = PeImage::parse(&signed).unwrap();
-    assert_eq!(pe.certificate_table(), Some((len as usize, 16)));
+    assert_eq!(pe.certificate_table(), Some((good.len(), 16)));
     let p = default_provider();
     let unsigned = PeImage::parse(&good).unwrap();
     assert_eq!(

@@ -106,53 +106,26 @@ fn merge_rolls_forward_and_drops() {
     let rollout = std::fs::read_to_string(dir.join("rollout.json")).unwrap();
     assert_eq!(rollout.matches("\"attestationVariant\": \"qemu-vtpm\"").count(), 2, "{rollout}");
     // Signed by openssl, verified by attest: the signature covers both sets.
-    let st = Command::new("openssl")
-        .current_dir(&dir)
-        .args(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "k.pem"])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert!(
-        Command::new("openssl")
-            .current_dir(&dir)
-            .args(["ec", "-in", "k.pem", "-pubout", "-out", "pub.pem"])
-            .status()
-            .unwrap()
-            .success()
-    );
-    assert!(
-        Command::new("openssl")
-            .current_dir(&dir)
-            .args(["dgst", "-sha256", "-sign", "k.pem", "-out", "rollout.sig", "rollout.json"])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let (code, out, err) = attest(&[
-        "measurements",
-        "verify",
-        &p("rollout.json"),
-        "--signature",
-        &p("rollout.sig"),
-        "--public-key",
-        &p("pub.pem"),
-    ]);
+    for args in [
+        &["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "k.pem"][..],
+        &["ec", "-in", "k.pem", "-pubout", "-out", "pub.pem"],
+        &["dgst", "-sha256", "-sign", "k.pem", "-out", "rollout.sig", "rollout.json"],
+    ] {
+        let out = Command::new("openssl").current_dir(&dir).args(args).output().unwrap();
+        assert!(out.status.success(), "openssl {args:?}");
+    }
+    let verify = |select: &[&str]| {
+        let mut argv = vec!["measurements", "verify"];
+        let (file, sig, key) = (p("rollout.json"), p("rollout.sig"), p("pub.pem"));
+        argv.extend([file.as_str(), "--signature", sig.as_str(), "--public-key", key.as_str()]);
+        argv.extend(select);
+        attest(&argv)
+    };
+    let (code, out, err) = verify(&[]);
     assert_eq!(code, 0, "{out} {err}");
     assert!(out.contains("signature valid; 2 list entries"), "{out}");
     // Comparing against values needs one set: both are refused as ambiguous rather than one picked.
-    let (code, _, err) = attest(&[
-        "measurements",
-        "verify",
-        &p("rollout.json"),
-        "--signature",
-        &p("rollout.sig"),
-        "--public-key",
-        &p("pub.pem"),
-        "--csp",
-        "QEMU",
-        "--variant",
-        "qemu-vtpm",
-    ]);
+    let (code, _, err) = verify(&["--csp", "QEMU", "--variant", "qemu-vtpm"]);
     assert_eq!(code, 2);
     assert!(err.contains("2 accepted measurement sets"), "{err}");
     // Dropping the old image; dropping the last one is refused.

@@ -44,13 +44,18 @@ fn file(images: &[&str]) -> String {
     format!(r#"{{"version": "v2", "ref": "-", "stream": "custom", "list": [{}]}}"#, entries.join(", "))
 }
 
-/// The attestation document of a node booted from `image`, for `nonce`.
+/// The attestation document of a node booted from `image` (PCR 15 = 0), for `nonce`.
 fn document(ak: &SoftAk, image: &str, nonce: &[u8; 32]) -> Vec<u8> {
     let mut pcrs = booted(image);
     pcrs[15] = [0; 32];
+    quoting(ak, &pcrs, nonce)
+}
+
+/// The attestation document quoting `pcrs` for `nonce`.
+fn quoting(ak: &SoftAk, pcrs: &PcrBank, nonce: &[u8; 32]) -> Vec<u8> {
     let user_data = [0x11; 32];
     let extra = Validator::quote_nonce(default_provider(), &[], &user_data, nonce);
-    let quote = ak.quote(&QuoteSpec::new(&extra, &pcrs, 0x00FF_FFFF));
+    let quote = ak.quote(&QuoteSpec::new(&extra, pcrs, 0x00FF_FFFF));
     AttestationDocument {
         variant: Variant::QemuVtpm.name().to_owned(),
         tpm: Some(TpmEvidence {
@@ -96,29 +101,10 @@ fn a_rollout_admits_old_and_new_then_refuses_the_old_image_once_dropped() {
     assert!(admits(&old_node, "v1").is_ok(), "the old image during the rollout");
     assert!(admits(&new_node, "v2").is_ok(), "the new image during the rollout");
     // Values of two images are never mixed: PCR 4 of v1 with PCR 9 of v2 matches neither set.
-    let mixed = {
-        let mut pcrs = booted("v1");
-        pcrs[9] = booted("v2")[9];
-        pcrs[15] = [0; 32];
-        let user_data = [0x11; 32];
-        let extra = Validator::quote_nonce(default_provider(), &[], &user_data, &nonce);
-        let quote = old_node.quote(&QuoteSpec::new(&extra, &pcrs, 0x00FF_FFFF));
-        AttestationDocument {
-            variant: Variant::QemuVtpm.name().to_owned(),
-            tpm: Some(TpmEvidence {
-                ak_public: old_node.tpm2b_public(),
-                quote_attest: quote.attest,
-                quote_signature: quote.signature,
-                pcrs: (0..24u32)
-                    .map(|i| PcrValue { hash_alg: 0x000B, index: i, value: pcrs[i as usize].to_vec() })
-                    .collect(),
-                ..TpmEvidence::default()
-            }),
-            user_data: user_data.to_vec(),
-            ..AttestationDocument::default()
-        }
-        .encode_to_vec()
-    };
+    let mut mixed = booted("v1");
+    mixed[9] = booted("v2")[9];
+    mixed[15] = [0; 32];
+    let mixed = quoting(&old_node, &mixed, &nonce);
     assert!(validator.validate(&mixed, &nonce).is_err(), "a mix of two images");
 
     // The old image dropped (re-signed): the old node is refused, the new one still joins.
