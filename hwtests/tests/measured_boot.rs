@@ -7,9 +7,12 @@
 //! * the event log read back from the TPM's securityfs replays to every PCR it touches;
 //! * a second UKI with one byte of its command line changed changes exactly PCRs 4 (the UKI's Authenticode
 //!   hash), 9 (the kernel's LoadOptions measurement), 10 (IMA's boot_aggregate over PCRs 0–9, so it
-//!   follows PCR 9) and 11 (the .cmdline section) — and its prediction matches its boot too.
+//!   follows PCR 9) and 11 (the .cmdline section) — and its prediction matches its boot too;
+//! * the first UKI booted through Debian's systemd-boot 252 (found as a type-2 entry in \EFI\Linux, so
+//!   started with its own .cmdline as load options): PCR 4 gains systemd-boot's Authenticode hash and PCR 12
+//!   the options, measured by systemd-boot and again by the stub — predicted with `--boot-loader`.
 //!
-//! The two boots run side by side (≈ 20–30 s together on two cores). Without QEMU, OVMF, swtpm, mtools,
+//! The three boots run side by side (≈ 40–90 s together on two busy cores). Without QEMU, OVMF, swtpm, mtools,
 //! dosfstools, systemd-stub, busybox or the kernel (scripts/setup.sh installs them all) the test prints a
 //! NOTICE and skips; under `CI=true` it fails instead.
 
@@ -72,16 +75,18 @@ fn run(cmd: &mut Command) {
     assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// Boots `image` as \EFI\BOOT\BOOTX64.EFI from a FAT image with a fresh swtpm and a fresh copy of the
+/// Boots from a FAT image holding `files` (ESP path, contents) with a fresh swtpm and a fresh copy of the
 /// OVMF variables, and reads what the initrd printed.
-fn boot(image: &[u8], dir: &Path) -> Booted {
+fn boot(files: &[(&str, &[u8])], dir: &Path) -> Booted {
     std::fs::create_dir_all(dir).unwrap();
     let esp = dir.join("esp.img");
-    let efi = dir.join("BOOTX64.EFI");
-    std::fs::write(&efi, image).unwrap();
     run(Command::new("mkfs.vfat").args(["-C", "-F", "32"]).arg(&esp).arg("65536"));
-    run(Command::new("mmd").arg("-i").arg(&esp).args(["::/EFI", "::/EFI/BOOT"]));
-    run(Command::new("mcopy").arg("-i").arg(&esp).arg(&efi).arg("::/EFI/BOOT/BOOTX64.EFI"));
+    run(Command::new("mmd").arg("-i").arg(&esp).args(["::/EFI", "::/EFI/BOOT", "::/EFI/Linux", "::/loader"]));
+    for (i, (to, data)) in files.iter().enumerate() {
+        let from = dir.join(format!("file-{i}"));
+        std::fs::write(&from, data).unwrap();
+        run(Command::new("mcopy").arg("-i").arg(&esp).arg(&from).arg(format!("::{to}")));
+    }
     let vars = dir.join("vars.fd");
     std::fs::copy(OVMF_VARS, &vars).unwrap();
     let state = dir.join("tpm");
@@ -161,9 +166,9 @@ fn build(assets: &Assets, kernel: &[u8], initrd: &[u8], cmdline: &[u8]) -> Vec<u
     image
 }
 
-fn predict(image: &[u8]) -> Prediction {
+fn predict(image: &[u8], boot_loader: Option<&[u8]>) -> Prediction {
     let uki = Uki::parse(image, None).unwrap();
-    boot::predict(default_provider(), &uki, &BootConfig { threads: 2, ..BootConfig::default() }).unwrap()
+    boot::predict(default_provider(), &uki, &BootConfig { threads: 2, boot_loader, ..BootConfig::default() }).unwrap()
 }
 
 /// Checks one boot against its prediction, PCR by PCR and event by event.
@@ -214,15 +219,28 @@ fn compute_predicts_a_real_qemu_ovmf_swtpm_boot() {
     let initrd = uki::pcr_reporting_initrd(&std::fs::read(&assets.busybox).unwrap(), &[]);
     let first = build(&assets, &kernel, &initrd, b"console=ttyS0 quiet panic=-1");
     let second = build(&assets, &kernel, &initrd, b"console=ttyS0 quiet panic=-2");
+    let sd_boot = std::fs::read(uki::SYSTEMD_BOOT).expect("systemd-boot (systemd-boot-efi)");
     let tmp = TempDir::new("measured-boot");
-    let dirs: [PathBuf; 2] = [tmp.path().join("first"), tmp.path().join("second")];
-    let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| boot(&first, &dirs[0]));
-        let b = s.spawn(|| boot(&second, &dirs[1]));
-        (a.join().expect("first boot"), b.join().expect("second boot"))
+    let dirs: [PathBuf; 3] = [tmp.path().join("first"), tmp.path().join("second"), tmp.path().join("sd-boot")];
+    let (a, b, c) = std::thread::scope(|s| {
+        let a = s.spawn(|| boot(&[("/EFI/BOOT/BOOTX64.EFI", &first)], &dirs[0]));
+        let b = s.spawn(|| boot(&[("/EFI/BOOT/BOOTX64.EFI", &second)], &dirs[1]));
+        let c = s.spawn(|| {
+            let files: [(&str, &[u8]); 3] = [
+                ("/EFI/BOOT/BOOTX64.EFI", &sd_boot),
+                ("/EFI/Linux/uki.efi", &first),
+                ("/loader/loader.conf", b"timeout 0\n"),
+            ];
+            boot(&files, &dirs[2])
+        });
+        (a.join().expect("first boot"), b.join().expect("second boot"), c.join().expect("systemd-boot boot"))
     });
-    check("first UKI", &predict(&first), &a);
-    check("second UKI", &predict(&second), &b);
+    check("first UKI", &predict(&first, None), &a);
+    check("second UKI", &predict(&second, None), &b);
+    let through_loader = predict(&first, Some(&sd_boot));
+    check("first UKI through systemd-boot", &through_loader, &c);
+    assert_ne!(c.pcrs[&12], [0; 32], "systemd-boot passed the .cmdline as load options");
+    assert_eq!((c.pcrs[&9].clone(), c.pcrs[&11].clone()), (a.pcrs[&9].clone(), a.pcrs[&11].clone()));
 
     let changed: Vec<u8> = (0..24u8).filter(|i| a.pcrs[i] != b.pcrs[i]).collect();
     assert_eq!(changed, [4, 9, 10, 11], "one byte of command line");
@@ -251,5 +269,5 @@ fn compute_predicts_a_real_qemu_ovmf_swtpm_boot() {
     for (index, m) in set[0].measurements.iter() {
         assert_eq!(m.expected(), a.pcrs[&index.get()].as_slice(), "file PCR {index}");
     }
-    eprintln!("measured boot: two UKIs booted and checked in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!("measured boot: three boots checked in {:.1} s", started.elapsed().as_secs_f64());
 }

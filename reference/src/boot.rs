@@ -11,7 +11,8 @@
 //!  PCR 11 EV_IPL H(".linux\0"), EV_IPL H(.linux as mapped), … for every   systemd-stub, StubVersion's order
 //!         section the stub measures (name including its NUL, then data)
 //!  PCR 12 EV_IPL H(UTF-16LE(load options) ‖ 0x0000)                       systemd-boot and systemd-stub, only when
-//!                                                                         load options replace .cmdline
+//!                                                                         load options replace .cmdline (systemd-
+//!                                                                         boot passes a type-2 UKI its .cmdline)
 //!  PCR 9  EV_EVENT_TAG 0x8F3B22ED H(UTF-16LE(command line) ‖ 0x0000)      the kernel's EFI stub (Linux ≥ 6.1):
 //!         EV_EVENT_TAG 0x8F3B22EC H(initrd)                               LoadOptions, then the initrd it loads
 //! ```
@@ -66,6 +67,8 @@ pub struct BootConfig<'a> {
     pub boot_loader: Option<&'a [u8]>,
     /// Load options passed to the UKI (systemd-boot entry `options`, or a Boot#### entry's optional data).
     /// systemd-stub 252 lets them replace `.cmdline` (when secure boot is off) and measures them into PCR 12.
+    /// With a `boot_loader` and none given, systemd-boot's own choice for a type-2 entry applies: the UKI's
+    /// `.cmdline` (measured into PCR 12 by systemd-boot and again by the stub).
     pub load_options: Option<&'a str>,
     /// Threads to hash on (1 = the calling thread only).
     pub threads: usize,
@@ -215,7 +218,15 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
         Some(_) => return Err(Error::Unsupported { what: "a kernel older than 6.1 (its EFI stub measures less)" }),
         None => return Err(Error::Unsupported { what: "a kernel that is not an x86 bzImage with a version string" }),
     }
-    let load_options = match config.load_options {
+    // systemd-boot 252 starts a type-2 entry (a UKI it found in \EFI\Linux) with the UKI's own .cmdline
+    // as load options, unless an entry gives others; a firmware boot entry passes none.
+    let implied = match (loader.is_some(), uki.cmdline()) {
+        (true, Some(c)) => {
+            Some(core::str::from_utf8(c).map_err(|_| Error::Unsupported { what: "a non-UTF-8 .cmdline" })?)
+        }
+        _ => None,
+    };
+    let load_options = match config.load_options.or(implied) {
         Some(o) if !o.is_empty() => Some(utf16le_nul(o)?),
         _ => None,
     };
