@@ -14,16 +14,15 @@ fn attest(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("attest-compute-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory, removed with its contents when dropped.
+fn scratch(name: &str) -> attest_test_support::TempDir {
+    attest_test_support::TempDir::new(&format!("compute-{name}"))
 }
 
 #[test]
 fn bad_images_exit_2_with_their_reason() {
-    let dir = scratch("bad");
+    let tmp = scratch("bad");
+    let dir = tmp.path();
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     std::fs::write(dir.join("truncated.efi"), b"MZ\x90\x00").unwrap();
     std::fs::write(dir.join("no-pe.efi"), vec![b'M'; 4096]).unwrap();
@@ -76,7 +75,8 @@ fn snp_launch_digest_from_debians_ovmf() {
 
 #[test]
 fn merge_rolls_forward_and_drops() {
-    let dir = scratch("merge");
+    let tmp = scratch("merge");
+    let dir = tmp.path();
     let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
     for (name, byte) in [("v1", "11"), ("v2", "22")] {
         let (code, _, err) = attest(&[
@@ -111,7 +111,7 @@ fn merge_rolls_forward_and_drops() {
         &["ec", "-in", "k.pem", "-pubout", "-out", "pub.pem"],
         &["dgst", "-sha256", "-sign", "k.pem", "-out", "rollout.sig", "rollout.json"],
     ] {
-        let out = Command::new("openssl").current_dir(&dir).args(args).output().unwrap();
+        let out = Command::new("openssl").current_dir(dir).args(args).output().unwrap();
         assert!(out.status.success(), "openssl {args:?}");
     }
     let verify = |select: &[&str]| {
