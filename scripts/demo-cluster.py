@@ -30,8 +30,11 @@ Starts, on 127.0.0.1 only:
   9. the node's later life (lifecycle()): node-4 joins the control plane (its first join endpoint is down,
      the second answers); node-2 reboots (swtpm restarted: PCRs reset; same TPM state and LUKS2 disk image)
      and rejoins with the same disk key from a verified join service; `attest verify --cluster-id` against
-     node-2's verify service succeeds and fails with a wrong cluster id; the join service stops and node-1,
-     rebooted, recovers through `attest recover`;
+     node-2's verify service succeeds and fails with a wrong cluster id; a rolling upgrade (upgrade()):
+     `attest measurements merge` rolls the signed measurements forward to accept image v1 and a new v2, the
+     join service hot-reloads them, node-5 (v2) and node-6 (v1) both join, then v1 is dropped (re-signed)
+     and node-6, rebooted, is refused on rejoin; the join service stops and node-1, rebooted, recovers
+     through `attest recover`;
 and prints a summary: who attested what, which checks ran, the keys derived (fingerprints only), the lock
 state, timings. Every process it started is stopped by PID at the end, also on errors and Ctrl-C.
 
@@ -502,7 +505,9 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     if ok:
         # The join service again (same files, node-1's TPM) for the nodes' later life.
         join = procs.start("join-service-2", join_argv)
-        join_addr, _, reg_addr = wait_for_lines(root / "join-service-2.out", r"listening on (\S+)", 3, join)
+        join_addr, cluster.metrics_addr, reg_addr = wait_for_lines(root / "join-service-2.out", r"listening on (\S+)",
+                                                                   3, join)
+        cluster.join_log = root / "join-service-2.log"  # the upgrade step reads its refusals
         log(f"join service restarted on {join_addr} for the nodes' later life")
         ok = lifecycle(cluster, join, join_addr, reg_addr, master_secret)
     return ok and attacks_ok
@@ -1108,6 +1113,10 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
                   f"HTTP {verify['http']}) verified; a wrong cluster id refused (PCR 15)")
     log(events[-1])
 
+    # A rolling upgrade (issue 25): measurements rolled forward to a new image and back.
+    events.append(upgrade(c, join_addr, reg_addr, cluster_id, joining))
+    log(events[-1])
+
     # The join service stops; node-1 reboots and cannot rejoin; the operator recovers it.
     join.send_signal(signal.SIGTERM)
     join.wait(timeout=30)
@@ -1143,8 +1152,107 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
     print("=========")
     for e in events:
         print(f"    {e}")
-    print("lifecycle: init ok, join ok, control-plane join ok, rejoin ok, verify ok, recover ok")
+    print("lifecycle: init ok, join ok, control-plane join ok, rejoin ok, verify ok, upgrade ok, recover ok")
     return True
+
+
+# The "new image" of the rolling upgrade: a new kernel (PCR 9).
+NEW_IMAGE = {**GOOD_IMAGE, 9: b"attest-demo kernel v2"}
+
+
+def sign_as_operator(c, path):
+    """Signs `path` with the operator's measurements key into `path`.sig (openssl, P-256)."""
+    sig = path.with_name(path.name + ".sig")
+    run(["openssl", "dgst", "-sha256", "-sign", c.root / "measurements-signing.key", "-out", sig, path])
+    return sig
+
+
+def install_measurements(c, path):
+    """Replaces the join service's signed measurements with `path` (file, then signature) and waits until its
+    hot reload applied them (the validator-set generation moves on). Returns the new generation."""
+    before = metric(c, "attest_join_measurements_generation")
+    data, sig = path.read_bytes(), path.with_name(path.name + ".sig").read_bytes()
+    for target, content in ((c.measurements, data), (c.sig, sig)):
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(content)
+        os.replace(tmp, target)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        gen = metric(c, "attest_join_measurements_generation")
+        if gen is not None and before is not None and gen > before:
+            return gen
+        time.sleep(0.2)
+    raise Failure(f"the join service did not apply {path.name} (generation {before})")
+
+
+def upgrade(c, join_addr, reg_addr, cluster_id, joining):
+    """Rolling upgrade: the operator rolls the signed measurements forward (`attest measurements merge`: the
+    old image v1 and the new v2 both accepted), a node of the new image and one of the old both join; then
+    the old set is dropped (`merge --drop v1`, re-signed) and the old node, rebooted, is refused on rejoin
+    by the join service's hot-reloaded validators. The v1 file is put back afterwards for the rest of the demo
+    (the join service's own node boots v1)."""
+    root, bins, procs, sim = c.root, c.bins, c.procs, c.sim
+    # The nodes' variant, and qemu-vtpm: the join service attests with node-1's TPM (a map-form file applied
+    # to both; the list names each).
+    variants = [sim.variant, "qemu-vtpm"] if sim else ["qemu-vtpm"]
+    original = root / "measurements-v1.json"
+    shutil.copy(c.measurements, original)
+    shutil.copy(c.sig, original.with_name(original.name + ".sig"))
+    v2 = root / "measurements-v2.json"
+    v2.write_text(json.dumps({str(pcr): {"expected": value, "warnOnly": False} for pcr, value in
+                              sorted({**expected_pcrs(NEW_IMAGE), 15: "00" * 32}.items())}, indent=2))
+    rollout = root / "measurements-rollout.json"
+    run([bins["attest"], "measurements", "merge", f"{original}=v1", f"{v2}=v2",
+         *[arg for v in variants for arg in ("--variant", v)], "-o", rollout])
+    sign_as_operator(c, rollout)
+    gen_rollout = install_measurements(c, rollout)
+    log(f"upgrade: measurements rolled forward ({rollout.name}: {', '.join(variants)} accept v1 and v2, signed; "
+        f"join service generation {gen_rollout})")
+
+    started = []
+    for name, image in (("node-5", NEW_IMAGE), ("node-6", GOOD_IMAGE)):
+        n = Node(name, root, image, False)
+        n.manufacture(c.ca)
+        n.start_tpm(procs)
+        n.measured_boot()
+        if sim:
+            sim.provision(n)
+        p = procs.start(n.name, bootstrapper_args(bins, n, c.init_secret_hash, sim) + joining(join_addr, reg_addr))
+        event = json_event(root / f"{n.name}.out", "bootstrapped", p)
+        if event.get("path") != "join" or event.get("cluster_id") != cluster_id:
+            raise Failure(f"{n.name}: unexpected bootstrap event {event}")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        started.append(n)
+    new_node, old_node = started
+    log(f"upgrade: {new_node.name} (image v2) and {old_node.name} (image v1) both joined during the rollout")
+
+    final = root / "measurements-v2-only.json"
+    run([bins["attest"], "measurements", "merge", rollout, "--drop", "v1", "-o", final])
+    sign_as_operator(c, final)
+    # The old node keeps the rollout file it was configured with (it still believes the v1 join service);
+    # the refusal comes from the join service, whose file no longer accepts v1.
+    node_files = (rollout, rollout.with_name(rollout.name + ".sig"))
+    refused_before = len(re.findall(r"attestation refused", c.join_log.read_text(errors="replace")))
+    gen_final = install_measurements(c, final)
+    reboot(old_node, procs)
+    argv = (bootstrapper_args(bins, old_node, c.init_secret_hash, sim) +
+            joining_args(join_addr, reg_addr, node_files[0], node_files[1], c.pub, c.ca))
+    p = procs.start(f"{old_node.name}-reboot", argv)
+    wait_for_line(root / f"{old_node.name}-reboot.log", r"rejoin: refused", p, timeout=JOIN_TIMEOUT)
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    log_text = c.join_log.read_text(errors="replace")
+    reasons = re.findall(r"attestation refused.*reason=(PCR 9: expected \w+, found \w+)", log_text)
+    if len(re.findall(r"attestation refused", log_text)) <= refused_before or not reasons:
+        raise Failure(f"{old_node.name}: the join service did not refuse the old image for its PCR 9")
+    if "rejoined" in (root / f"{old_node.name}-reboot.out").read_text(errors="replace"):
+        raise Failure(f"{old_node.name}: rejoined with the old image after v1 was dropped")
+    sign_as_operator(c, original)
+    install_measurements(c, original)
+    return (f"upgrade: measurements rolled forward (v1 + v2, merged and signed; hot reload, generation "
+            f"{gen_rollout}); {new_node.name} (v2) and {old_node.name} (v1) joined; v1 dropped (generation "
+            f"{gen_final}); {old_node.name} rebooted and its rejoin was refused ({reasons[-1][:20]}…); v1 file restored")
 
 
 if __name__ == "__main__":

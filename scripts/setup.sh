@@ -6,7 +6,10 @@ set -euo pipefail
 packages=(libssl-dev pkg-config libtss2-dev swtpm swtpm-tools tpm2-tools nghttp2-client golang-go
           golang-google-grpc-dev python3 python3-venv openssl valgrind
           cryptsetup-bin   # cryptsetup-bin: the `cryptsetup` command alone (LUKS2 state disk), no initramfs hooks
-          umoci runc)      # the container images: built with umoci (make images), run with runc (tests)
+          umoci runc       # the container images: built with umoci (make images), run with runc (tests)
+          # Reference values: UKIs assembled with objcopy from systemd-stub 252 and a busybox initrd, booted in
+          # QEMU (TCG) with Debian's OVMF and swtpm from a FAT image (mtools, dosfstools).
+          binutils systemd-boot-efi busybox-static qemu-system-x86 ovmf mtools dosfstools)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,6 +22,8 @@ if ((${#missing[@]})); then
 fi
 command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.88+) is required" >&2; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt 2>/dev/null || true
+# Debian's kernel for the UKI tests (extracted, not installed).
+bash "$(dirname "$0")/fetch-boot-assets.sh"
 # Python gRPC peers for the interop tests (grpcio, grpcio-tools from PyPI) in .venv.
 bash "$(dirname "$0")/setup-python.sh"
 echo "setup: ok"

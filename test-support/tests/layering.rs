@@ -25,8 +25,8 @@ const LAYERS: &[&[&str]] = &[
     &["attest-engine"],
     // Test fixtures over the engine's spec constants (see UPWARD_DEV_DEPENDENCIES).
     &["attest-test-support"],
-    // Wire contracts and expected values over the engine's types.
-    &["attest-proto", "attest-measurements"],
+    // Wire contracts and expected values over the engine's types; reference values computed from images.
+    &["attest-proto", "attest-measurements", "attest-reference"],
     // gRPC (knows no attestation); certificate supply; Kubernetes client.
     &["attest-grpc", "attest-kds", "attest-k8s"],
     // Attested TLS; the verifier side of AK trust; the key service; the verifier's trust inputs (signed

@@ -222,6 +222,9 @@ pub struct Validated<'a> {
     /// How the guest's launch is pinned ([`Validator::launch_pinning`]); services log
     /// [`LaunchPinning::DangerouslyUnpinned`] with every verdict.
     pub launch: LaunchPinning,
+    /// Which accepted measurement set the document met: 0 for the validator's own, `i` for the `i`-th of
+    /// [`Validator::with_alternatives`] (rolling upgrades).
+    pub measurement_set: usize,
 }
 
 /// Validates documents of one variant.
@@ -236,6 +239,15 @@ pub struct Validator {
     gce_policy: crate::gce::GcePolicy,
     tdx: Arc<TdxVerifier>,
     tdx_policy: TdxPolicy,
+    /// Rolling upgrades (issue 25): further accepted measurement sets, see [`Validator::with_alternatives`].
+    alternatives: Alternatives,
+}
+
+/// Further accepted measurement sets of a [`Validator`]: PCRs (vTPM variants) and TD policies (`qemu-tdx`).
+#[derive(Clone, Debug, Default)]
+struct Alternatives {
+    pcrs: Vec<PcrPolicy>,
+    tdx: Vec<TdxPolicy>,
 }
 
 impl Validator {
@@ -251,7 +263,18 @@ impl Validator {
             gce_policy: crate::gce::GcePolicy::default(),
             tdx: Arc::new(TdxVerifier::new()),
             tdx_policy: TdxPolicy::default(),
+            alternatives: Alternatives::default(),
         }
+    }
+
+    /// Rolling upgrades: accepts a document that meets the validator's own measurements **or** any of these
+    /// sets, tried in order — `pcrs` for the variants with a vTPM (each a whole [`PcrPolicy`], so values of
+    /// two images are never mixed), `tdx` for `qemu-tdx` (each a whole [`TdxPolicy`], which must pin the
+    /// launch like the main one: [`Validator::launch_pinning`] checks them all). When no set matches, the
+    /// error of the validator's own set is returned. [`Validated::measurement_set`] says which set matched.
+    pub fn with_alternatives(mut self, pcrs: Vec<PcrPolicy>, tdx: Vec<TdxPolicy>) -> Self {
+        self.alternatives = Alternatives { pcrs, tdx };
+        self
     }
 
     /// Sets the GCE verifier (trust anchors) and policy of `gcp-shielded-vm` (default: Google's pinned
@@ -305,7 +328,13 @@ impl Validator {
         match self.variant.info().launch {
             LaunchPin::NotApplicable => Ok(LaunchPinning::NotApplicable),
             LaunchPin::SnpPolicy => self.snp_policy.launch_pinning(),
-            LaunchPin::TdxMrtd => self.tdx_policy.launch_pinning(),
+            LaunchPin::TdxMrtd => {
+                // Every accepted TD policy must pin the launch; the main one decides how it is reported.
+                for alternative in &self.alternatives.tdx {
+                    alternative.launch_pinning()?;
+                }
+                self.tdx_policy.launch_pinning()
+            }
         }
     }
 
@@ -422,7 +451,17 @@ impl Validator {
         if let Some(ak) = &gce_ak {
             gce::check_quote(provider, &self.gce_policy, ak, &quote, tpm.event_log)?;
         }
-        let pcrs = self.pcrs.evaluate(&quote)?;
+        // The first accepted set the quoted PCRs meet; the main set's error when none does.
+        let (measurement_set, pcrs) = match self.pcrs.evaluate(&quote) {
+            Ok(pcrs) => (0, pcrs),
+            Err(e) => self
+                .alternatives
+                .pcrs
+                .iter()
+                .enumerate()
+                .find_map(|(i, p)| p.evaluate(&quote).ok().map(|pcrs| (i + 1, pcrs)))
+                .ok_or(e)?,
+        };
         let ccel = match &td {
             Some(td) => tdx::replay_ccel(provider, doc, td)?,
             None => None,
@@ -439,6 +478,7 @@ impl Validator {
             user_data: doc.user_data,
             instance,
             launch,
+            measurement_set,
         })
     }
 
@@ -456,7 +496,17 @@ impl Validator {
                 reason: "qemu-tdx has no vTPM: its measurements are MRTD and RTMR0-3 in the TdxPolicy, not PCRs",
             });
         }
-        let td = tdx::verify_qemu_td(&self.tdx, &self.tdx_policy, doc, nonce, time)?;
+        // The first accepted TD policy the quote meets (rolling upgrades); the main policy's error otherwise.
+        let (measurement_set, td) = match tdx::verify_qemu_td(&self.tdx, &self.tdx_policy, doc, nonce, time) {
+            Ok(td) => (0, td),
+            Err(e) => self
+                .alternatives
+                .tdx
+                .iter()
+                .enumerate()
+                .find_map(|(i, p)| tdx::verify_qemu_td(&self.tdx, p, doc, nonce, time).ok().map(|td| (i + 1, td)))
+                .ok_or(e)?,
+        };
         let ccel = tdx::replay_ccel(self.tdx.provider(), doc, &td)?;
         Ok(Validated {
             variant: self.variant,
@@ -470,6 +520,7 @@ impl Validator {
             user_data: doc.user_data,
             instance: None,
             launch,
+            measurement_set,
         })
     }
 }

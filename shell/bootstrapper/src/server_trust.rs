@@ -184,9 +184,14 @@ impl JoinServiceTrust {
             if variant.info().ak == AkTrust::Registry && ek_ca.is_none() {
                 return Err(ServerTrustError::NoEkCa);
             }
+            // Every accepted set of the variant (several during a rolling upgrade): a join service meeting any
+            // of them is believed.
             let validator = factory
-                .expected_in(variant, measurements)
-                .and_then(|expected| factory.validator(variant, expected.without_pcr(BOOTSTRAP_PCR)))
+                .expected_sets(variant, measurements)
+                .and_then(|sets| {
+                    let sets = sets.into_iter().map(|(_, e)| e.without_pcr(BOOTSTRAP_PCR)).collect();
+                    factory.validator_accepting(variant, sets)
+                })
                 .map_err(|e| ServerTrustError::Measurements { variant, reason: attest_util::error_chain(&e) })?;
             validators.push(Arc::new(EngineValidator::new(validator)));
         }

@@ -22,6 +22,12 @@
 //! missing signature, unparsable, no map for a configured variant, SHA-384 values) keeps the old validators,
 //! logs an error and counts a rejected reload; the next valid content is applied. A file changed before its
 //! signature is refused until the matching signature arrives.
+//!
+//! Rolling upgrades: a release list may hold several accepted sets for a variant, each labelled with its
+//! image (`attest measurements merge`). The set's validator admits a node that meets any of them
+//! (`Validator::with_alternatives`), so during a rollout old and new images join; once the operator signs a
+//! file without the old image, the reload swaps in validators that refuse it — the next handshake of an old
+//! node fails, whatever it was admitted with before.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -198,18 +204,29 @@ impl ValidatorSet {
         if config.variants.is_empty() {
             return Err(MeasurementsError::NoVariants);
         }
+        let factory_error = |e: FactoryError| match e {
+            FactoryError::Measurements { variant, source } => {
+                MeasurementsError::Invalid { path: path.to_owned(), variant: Some(variant), source }
+            }
+            other => MeasurementsError::Factory(other),
+        };
         let factory = ValidatorFactory {
             ak_registry: Some(Arc::clone(&config.ak_registry) as Arc<dyn AkRegistry>),
             ..config.factory.clone()
         };
         let mut validators = BTreeMap::new();
         for &variant in &config.variants {
-            let validator = factory.validator_for(variant, &loaded.document).map_err(|e| match e {
-                FactoryError::Measurements { variant, source } => {
-                    MeasurementsError::Invalid { path: path.to_owned(), variant: Some(variant), source }
-                }
-                other => MeasurementsError::Factory(other),
-            })?;
+            // Every accepted set of the variant (several during a rolling upgrade): the first is the
+            // validator's own, the others its alternatives; a node meeting any of them is admitted.
+            let sets = factory.expected_sets(variant, &loaded.document).map_err(factory_error)?;
+            let images: Vec<&str> = sets.iter().map(|(image, _)| image.as_deref().unwrap_or("(unlabelled)")).collect();
+            if images.len() > 1 {
+                tracing::info!(%variant, sets = images.len(), images = %images.join(","),
+                    "several accepted measurement sets (rolling upgrade): a node meeting any of them is admitted");
+            }
+            let validator = factory
+                .validator_accepting(variant, sets.into_iter().map(|(_, e)| e).collect())
+                .map_err(factory_error)?;
             if variant.info().launch == LaunchPin::TdxMrtd && validator.launch_pinning().is_err() {
                 return Err(MeasurementsError::LaunchUnpinned { variant });
             }

@@ -176,24 +176,54 @@ impl ValidatorFactory {
     }
 
     /// [`ValidatorFactory::expected`] of the map a measurements document holds for `variant` (a map applies
-    /// to every variant; a release list is searched for the variant's entry).
+    /// to every variant; a release list is searched for the variant's entry, which must be the only one).
     pub fn expected_in(&self, variant: Variant, document: &Document) -> Result<Expected, FactoryError> {
         let map = document.for_variant(variant).map_err(|source| FactoryError::Measurements { variant, source })?;
         self.expected(variant, map)
     }
 
+    /// Every accepted measurement set a document holds for `variant`, in file order (at least one): the map,
+    /// or each of a release list's entries for the variant — several while a cluster rolls from one image to
+    /// the next. Each comes with the image it belongs to, when the file names it.
+    pub fn expected_sets(
+        &self,
+        variant: Variant,
+        document: &Document,
+    ) -> Result<Vec<(Option<String>, Expected)>, FactoryError> {
+        let bad = |source| FactoryError::Measurements { variant, source };
+        document
+            .sets_for_variant(variant)
+            .map_err(bad)?
+            .into_iter()
+            .map(|set| Ok((set.image.map(str::to_owned), self.expected(variant, set.measurements)?)))
+            .collect()
+    }
+
     /// The validator of `variant` expecting `expected`, with every verifier and policy of this factory and,
     /// where the variant trusts its AK through a registry, the factory's registry.
     pub fn validator(&self, variant: Variant, expected: Expected) -> Result<Validator, FactoryError> {
+        self.validator_accepting(variant, vec![expected])
+    }
+
+    /// The validator of `variant` that admits a node meeting any one of `sets` (rolling upgrades: the first
+    /// is the validator's own set, the others its alternatives, each applied whole —
+    /// `Validator::with_alternatives`). An empty `sets` expects nothing.
+    pub fn validator_accepting(&self, variant: Variant, sets: Vec<Expected>) -> Result<Validator, FactoryError> {
         let info = variant.info();
-        let (pcrs, tdx_policy) = match (info.measured, expected) {
-            (Measured::Pcrs, Expected::Pcrs(pcrs)) => (pcrs, self.tdx_policy.clone()),
-            (Measured::TdRegisters, Expected::TdRegisters(tdx)) => (PcrPolicy::default(), *tdx),
-            (measured, _) => return Err(FactoryError::WrongExpectations { variant, measured }),
-        };
+        let (mut pcr_sets, mut tdx_sets) = (Vec::new(), Vec::new());
+        for expected in sets {
+            match (info.measured, expected) {
+                (Measured::Pcrs, Expected::Pcrs(pcrs)) => pcr_sets.push(pcrs),
+                (Measured::TdRegisters, Expected::TdRegisters(tdx)) => tdx_sets.push(*tdx),
+                (measured, _) => return Err(FactoryError::WrongExpectations { variant, measured }),
+            }
+        }
+        let pcrs = if pcr_sets.is_empty() { PcrPolicy::default() } else { pcr_sets.remove(0) };
+        let tdx_policy = if tdx_sets.is_empty() { self.tdx_policy.clone() } else { tdx_sets.remove(0) };
         let mut validator = Validator::new(variant, Arc::clone(&self.snp), self.snp_policy_for(variant).clone(), pcrs)
             .with_tdx(Arc::clone(&self.tdx), tdx_policy)
-            .with_gce(Arc::clone(&self.gce), self.gce_policy.clone());
+            .with_gce(Arc::clone(&self.gce), self.gce_policy.clone())
+            .with_alternatives(pcr_sets, tdx_sets);
         if info.ak == attest_engine::variant::AkTrust::Registry {
             let registry = self.ak_registry.as_ref().ok_or(FactoryError::NoAkRegistry { variant })?;
             validator = validator.with_ak_registry(Arc::clone(registry));
@@ -201,11 +231,11 @@ impl ValidatorFactory {
         Ok(validator)
     }
 
-    /// The validator of `variant` for the measurements `document` holds for it
-    /// ([`ValidatorFactory::expected_in`], then [`ValidatorFactory::validator`]).
+    /// The validator of `variant` admitting every accepted set `document` holds for it
+    /// ([`ValidatorFactory::expected_sets`], then [`ValidatorFactory::validator_accepting`]).
     pub fn validator_for(&self, variant: Variant, document: &Document) -> Result<Validator, FactoryError> {
-        let expected = self.expected_in(variant, document)?;
-        self.validator(variant, expected)
+        let sets = self.expected_sets(variant, document)?.into_iter().map(|(_, e)| e).collect();
+        self.validator_accepting(variant, sets)
     }
 
     /// The validator of `variant` with no measurement expectations, for checking its launch pinning at start
