@@ -2,7 +2,9 @@
 //! OIDs and C codes are unique, and the table drawn in the module's docs says what the rows hold.
 
 use attest_engine::snp::SigningKey;
-use attest_engine::variant::{AkTrust, Hardware, LaunchPin, Measured, NonceCarrier, TABLE, Variant, VariantInfo};
+use attest_engine::variant::{
+    AkTrust, Hardware, IdentitySource, LaunchPin, Measured, NonceCarrier, TABLE, Variant, VariantInfo,
+};
 
 #[test]
 fn rows_follow_the_enum_and_lookups_find_each_row() {
@@ -68,6 +70,15 @@ fn every_row_is_a_coherent_trust_path() {
             Hardware::None => assert_eq!(row.launch, LaunchPin::NotApplicable, "{n}"),
         }
         assert_eq!(row.has_vtpm(), row.measured == Measured::Pcrs, "{n}");
+        // The identity comes from what the row's trust path verifies.
+        let identity = match row.ak {
+            AkTrust::Registry => IdentitySource::RegisteredAk,
+            AkTrust::HclRuntimeData => IdentitySource::HclVmId,
+            AkTrust::FreshReportBinding => IdentitySource::ReportBoundAk,
+            AkTrust::ProviderCertificate => IdentitySource::ProviderInstance,
+            AkTrust::NoAk => IdentitySource::TdxPlatform,
+        };
+        assert_eq!(row.identity, identity, "{n}: its node identity is not what its trust path verifies");
         assert_eq!(row.is_tdx(), row.hardware == Hardware::Tdx, "{n}");
     }
 }
@@ -120,6 +131,14 @@ fn the_documented_table_matches_the_rows() {
             match row.measured {
                 Measured::Pcrs => "PCRs",
                 Measured::TdRegisters => "MRTD, RTMR0–3",
+            }
+            .to_owned(),
+            match row.identity {
+                IdentitySource::RegisteredAk => "registered AK",
+                IdentitySource::HclVmId => "Azure VM id (HCL)",
+                IdentitySource::ReportBoundAk => "report-bound AK",
+                IdentitySource::ProviderInstance => "GCE instance",
+                IdentitySource::TdxPlatform => "TDX platform (PPID)",
             }
             .to_owned(),
             row.ffi_code.to_string(),

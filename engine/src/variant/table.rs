@@ -7,17 +7,36 @@
 //! constants generated from them). No code outside this file and the attester's hardware drivers decides
 //! anything by a variant's name.
 //!
-//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | C code |
-//! |---|---|---|---|---|---|---|---|---|
-//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | 1 |
-//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | 2 |
-//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | 3 |
-//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | 4 |
-//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | 5 |
-//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | 6 |
-//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | 7 |
+//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | node identity | C code |
+//! |---|---|---|---|---|---|---|---|---|---|
+//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | registered AK | 1 |
+//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | Azure VM id (HCL) | 2 |
+//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | report-bound AK | 3 |
+//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | report-bound AK | 4 |
+//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | GCE instance | 5 |
+//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | Azure VM id (HCL) | 6 |
+//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | TDX platform (PPID) | 7 |
 //!
 //! (`engine/tests/variant_table.rs` checks that this table says what [`TABLE`] holds.)
+//!
+//! The node identity column ([`IdentitySource`]) says what in a verified document names **the node** — never a
+//! field the node merely asserts: the join service binds a node's disk, kubelet name and role to it
+//! ([`NodeIdentity`](super::NodeIdentity), derived from a [`Validated`](super::Validated) in one place,
+//! [`Validated::node_identity`](super::Validated::node_identity)). Why each source:
+//!
+//! - registered AK (`qemu-vtpm`): the AK is trusted only once registered by credential activation against
+//!   the TPM's certified EK (or pinned); it is persistent in that TPM (0x81000003) and its private key never
+//!   leaves it, so it names one TPM across reboots.
+//! - Azure VM id: `vm-configuration.vmUniqueId` of the HCL runtime data, written by the paravisor inside the
+//!   TEE and bound by the hardware report; the guest cannot choose it.
+//! - report-bound AK (AWS/GCP SNP): these documents carry no signed cloud instance identity (AWS's instance
+//!   identity document is not in the evidence, and a copy of it would prove nothing); the AK the fresh
+//!   VLEK/VCEK-signed report binds is a key of that instance's vTPM, persistent across reboots, whose private
+//!   half another instance cannot use. The chip id would not do: every VM on one host shares it (and VLEK
+//!   reports may mask it).
+//! - GCE instance: project and instance id from Google's AK certificate.
+//! - TDX platform: the PPID of the PCK certificate, where nothing else exists: it names the machine, so
+//!   every TD on one host shares it ([`IdentitySource::per_vm`] is false).
 //!
 //! The OIDs are the values Constellation assigns (its `variant` package: AWS under 1.3.9900.2, GCP under .3,
 //! Azure under .4, QEMU under .5), so that aTLS certificates name the same variant in both projects;
@@ -112,6 +131,40 @@ pub enum LaunchPin {
     TdxMrtd,
 }
 
+/// What in a verified document identifies the node (the table's "node identity" column; module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IdentitySource {
+    /// SHA-256 of the AK's TPMT_PUBLIC, the AK being one the registry trusts (credential activation or pin).
+    RegisteredAk,
+    /// `vmUniqueId` of the HCL runtime data the hardware evidence binds (Azure).
+    HclVmId,
+    /// SHA-256 of the vTPM AK's TPMT_PUBLIC that the fresh hardware report binds (AWS/GCP SNP).
+    ReportBoundAk,
+    /// Project and instance id of the GCE instance in Google's AK certificate.
+    ProviderInstance,
+    /// The TDX platform: the PPID of the PCK certificate (shared by every TD of one machine).
+    TdxPlatform,
+}
+
+impl IdentitySource {
+    /// Whether the identity names one VM (true) or a machine that may host several VMs (false): a verifier
+    /// may bind only one node name to a per-VM identity.
+    pub const fn per_vm(self) -> bool {
+        !matches!(self, Self::TdxPlatform)
+    }
+
+    /// The prefix of the identity's text form (`<prefix>:<value>`).
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            Self::RegisteredAk => "ak",
+            Self::HclVmId => "azure-vm",
+            Self::ReportBoundAk => "snp-ak",
+            Self::ProviderInstance => "gce",
+            Self::TdxPlatform => "tdx-ppid",
+        }
+    }
+}
+
 /// Which registers a variant's measurements file speaks of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Measured {
@@ -154,6 +207,8 @@ pub struct VariantInfo {
     pub launch: LaunchPin,
     /// What its measurements file measures.
     pub measured: Measured,
+    /// What identifies a node in its verified evidence.
+    pub identity: IdentitySource,
     /// Its stable code in the C ABI (`ATTEST_VARIANT_*`; never reused).
     pub ffi_code: u32,
 }
@@ -209,6 +264,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        identity: IdentitySource::RegisteredAk,
         ffi_code: 1,
     },
     VariantInfo {
@@ -222,6 +278,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        identity: IdentitySource::HclVmId,
         ffi_code: 2,
     },
     VariantInfo {
@@ -235,6 +292,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        identity: IdentitySource::ReportBoundAk,
         ffi_code: 3,
     },
     VariantInfo {
@@ -248,6 +306,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        identity: IdentitySource::ReportBoundAk,
         ffi_code: 4,
     },
     VariantInfo {
@@ -261,6 +320,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        identity: IdentitySource::ProviderInstance,
         ffi_code: 5,
     },
     VariantInfo {
@@ -274,6 +334,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::Pcrs,
+        identity: IdentitySource::HclVmId,
         ffi_code: 6,
     },
     VariantInfo {
@@ -287,6 +348,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::TdQuote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::TdRegisters,
+        identity: IdentitySource::TdxPlatform,
         ffi_code: 7,
     },
 ];
