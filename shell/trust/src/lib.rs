@@ -11,7 +11,7 @@
 //!
 //! | input | default | refused at start | waiver (logged, in every verdict) |
 //! |---|---|---|---|
-//! | measurements file | signature required ([`MeasurementsTrust`]) | unsigned, badly signed, unreadable | `--dangerously-skip-measurements-signature` |
+//! | measurements file | signature required ([`MeasurementsTrust`]); not expired; not below the version already accepted (consumers that keep one: [`LoadedMeasurements::check_floor`]) | unsigned, badly signed, unreadable, expired, rolled back | `--dangerously-skip-measurements-signature` (signature only) |
 //! | launch of a confidential-hardware variant ([`LaunchPin`](attest_engine::variant::LaunchPin)) | pinned by the SNP policy or the TDX policy's MRTD (`check_launch`) | no MEASUREMENT / ID-key / MRTD allow-list | `--dangerous-allow-unpinned-launch` |
 //! | AMD CRLs (SEV-SNP variants) | loaded at start from the KDS store, then KDS; kept fresh (`attest_kds::CrlKeeper`) | stale or missing | `--allow-stale-crl` (stale only) |
 //!

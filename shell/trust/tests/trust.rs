@@ -66,6 +66,39 @@ fn unsigned_measurements_are_refused_unless_explicitly_waived() {
     assert_eq!(t.to_json()["measurementsSignature"], "dangerously-unsigned");
 }
 
+/// A signed file's version and expiry are believed from the signed bytes: an expired file is refused by every
+/// consumer, a version below the one already accepted by a consumer that keeps one (rollback).
+#[test]
+fn expired_or_rolled_back_measurements_are_refused() {
+    let dir = TempDir::new("trust-fresh");
+    let (file, sig) = (dir.path().join("m.json"), dir.path().join("m.json.sig"));
+    let signer = Signer::new(dir.path(), "key.pub");
+    let trust = args(Some(&sig), Some(&signer.public)).measurements_trust().unwrap();
+    let write = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        std::fs::write(&sig, signer.sign(text.as_bytes())).unwrap();
+    };
+    let versioned = |header: &str| MEASUREMENTS.replacen('{', &format!("{{{header},"), 1);
+
+    write(&versioned(r#""measurementsVersion": 4, "expires": "2030-01-01T00:00:00Z""#));
+    let before = UnixTime::parse("2029-12-31T23:59:59Z").unwrap();
+    let loaded = trust.load_at(&file, before).unwrap();
+    assert_eq!(loaded.freshness.version, 4);
+    loaded.check_floor(&file, 4).unwrap();
+    loaded.check_floor(&file, 3).unwrap();
+    let e = loaded.check_floor(&file, 5).unwrap_err();
+    assert!(matches!(e, TrustError::MeasurementsRolledBack { found: 4, floor: 5, .. }), "{e}");
+    assert!(e.to_string().contains("rollback"), "{e}");
+    let e = trust.load_at(&file, UnixTime::parse("2030-01-01T00:00:00Z").unwrap()).unwrap_err();
+    assert!(matches!(e, TrustError::MeasurementsExpired { .. }), "{e}");
+    // A file without a version is version 0: any versioned file supersedes it.
+    write(MEASUREMENTS);
+    let unversioned = trust.load(&file).unwrap();
+    assert_eq!(unversioned.freshness.version, 0);
+    assert!(unversioned.check_floor(&file, 1).is_err());
+    unversioned.check_floor(&file, 0).unwrap();
+}
+
 #[test]
 fn a_badly_signed_measurements_file_is_refused() {
     let dir = TempDir::new("trust-signed");
