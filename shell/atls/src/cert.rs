@@ -54,7 +54,11 @@ pub fn attested(issuer: &dyn AttestationIssuer, nonce: &Nonce) -> Result<Credent
 
 /// A certificate for `key` carrying `issuer`'s document for `nonce` (the caller keeps using `key`, e.g. as
 /// its kubelet key: [`crate::AtlsConnector::with_key`]).
-pub fn attested_with_key(issuer: &dyn AttestationIssuer, nonce: &Nonce, key: PKey<Private>) -> Result<Credential, Error> {
+pub fn attested_with_key(
+    issuer: &dyn AttestationIssuer,
+    nonce: &Nonce,
+    key: PKey<Private>,
+) -> Result<Credential, Error> {
     let user_data = openssl::sha::sha256(&key.public_key_to_der()?);
     let document = issuer.issue(nonce, &user_data).map_err(|source| Error::IssueFailed { source })?;
     let extension = (issuer.oid(), document.as_slice());

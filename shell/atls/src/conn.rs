@@ -37,11 +37,11 @@ use super::refusal::HandshakeRefusals;
 use super::verify::{PeerAttestation, Verifier};
 use attest_openssl_ext::{CertCallbackResult, client_ca_list, set_cert_callback, want_x509_lookup};
 use openssl::ex_data::Index;
+use openssl::pkey::{PKey, Private};
 use openssl::ssl::{
     AlpnError, NameType, SniError, Ssl, SslAlert, SslContext, SslMethod, SslOptions, SslRef, SslSessionCacheMode,
     SslVerifyMode, SslVersion,
 };
-use openssl::pkey::{PKey, Private};
 use openssl::x509::X509VerifyResult;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};

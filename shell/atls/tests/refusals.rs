@@ -69,8 +69,11 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
 /// Captures this thread's log (the tests run on a current-thread runtime, so the server task logs here too).
 fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
     let logs = Captured::default();
-    let subscriber =
-        tracing_subscriber::fmt().with_writer(logs.clone()).with_ansi(false).with_max_level(tracing::Level::INFO).finish();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
     (logs, tracing::subscriber::set_default(subscriber))
 }
 

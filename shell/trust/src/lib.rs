@@ -4,7 +4,7 @@
 //! the join service it joins through), `attest init` / `attest verify` and the C ABI.
 //!
 //! **May depend on:** `attest-engine`, `attest-measurements`; with the feature `service` (default) also
-//! `attest-kds` (CRL supply), clap (the shared flags), tokio and tracing. **Must not depend on:** gRPC, aTLS,
+//! `attest-kds` (CRL supply), `attest-util` (atomic files), clap (the shared flags), tokio and tracing. **Must not depend on:** gRPC, aTLS,
 //! any service or the attester side: it decides what a verifier trusts, never how it talks. Without
 //! `service` (the C ABI's build) it is the [`ValidatorFactory`] and the signed measurements only: no HTTP
 //! client, no async runtime.
@@ -15,6 +15,10 @@
 //! | launch of a confidential-hardware variant ([`LaunchPin`](attest_engine::variant::LaunchPin)) | pinned by the SNP policy or the TDX policy's MRTD (`check_launch`) | no MEASUREMENT / ID-key / MRTD allow-list | `--dangerous-allow-unpinned-launch` |
 //! | AMD CRLs (SEV-SNP variants) | loaded at start from the KDS store, then KDS; kept fresh (`attest_kds::CrlKeeper`) | stale or missing | `--allow-stale-crl` (stale only) |
 //!
+//! With `service`, two more of a verifier's inputs: the cluster's membership (`membership`: which attested
+//! node owns which disk and name, who is in the control plane, the measurements version accepted — the join
+//! service's state) and operator-signed one-time control-plane admissions (`admission`).
+//!
 //! [`ValidatorFactory`] builds the engine's validator of any variant from these inputs — the one place every
 //! consumer gets its validators from. `TrustArgs` are the flags; `Trust` is what a running consumer holds and
 //! reports (`Trust::waivers`, `Trust::to_json`); `variant_arg` gives clap the variant names, generated
@@ -23,10 +27,14 @@
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "service")]
+pub mod admission;
+#[cfg(feature = "service")]
 mod args;
 mod error;
 mod factory;
 pub mod measurements;
+#[cfg(feature = "service")]
+pub mod membership;
 #[cfg(feature = "service")]
 mod report;
 #[cfg(feature = "service")]
@@ -37,5 +45,7 @@ pub use args::{TrustArgs, crl_wanted};
 pub use error::TrustError;
 pub use factory::{Expected, FactoryError, ValidatorFactory};
 pub use measurements::{LoadedMeasurements, MeasurementsTrust, SignatureState};
+#[cfg(feature = "service")]
+pub use membership::{ClusterState, JoinClaim, NodeRecord, Refusal, StateError};
 #[cfg(feature = "service")]
 pub use report::{Trust, check_launch};
