@@ -75,6 +75,8 @@ impl Node {
                             kubeconfig: KUBECONFIG.to_vec(),
                             owner_id: OWNER_ID.to_vec(),
                             cluster_id: id.to_vec(),
+                            node_name: "node-1".into(),
+                            disk_uuid: "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d".into(),
                         })
                     };
                     let _ = tx.send(Ok(InitResponse { kind: Some(kind) })).await;

@@ -214,11 +214,15 @@ impl ClusterState {
 
     /// Writes the first state at `path` — the init node as a control-plane member, and the measurements version
     /// accepted at init — refusing to overwrite an existing file.
-    pub fn create(path: &Path, init_node: NodeRecord, measurements_version: u64) -> Result<ClusterState, StateError> {
+    pub fn create(
+        path: &Path,
+        init_node: Option<NodeRecord>,
+        measurements_version: u64,
+    ) -> Result<ClusterState, StateError> {
         if path.exists() {
             return Err(StateError::Exists { path: path.to_owned() });
         }
-        let state = State { measurements_version, nodes: vec![init_node], used_admissions: Vec::new() };
+        let state = State { measurements_version, nodes: init_node.into_iter().collect(), used_admissions: Vec::new() };
         write(path, &state)?;
         Ok(ClusterState { path: Some(path.to_owned()), state: Mutex::new(state) })
     }
@@ -582,8 +586,8 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let init =
             NodeRecord { identity: id(1), names: vec!["node-1".into()], disks: vec!["d1".into()], control_plane: true };
-        let s = ClusterState::create(&path, init.clone(), 3).unwrap();
-        assert!(matches!(ClusterState::create(&path, init, 3), Err(StateError::Exists { .. })));
+        let s = ClusterState::create(&path, Some(init.clone()), 3).unwrap();
+        assert!(matches!(ClusterState::create(&path, Some(init), 3), Err(StateError::Exists { .. })));
         s.admit_join(&claim(&id(2), "node-2", "d2", false), &[]).unwrap();
         assert!(s.raise_measurements_floor(5).unwrap());
         assert!(!s.raise_measurements_floor(4).unwrap());
