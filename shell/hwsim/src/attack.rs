@@ -106,15 +106,24 @@ pub struct JoinClaim {
 }
 
 impl JoinClaim {
-    /// A worker `node_name` with a fixed disk UUID and an honest CSR.
+    /// A worker `node_name` with a disk UUID of its own (derived from the name) and an honest CSR.
     pub fn worker(node_name: &str) -> JoinClaim {
         JoinClaim {
             node_name: node_name.to_owned(),
-            disk_uuid: "00000000-0000-4000-8000-00000000a77c".to_owned(),
+            disk_uuid: disk_uuid_of(node_name),
             control_plane: false,
             unproven_csr_key: false,
         }
     }
+}
+
+/// A disk UUID (version 4 layout) derived from `node_name`: each attack node has a disk of its own.
+pub fn disk_uuid_of(node_name: &str) -> String {
+    let mut b = openssl::sha::sha256(node_name.as_bytes());
+    b[6] = (b[6] & 0x0F) | 0x40;
+    b[8] = (b[8] & 0x3F) | 0x80;
+    let h = hex::encode(&b[..16]);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// A mutual-aTLS gRPC channel to `join_service` attesting with `issuer` (under `key` when given).

@@ -156,9 +156,9 @@ enum AttackCommand {
         /// The VCEK/VLEK (Azure: the VCEK) when the device's table has none.
         #[arg(long)]
         snp_leaf: Option<PathBuf>,
-        /// The disk UUID to claim.
-        #[arg(long, default_value = "00000000-0000-4000-8000-00000000a77c")]
-        disk_uuid: String,
+        /// The disk UUID to claim (default: one of the node's own, derived from its name).
+        #[arg(long)]
+        disk_uuid: Option<String>,
         /// Set the request's control-plane flag.
         #[arg(long)]
         control_plane: bool,
@@ -263,7 +263,12 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Attack(AttackCommand::Join { target, snp_leaf, disk_uuid, control_plane, unproven_csr_key }) => {
             let issuer = node_issuer(&target, snp_leaf)?;
-            let claim = JoinClaim { node_name: target.node_name.clone(), disk_uuid, control_plane, unproven_csr_key };
+            let claim = JoinClaim {
+                disk_uuid: disk_uuid.unwrap_or_else(|| attest_hwsim::attack::disk_uuid_of(&target.node_name)),
+                node_name: target.node_name.clone(),
+                control_plane,
+                unproven_csr_key,
+            };
             let outcome = block_on(attempt_join_claiming(target.join_service, Arc::new(issuer), &claim))?;
             let mut v = outcome.to_json();
             v["attack"] = json!("join attempt");

@@ -220,7 +220,7 @@ async fn control_plane_files_only_for_control_plane_nodes() {
     let (_kms, addr) = key_service().await;
     let (f, operator, admissions) = admitting_fixture(addr);
     let cp = TestNode::new("cp-2");
-    admit(&operator, &admissions, &cp);
+    admit(&operator, &admissions, &cp.identity, &cp.name);
     let t = f.service.issue_join_ticket(join_request_of(&cp, true)).await.unwrap().message;
     let names: Vec<_> = t.control_plane_files.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
@@ -510,8 +510,8 @@ async fn control_plane_files_need_an_admission_for_this_node() {
     assert!(token_files(&f.tokens_dir).is_empty());
     // An admission for another node does not do; nor one signed by another key.
     let cp = TestNode::new("cp-4");
-    admit(&operator, &admissions, &cp);
-    admit(&MeasurementsSigner::new(&join_support::temp_dir("rogue")), &admissions, &worker);
+    admit(&operator, &admissions, &cp.identity, &cp.name);
+    admit(&MeasurementsSigner::new(&join_support::temp_dir("rogue")), &admissions, &worker.identity, &worker.name);
     assert_eq!(
         f.service.issue_join_ticket(join_request_of(&worker, true)).await.unwrap_err().code,
         Code::PermissionDenied

@@ -211,14 +211,19 @@ impl TestNode {
     }
 }
 
-/// An operator's control-plane admission for `node`, signed by `signer`, written into `dir`.
-pub(crate) fn admit(signer: &MeasurementsSigner, dir: &Path, node: &TestNode) {
+/// An operator's control-plane admission for `identity` as `name`, signed by `signer`, written into `dir`.
+pub(crate) fn admit(
+    signer: &MeasurementsSigner,
+    dir: &Path,
+    identity: &attest_engine::variant::NodeIdentity,
+    name: &str,
+) {
     let mut id = [0u8; 16];
     openssl::rand::rand_bytes(&mut id).unwrap();
     let admission = attest_trust::admission::Admission {
         id: hex::encode(id),
-        identity: node.identity.clone(),
-        node_name: node.name.clone(),
+        identity: identity.clone(),
+        node_name: name.to_owned(),
         expires: attest_engine::UnixTime::from_secs(attest_trust::measurements::now().as_secs() + 3600),
     };
     let payload = admission.payload();
