@@ -47,7 +47,7 @@ use super::admission::Admission;
 /// Version of the file format.
 pub const STATE_FORMAT_VERSION: u64 = 1;
 /// Largest state file read, in bytes.
-pub const MAX_STATE_FILE_SIZE: usize = 16 << 20;
+pub const MAX_CLUSTER_STATE_SIZE: usize = 16 << 20;
 /// Most nodes recorded.
 pub const MAX_NODES: usize = 50_000;
 /// Disk UUIDs remembered per node (the newest; a node reset for a new disk drops the oldest).
@@ -401,11 +401,11 @@ fn read_limited(path: &Path) -> Result<Vec<u8>, StateError> {
     use std::io::Read as _;
     let io = |source| StateError::Io { path: path.to_owned(), source };
     let mut out = Vec::new();
-    std::fs::File::open(path).map_err(io)?.take(MAX_STATE_FILE_SIZE as u64 + 1).read_to_end(&mut out).map_err(io)?;
-    if out.len() > MAX_STATE_FILE_SIZE {
+    std::fs::File::open(path).map_err(io)?.take(MAX_CLUSTER_STATE_SIZE as u64 + 1).read_to_end(&mut out).map_err(io)?;
+    if out.len() > MAX_CLUSTER_STATE_SIZE {
         return Err(StateError::Invalid {
             path: path.to_owned(),
-            reason: format!("larger than {MAX_STATE_FILE_SIZE} bytes"),
+            reason: format!("larger than {MAX_CLUSTER_STATE_SIZE} bytes"),
         });
     }
     Ok(out)
