@@ -1015,7 +1015,7 @@ def lying_node_attack(c, name, args, reason_label):
     time.sleep(0.2)
     nothing = token_files(c) == tokens_before and issued_tickets(c) == issued_before and keys_derived(c) == keys_before
     ok = client.get("outcome") == "refused" and line is not None and nothing
-    why = re.search(r'error=(".*?"|\S+)', line or "")
+    why = re.search(r'error=(.*?) waivers=', line or "")
     detail = (f"{why.group(1).strip(chr(34)) if why else 'no refusal logged'} ({reason_label}); "
               f"{'nothing issued (no ticket, token or key)' if nothing else 'SOMETHING WAS ISSUED'}")
     return (name, ok, detail)
@@ -1130,7 +1130,7 @@ def attack_tls12_client(c):
     try:
         with ctx.wrap_socket(sock, server_hostname=base64.b64encode(secrets.token_bytes(32)).decode()) as s:
             what = f"handshake completed ({s.version()})"
-    except (ssl.SSLError, OSError) as e:
+    except (ssl.SSLError, OSError, ValueError) as e:
         what = f"handshake failed: {e.__class__.__name__}: {getattr(e, 'reason', None) or e}"
     log_file = c.root / "join-service.log"
     line, deadline = None, time.monotonic() + 10

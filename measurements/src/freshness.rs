@@ -61,12 +61,13 @@ impl Freshness {
 
     /// The top-level JSON members, each followed by `,\n` and indented by `indent` (empty for the default).
     pub(crate) fn json_members(&self, indent: &str) -> String {
+        use core::fmt::Write as _;
         let mut out = String::new();
         if self.version != 0 || self.expires.is_some() {
-            out.push_str(&format!("{indent}\"{VERSION_FIELD}\": {},\n", self.version));
+            let _ = writeln!(out, "{indent}\"{VERSION_FIELD}\": {},", self.version);
         }
         if let Some(e) = self.expires {
-            out.push_str(&format!("{indent}\"{EXPIRES_FIELD}\": \"{e}\",\n"));
+            let _ = writeln!(out, "{indent}\"{EXPIRES_FIELD}\": \"{e}\",");
         }
         out
     }

@@ -315,20 +315,19 @@ impl ClusterState {
             } else {
                 None
             };
-            let i = match existing {
-                Some(i) => i,
-                None => {
-                    if s.nodes.len() >= MAX_NODES {
-                        return refused(Refusal::Full { what: "nodes" });
-                    }
-                    s.nodes.push(NodeRecord {
-                        identity: id.clone(),
-                        names: Vec::new(),
-                        disks: Vec::new(),
-                        control_plane: false,
-                    });
-                    s.nodes.len() - 1
+            let i = if let Some(i) = existing {
+                i
+            } else {
+                if s.nodes.len() >= MAX_NODES {
+                    return refused(Refusal::Full { what: "nodes" });
                 }
+                s.nodes.push(NodeRecord {
+                    identity: id.clone(),
+                    names: Vec::new(),
+                    disks: Vec::new(),
+                    control_plane: false,
+                });
+                s.nodes.len() - 1
             };
             let n = &mut s.nodes[i];
             if !n.names.iter().any(|m| m == claim.name) {
