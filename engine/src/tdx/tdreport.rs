@@ -29,7 +29,7 @@ pub struct RawTdReportStruct {
     /// 0x000 REPORTTYPE: type, subtype, version, reserved.
     pub report_type: [u8; 4],
     /// 0x004 reserved.
-    pub _reserved_0x004: [u8; 12],
+    _reserved_0x004: [u8; 12],
     /// 0x010 CPUSVN.
     pub cpu_svn: [u8; 16],
     /// 0x020 TEE_TCB_INFO_HASH: SHA-384 of TEE_TCB_INFO.
@@ -39,7 +39,7 @@ pub struct RawTdReportStruct {
     /// 0x080 REPORTDATA.
     pub report_data: [u8; 64],
     /// 0x0C0 reserved.
-    pub _reserved_0x0c0: [u8; 32],
+    _reserved_0x0c0: [u8; 32],
     /// 0x0E0 MAC over REPORTMACSTRUCT (platform key).
     pub mac: [u8; 32],
     /// 0x100 TEE_TCB_INFO.VALID.
@@ -55,7 +55,7 @@ pub struct RawTdReportStruct {
     /// 0x180 TEE_TCB_SVN2 (TDX 1.5).
     pub tee_tcb_svn2: [u8; 16],
     /// 0x190 reserved (TEE_TCB_INFO's and after it).
-    pub _reserved_0x190: [u8; 112],
+    _reserved_0x190: [u8; 112],
     /// 0x200 TDINFO.ATTRIBUTES.
     pub td_attributes: [u8; 8],
     /// 0x208 XFAM.
@@ -73,7 +73,7 @@ pub struct RawTdReportStruct {
     /// 0x390 SERVTD_HASH.
     pub servtd_hash: [u8; 48],
     /// 0x3C0 reserved.
-    pub _reserved_0x3c0: [u8; 64],
+    _reserved_0x3c0: [u8; 64],
 }
 
 const _: () = assert!(size_of::<RawTdReportStruct>() == TDREPORT_SIZE);

@@ -95,7 +95,11 @@ impl TsmEntry {
     /// One request: `options` (attribute name and value, e.g. SEV-SNP's `privlevel`) written first, then
     /// `inblob`; returns the checked evidence (a TD quote without padding, or an SNP report) and the
     /// `auxblob` (SEV-SNP's certificate table; empty when absent).
-    pub fn request(&self, inblob: &[u8; INBLOB_SIZE], options: &[(&str, &[u8])]) -> Result<(Vec<u8>, Vec<u8>), TsmError> {
+    pub fn request(
+        &self,
+        inblob: &[u8; INBLOB_SIZE],
+        options: &[(&str, &[u8])],
+    ) -> Result<(Vec<u8>, Vec<u8>), TsmError> {
         let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut attempt = 0;
         loop {
@@ -109,7 +113,11 @@ impl TsmEntry {
         }
     }
 
-    fn request_once(&self, inblob: &[u8; INBLOB_SIZE], options: &[(&str, &[u8])]) -> Result<(Vec<u8>, Vec<u8>), TsmError> {
+    fn request_once(
+        &self,
+        inblob: &[u8; INBLOB_SIZE],
+        options: &[(&str, &[u8])],
+    ) -> Result<(Vec<u8>, Vec<u8>), TsmError> {
         let generation = self.dir.join("generation");
         let before = read_bounded(&generation, MAX_ATTRIBUTE_TEXT, "generation")?;
         for (name, value) in options {
@@ -125,7 +133,13 @@ impl TsmEntry {
         };
         let after = read_bounded(&generation, MAX_ATTRIBUTE_TEXT, "generation")?;
         let writes = u32::try_from(options.len() + 1).unwrap_or(u32::MAX);
-        let raw = RawOutput { generation_before: &before, generation_after: &after, writes, outblob: &outblob, auxblob: &auxblob };
+        let raw = RawOutput {
+            generation_before: &before,
+            generation_after: &after,
+            writes,
+            outblob: &outblob,
+            auxblob: &auxblob,
+        };
         let checked = output::check_output(self.provider, inblob, &raw)?;
         Ok((checked.evidence.to_vec(), checked.auxblob.to_vec()))
     }

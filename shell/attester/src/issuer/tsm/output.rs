@@ -173,11 +173,7 @@ pub fn parse_provider(bytes: &[u8], want: Provider) -> Result<Provider, TsmError
     if !text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
         return Err(TsmError::Malformed { attribute: "provider" });
     }
-    if text == want.name() {
-        Ok(want)
-    } else {
-        Err(TsmError::WrongProvider { want, found: text.to_owned() })
-    }
+    if text == want.name() { Ok(want) } else { Err(TsmError::WrongProvider { want, found: text.to_owned() }) }
 }
 
 /// The checked output of one request.
@@ -287,7 +283,10 @@ mod tests {
         };
         for (before, after) in [(&b"5"[..], &b"5"[..]), (b"5", b"7"), (b"5", b"4")] {
             assert!(
-                matches!(check_output(Provider::TdxGuest, &[0; 64], &raw(before, after)), Err(TsmError::Conflict { .. })),
+                matches!(
+                    check_output(Provider::TdxGuest, &[0; 64], &raw(before, after)),
+                    Err(TsmError::Conflict { .. })
+                ),
                 "{before:?} → {after:?}"
             );
         }
