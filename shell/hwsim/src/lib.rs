@@ -29,6 +29,7 @@ pub mod azure;
 pub mod gce;
 pub mod snp;
 pub mod tdx;
+pub mod tsm;
 
 /// The line every simulator prints and every demo step repeats.
 pub const BANNER: &str = "SIMULATED hardware: evidence signed by TEST ROOTS (never trusted by release builds)";

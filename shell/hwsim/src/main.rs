@@ -241,7 +241,7 @@ fn run(command: Command) -> Result<(), String> {
             };
             let attributes = if azure_tpm.is_some() { tdx::AZURE_TD_ATTRIBUTES } else { tdx::TD_ATTRIBUTES };
             let td = Arc::new(tdx::SimulatedTd::provision(&dir, &root, mrtd, attributes).map_err(|e| e.to_string())?);
-            let _server = tdx::TdServer::start(Arc::clone(&td)).map_err(|e| e.to_string())?;
+            let _server = tdx::TdServer::start(&td).map_err(|e| e.to_string())?;
             let mut _endpoint = None;
             if let Some(tcti) = azure_tpm {
                 let mut tpm = Tpm::open(&tcti).map_err(|e| e.to_string())?;

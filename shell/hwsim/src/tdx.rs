@@ -24,6 +24,7 @@
 //! The test-root directory gets the Intel-like root and the collateral (`attest_kds::test_roots` names the
 //! files), and a second collateral set whose PCK CRL revokes the TD's PCK certificate (the revoked-PCK attack).
 
+use crate::tsm::{TsmBackend, TsmServer, mkfifo};
 use attest_attester::issuer::azure::{AZURE_AK_HANDLE, HCL_REPORT_NV_INDEX};
 use attest_attester::issuer::snp::HwIssuerError;
 use attest_attester::tpm::{AkAlgorithm, AkConfig, AkStorage, Tpm};
@@ -82,15 +83,6 @@ fn write(dir: &Path, name: &str, data: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     std::fs::write(path, data)
-}
-
-fn mkfifo(path: &Path) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let _ = std::fs::remove_file(path);
-    let status = std::process::Command::new("mkfifo").arg("-m").arg("0600").arg(path).status()?;
-    if status.success() { Ok(()) } else { Err(std::io::Error::other(format!("mkfifo {} failed", path.display()))) }
 }
 
 fn rfc3339(secs: u64) -> String {
@@ -311,18 +303,37 @@ pub const REVOKING_COLLATERAL_FILE: &str = "tdx/collateral-revoking.json";
 pub struct TdServer {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    _tsm: TsmServer,
+}
+
+/// The TD as a configfs-tsm backend: `outblob` is a quote of its state with the inblob as REPORTDATA.
+struct TdBackend(Arc<SimulatedTd>);
+
+impl TsmBackend for TdBackend {
+    fn provider(&self) -> &'static str {
+        "tdx_guest"
+    }
+    fn options(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn has_auxblob(&self) -> bool {
+        false
+    }
+    fn answer(&self, inblob: &[u8; 64], _: &[Vec<u8>]) -> (Vec<u8>, Vec<u8>) {
+        (self.0.quote(inblob), Vec::new())
+    }
 }
 
 impl TdServer {
     /// Serves `td` below its root.
-    pub fn start(td: Arc<SimulatedTd>) -> std::io::Result<Self> {
+    pub fn start(td: &Arc<SimulatedTd>) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let measurements = td.root.join("sys/class/misc/tdx_guest/measurements");
         let mut threads = Vec::new();
         for index in [2usize, 3] {
             let path = measurements.join(format!("rtmr{index}:sha384"));
             mkfifo(&path)?;
-            let (td, stop) = (Arc::clone(&td), Arc::clone(&stop));
+            let (td, stop) = (Arc::clone(td), Arc::clone(&stop));
             threads.push(std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     let Ok(mut f) = std::fs::File::open(&path) else { return };
@@ -336,23 +347,8 @@ impl TdServer {
             }));
         }
         let reports = td.root.join(attest_attester::issuer::tsm::TSM_REPORT_DIR);
-        let (td2, stop2) = (Arc::clone(&td), Arc::clone(&stop));
-        threads.push(std::thread::spawn(move || {
-            let mut known = std::collections::HashSet::new();
-            while !stop2.load(Ordering::SeqCst) {
-                if let Ok(entries) = std::fs::read_dir(&reports) {
-                    for e in entries.flatten() {
-                        let path = e.path();
-                        if path.is_dir() && known.insert(path.clone()) {
-                            let td = Arc::clone(&td2);
-                            std::thread::spawn(move || serve_entry(&td, &path));
-                        }
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }));
-        Ok(Self { stop, threads })
+        let tsm = TsmServer::start(Arc::new(TdBackend(Arc::clone(td))), &reports)?;
+        Ok(Self { stop, threads, _tsm: tsm })
     }
 }
 
@@ -364,39 +360,6 @@ impl Drop for TdServer {
         for t in self.threads.drain(..).filter(std::thread::JoinHandle::is_finished) {
             let _ = t.join();
         }
-    }
-}
-
-/// Populates one configfs-tsm entry and answers its requests.
-fn serve_entry(td: &SimulatedTd, dir: &Path) {
-    let generation = dir.join("generation");
-    if std::fs::write(&generation, b"0\n").is_err()
-        || mkfifo(&dir.join("inblob")).is_err()
-        || mkfifo(&dir.join("outblob")).is_err()
-        || std::fs::write(dir.join("provider"), b"tdx_guest\n").is_err()
-    {
-        return;
-    }
-    let mut counter = 0u32;
-    loop {
-        let Ok(mut f) = std::fs::File::open(dir.join("inblob")) else { return };
-        let mut inblob = Vec::new();
-        if f.read_to_end(&mut inblob).is_err() {
-            return;
-        }
-        drop(f);
-        counter = counter.wrapping_add(1);
-        let tmp = dir.join(".generation");
-        if std::fs::write(&tmp, format!("{counter}\n")).is_err() || std::fs::rename(&tmp, &generation).is_err() {
-            return;
-        }
-        // The kernel takes up to 64 bytes and zero-pads.
-        let mut report_data = [0u8; 64];
-        let n = inblob.len().min(64);
-        report_data[..n].copy_from_slice(&inblob[..n]);
-        let quote = td.quote(&report_data);
-        let Ok(mut out) = std::fs::OpenOptions::new().write(true).open(dir.join("outblob")) else { return };
-        let _ = out.write_all(&quote);
     }
 }
 
