@@ -116,7 +116,7 @@ impl fmt::Display for TdxPaths {
 }
 
 /// The quote generation service of the host, reached over vsock (Intel's `qgs_msg` protocol; the same one
-/// QEMU speaks for TDVMCALL<GetQuote>): a 4-byte big-endian length, then the message.
+/// QEMU speaks for `TDVMCALL<GetQuote>`): a 4-byte big-endian length, then the message.
 ///
 /// ```text
 /// header           major u16 = 1 · minor u16 = 1 · type u32 · size u32 (whole message) · error_code u32
