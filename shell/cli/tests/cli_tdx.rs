@@ -452,44 +452,20 @@ fn bad_tdx_input_exits_2() {
         assert_eq!(run.code, 2, "{name}: {run:?}");
     }
     let policy = file("tdx-debug.toml", b"allow_debug = true");
+    let with_log = |log: &str| {
+        let q = "@trustee-tdx/tdx_quote_4.dat";
+        attest(
+            &dir,
+            &["tdx", "verify", q, "--collateral", &collateral, "--at", JULY, "--policy", &policy, "--event-log", log],
+        )
+    };
     let log = std::fs::read(dir.join("go-tdx-guest/ccel/ccel_data.dat")).unwrap();
     for (name, data) in [("tdx-log-trunc", &log[..18101 - 3]), ("tdx-log-junk", &b"\x01\x02\x03"[..])] {
-        let l = file(name, data);
-        let run = attest(
-            &dir,
-            &[
-                "tdx",
-                "verify",
-                "@trustee-tdx/tdx_quote_4.dat",
-                "--collateral",
-                &collateral,
-                "--at",
-                JULY,
-                "--policy",
-                &policy,
-                "--event-log",
-                &l,
-            ],
-        );
+        let run = with_log(&file(name, data));
         assert_eq!(run.code, 2, "{name}: {run:?}");
         assert!(run.stderr.contains("not a CC event log"), "{name}: {run:?}");
     }
     // Another TD's log: parses, replays to other RTMRs.
-    let run = attest(
-        &dir,
-        &[
-            "tdx",
-            "verify",
-            "@trustee-tdx/tdx_quote_4.dat",
-            "--collateral",
-            &collateral,
-            "--at",
-            JULY,
-            "--policy",
-            &policy,
-            "--event-log",
-            "@go-tdx-guest/ccel/ccel_data.dat",
-        ],
-    );
+    let run = with_log("@go-tdx-guest/ccel/ccel_data.dat");
     assert_eq!(run.code, 1, "{run:?}");
 }

@@ -31,10 +31,9 @@ use attest_engine::azure::hcl::HardwareReportType;
 use attest_engine::crypto::default_provider;
 use attest_engine::tdx::TdQuote;
 use attest_engine::tdx::tdreport::{RawTdReportStruct, TDREPORT_SIZE};
-use attest_engine::tpm::alg::TPM_ALG_SHA256;
 use attest_engine::variant::tdx::qemu_report_data;
 use attest_engine::variant::{Validator, Variant};
-use attest_proto::attest::v1::{AttestationDocument, PcrValue, TdxEvidence, TpmEvidence};
+use attest_proto::attest::v1::{AttestationDocument, TdxEvidence};
 use base64::Engine as _;
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -326,18 +325,10 @@ pub fn azure_tdx_document(
     instance_info: &[u8],
     user_data: &[u8],
 ) -> AttestationDocument {
-    let pcrs = quote
-        .pcrs
-        .iter()
-        .zip(0u32..)
-        .map(|(v, index)| PcrValue { hash_alg: u32::from(TPM_ALG_SHA256), index, value: v.to_vec() })
-        .collect();
-    let tpm =
-        TpmEvidence { quote_attest: quote.attest, quote_signature: quote.signature, pcrs, ..TpmEvidence::default() };
     AttestationDocument {
         tdx: Some(TdxEvidence { quote: td_quote, event_log: Vec::new() }),
         hcl_report,
-        ..super::tpm_document(Variant::AzureTdx, tpm, instance_info, user_data)
+        ..super::tpm_document(Variant::AzureTdx, super::azure::vtpm_evidence(quote), instance_info, user_data)
     }
 }
 
