@@ -6,20 +6,24 @@
 //! - `tdx_configfs/tsm_request`: the attester's configfs-tsm request for one quote
 //!   (`TsmEntry::request`: generation before, inblob, outblob, generation after, the output reader's checks)
 //!   — the quote itself plus the file exchange and the reader;
+//! - `tdx_configfs/reader_checks`: the output reader alone (`check_output`: both generations, the provider's
+//!   blob parsed as a TD quote with 3000 bytes of padding, its REPORTDATA against the inblob), next to
+//!   `tdx_configfs/quote_parse`, the quote parse it includes;
 //! - `tdx_configfs/issue_and_validate`: `NodeIssuer::issue` for `qemu-tdx` (the same request, the document)
 //!   and `Validator::validate` with the test collateral installed and the PCK chain cached (warm) — quote to
 //!   verdict;
 //! - `tdx_configfs/validate_only`: the warm validation of one such document alone.
 //!
-//! The reader's own cost is `tsm_request − quote_itself` (file I/O through the FIFOs dominates it); the
-//! verdict adds `validate_only` on top of the quote.
+//! `tsm_request − quote_itself` is the simulated transport (FIFO opens and thread wake-ups; on a TD the
+//! kernel's quote generation takes its place); the attester's own checks are `reader_checks`. The verdict
+//! adds `validate_only` on top of the quote.
 
 use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice};
 use attest_attester::issuer::tsm::TsmEntry;
-use attest_attester::issuer::tsm::output::Provider;
+use attest_attester::issuer::tsm::output::{Provider, RawOutput, check_output};
 use attest_attester::issuer::{TdxPaths, document, pcr_values};
 use attest_engine::policy::Hex;
-use attest_engine::tdx::TdxPolicy;
+use attest_engine::tdx::{TdQuote, TdxPolicy};
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_hwsim::tdx::{DEFAULT_MRTD, SimulatedTd, TD_ATTRIBUTES, TdServer};
@@ -54,6 +58,16 @@ fn main() {
     let mut g = c.benchmark_group("tdx_configfs");
     g.bench_function("quote_itself", |b| b.iter(|| td.quote(black_box(&[1; 64]))));
     g.bench_function("tsm_request", |b| b.iter(|| entry.request(black_box(&[1; 64]), &[]).unwrap()));
+    // The reader's checks alone, on the attributes one request left (and the quote parse they include).
+    let (quote, _) = entry.request(&[1; 64], &[]).unwrap();
+    let mut padded = quote.clone();
+    padded.resize(quote.len() + 3000, 0);
+    let raw =
+        RawOutput { generation_before: b"41\n", generation_after: b"42\n", writes: 1, outblob: &padded, auxblob: b"" };
+    g.bench_function("reader_checks", |b| {
+        b.iter(|| check_output(Provider::TdxGuest, black_box(&[1; 64]), black_box(&raw)).unwrap())
+    });
+    g.bench_function("quote_parse", |b| b.iter(|| TdQuote::parse_prefix(black_box(&padded)).unwrap()));
     g.bench_function("issue_and_validate", |b| {
         b.iter(|| {
             let doc = issuer.issue(black_box(&nonce), b"user data", &[]).unwrap();
