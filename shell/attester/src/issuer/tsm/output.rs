@@ -295,6 +295,31 @@ mod tests {
         assert!(matches!(e, TsmError::Evidence(_)), "{e}");
     }
 
+    proptest::proptest! {
+        /// Arbitrary attribute contents never panic; accepted output is consistent (module docs).
+        #[test]
+        fn never_panics_and_accepts_only_consistent_output(
+            before in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            after in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            writes in 0u32..4,
+            outblob in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048),
+            snp in proptest::prelude::any::<bool>(),
+        ) {
+            let provider = if snp { Provider::SevGuest } else { Provider::TdxGuest };
+            let raw = RawOutput { generation_before: &before, generation_after: &after, writes, outblob: &outblob, auxblob: b"" };
+            if let Ok(out) = check_output(provider, &[0; 64], &raw) {
+                proptest::prop_assert_eq!(parse_generation(&after).unwrap(), parse_generation(&before).unwrap().wrapping_add(writes));
+                proptest::prop_assert!(outblob.starts_with(out.evidence));
+            }
+            if let (Ok(x), Ok(y)) = (parse_generation(&before), parse_generation(&after))
+                && y != x.wrapping_add(writes)
+            {
+                let conflict = matches!(check_output(provider, &[0; 64], &raw), Err(TsmError::Conflict { .. }));
+                proptest::prop_assert!(conflict, "a moved generation is a conflict");
+            }
+        }
+    }
+
     #[test]
     fn sizes_are_bounded() {
         let big = vec![0u8; MAX_OUTBLOB_SIZE + 1];
