@@ -65,7 +65,7 @@ fn main() {
     let raw =
         RawOutput { generation_before: b"41\n", generation_after: b"42\n", writes: 1, outblob: &padded, auxblob: b"" };
     g.bench_function("reader_checks", |b| {
-        b.iter(|| check_output(Provider::TdxGuest, black_box(&[1; 64]), black_box(&raw)).unwrap())
+        b.iter(|| check_output(Provider::TdxGuest, black_box(&[1; 64]), black_box(&raw)).unwrap());
     });
     g.bench_function("quote_parse", |b| b.iter(|| TdQuote::parse_prefix(black_box(&padded)).unwrap()));
     g.bench_function("issue_and_validate", |b| {

@@ -123,10 +123,10 @@ fn verify(f: &Fixture, quote: &[u8], policy: &TdxPolicy) -> Result<attest_engine
     f.verifier.verify(&TdxRequest::new(quote, t), policy).map(|v| *v.verdict())
 }
 
-fn dcap_qvl_refuses(f: &Fixture, quote: &[u8]) -> bool {
-    let v: serde_json::Value = serde_json::from_str(&f.bundle).unwrap();
-    let s = |k: &str| v[k].as_str().unwrap().to_owned();
-    let h = |k: &str| hex::decode(v[k].as_str().unwrap()).unwrap();
+fn dcap_qvl_refuses(fixture: &Fixture, quote: &[u8]) -> bool {
+    let bundle: serde_json::Value = serde_json::from_str(&fixture.bundle).unwrap();
+    let s = |k: &str| bundle[k].as_str().unwrap().to_owned();
+    let h = |k: &str| hex::decode(bundle[k].as_str().unwrap()).unwrap();
     let collateral = dcap_qvl::QuoteCollateralV3 {
         pck_crl_issuer_chain: s("pck_crl_issuer_chain"),
         root_ca_crl: h("root_ca_crl"),
@@ -139,12 +139,12 @@ fn dcap_qvl_refuses(f: &Fixture, quote: &[u8]) -> bool {
         qe_identity_signature: h("qe_identity_signature"),
         pck_certificate_chain: None,
     };
-    let t = UnixTime::parse(NOW).unwrap().as_secs();
-    let r = dcap_qvl::verify::QuoteVerifier::new(f.pki.root_der().to_vec()).verify(quote, &collateral, t);
-    if let Err(e) = &r {
+    let time = UnixTime::parse(NOW).unwrap().as_secs();
+    let result = dcap_qvl::verify::QuoteVerifier::new(fixture.pki.root_der().to_vec()).verify(quote, &collateral, time);
+    if let Err(e) = &result {
         eprintln!("dcap-qvl: {e:#}");
     }
-    r.is_err()
+    result.is_err()
 }
 
 #[test]

@@ -156,7 +156,7 @@ proptest! {
 }
 
 /// A valid ACPI CCEL table for a TDX log area of `len` bytes (checksum fixed).
-fn ccel_table(len: u64, oem: &[u8; 6]) -> Vec<u8> {
+fn ccel_table(len: u64, oem: [u8; 6]) -> Vec<u8> {
     let mut t = b"CCEL".to_vec();
     t.extend(56u32.to_le_bytes());
     t.extend([1, 0]);
@@ -178,7 +178,7 @@ proptest! {
     #[test]
     fn ccel_table_never_panics(b in proptest::collection::vec(any::<u8>(), 0..80), len in 1u64..(1 << 24), oem in any::<[u8; 6]>(), at in 0usize..56, x in 1u8..) {
         let _ = attest_engine::tdx::ccel::CcelTable::parse(&b);
-        let t = ccel_table(len, &oem);
+        let t = ccel_table(len, oem);
         let parsed = attest_engine::tdx::ccel::CcelTable::parse(&t).unwrap();
         prop_assert_eq!(parsed.log_area_min_len, len);
         let mut m = t.clone();
@@ -190,7 +190,7 @@ proptest! {
     #[test]
     fn written_log_is_a_prefix(area in proptest::collection::vec(any::<u8>(), 0..4096)) {
         let provider = attest_engine::crypto::default_provider();
-        let t = attest_engine::tdx::ccel::CcelTable::parse(&ccel_table(4096, b"ATTEST")).unwrap();
+        let t = attest_engine::tdx::ccel::CcelTable::parse(&ccel_table(4096, *b"ATTEST")).unwrap();
         if let Ok(log) = attest_engine::tdx::ccel::written_log(provider, &t, &area) {
             prop_assert!(area.starts_with(log));
         }
