@@ -7,15 +7,20 @@
 //! constants generated from them). No code outside this file and the attester's hardware drivers decides
 //! anything by a variant's name.
 //!
-//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | C code |
-//! |---|---|---|---|---|---|---|---|---|
-//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | 1 |
-//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | 2 |
-//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | 3 |
-//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | 4 |
-//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | 5 |
-//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | 6 |
-//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | 7 |
+//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | TD checks waived | C code |
+//! |---|---|---|---|---|---|---|---|---|---|
+//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | — | 1 |
+//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | — | 2 |
+//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | — | 3 |
+//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | — | 4 |
+//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | — | 5 |
+//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | sept_ve_disable | 6 |
+//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | — | 7 |
+//!
+//! "TD checks waived" lists the TD-attribute checks of [`TdxPolicy`](crate::tdx::TdxPolicy) that the
+//! variant's platform is known not to pass, waived in the variant's default policy and recorded as waived in
+//! every verdict: Azure runs TDX guests as TD partitions under its paravisor, without SEPT_VE_DISABLE
+//! (every real Azure TD quote has TDATTRIBUTES 0).
 //!
 //! (`engine/tests/variant_table.rs` checks that this table says what [`TABLE`] holds.)
 //!
@@ -33,6 +38,7 @@
 //! or hardware, and the compiler says where.
 
 use crate::snp::SigningKey;
+use crate::tdx::TdxCheck;
 use core::fmt;
 
 /// An attestation variant: which hardware and which trust path a node's attestation document uses. Every
@@ -154,6 +160,9 @@ pub struct VariantInfo {
     pub launch: LaunchPin,
     /// What its measurements file measures.
     pub measured: Measured,
+    /// The TD-attribute checks its platform cannot pass, waived in its TDX policy (TDX variants; empty
+    /// elsewhere). Visible in every verdict as waived.
+    pub td_waivers: &'static [TdxCheck],
     /// Its stable code in the C ABI (`ATTEST_VARIANT_*`; never reused).
     pub ffi_code: u32,
 }
@@ -209,6 +218,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        td_waivers: &[],
         ffi_code: 1,
     },
     VariantInfo {
@@ -222,6 +232,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        td_waivers: &[],
         ffi_code: 2,
     },
     VariantInfo {
@@ -235,6 +246,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        td_waivers: &[],
         ffi_code: 3,
     },
     VariantInfo {
@@ -248,6 +260,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        td_waivers: &[],
         ffi_code: 4,
     },
     VariantInfo {
@@ -261,6 +274,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        td_waivers: &[],
         ffi_code: 5,
     },
     VariantInfo {
@@ -274,6 +288,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::Pcrs,
+        td_waivers: &[TdxCheck::SeptVeDisable],
         ffi_code: 6,
     },
     VariantInfo {
@@ -287,6 +302,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::TdQuote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::TdRegisters,
+        td_waivers: &[],
         ffi_code: 7,
     },
 ];

@@ -37,6 +37,8 @@ pub enum HwIssuerError {
     Tpm(crate::tpm::Error),
     /// The device returned something the engine cannot parse.
     Engine(attest_engine::Error),
+    /// A configfs-tsm request failed or its output was refused.
+    Tsm(super::tsm::output::TsmError),
 }
 
 impl fmt::Display for HwIssuerError {
@@ -51,6 +53,7 @@ impl fmt::Display for HwIssuerError {
             Self::Detection { found, reason } => write!(f, "variant detection: found {found}: {reason}"),
             Self::Tpm(e) => write!(f, "{e}"),
             Self::Engine(e) => write!(f, "{e}"),
+            Self::Tsm(e) => write!(f, "{e}"),
         }
     }
 }
@@ -60,6 +63,7 @@ impl std::error::Error for HwIssuerError {
         match self {
             Self::Tpm(e) => Some(e),
             Self::Engine(e) => Some(e),
+            Self::Tsm(e) => Some(e),
             _ => None,
         }
     }
@@ -74,5 +78,11 @@ impl From<crate::tpm::Error> for HwIssuerError {
 impl From<attest_engine::Error> for HwIssuerError {
     fn from(e: attest_engine::Error) -> Self {
         Self::Engine(e)
+    }
+}
+
+impl From<super::tsm::output::TsmError> for HwIssuerError {
+    fn from(e: super::tsm::output::TsmError) -> Self {
+        Self::Tsm(e)
     }
 }
