@@ -9,7 +9,7 @@
 //!     [--join-service ADDR --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!      | --dangerously-skip-measurements-signature) [--join-service-ek-ca FILE …] [--join-service-variant V …]
 //!      [--snp-policy FILE] [--kds-store DIR] [--kds-url URL|offline] [--allow-stale-crl]
-//!      [--dangerous-allow-unpinned-launch]]
+//!      [--dangerous-allow-unpinned-launch] [--dangerous-test-roots DIR]]
 //!     [--control-plane] [--disk key-file|luks:/dev/X] [--runtime-dir /run/attest]
 //!     [--backend kubeadm|dry-run] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
 //!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
@@ -17,10 +17,14 @@
 //!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID]
 //! ```
 //!
-//! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): against
-//! `--measurements` (signature-checked unless explicitly waived), a `qemu-vtpm` service's AK by credential
-//! activation against `--join-service-ek-ca`, an SNP service's launch pinned and its CRLs loaded at start;
-//! so does a rebooted node asking for a rejoin ticket. The backend is `kubeadm` unless `--backend dry-run` is
+//! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): as a
+//! service of `--join-service-variant` (by default this node's own variant: the service attests with the
+//! hardware of the control-plane node it runs on), against `--measurements` (signature-checked unless
+//! explicitly waived), with that variant's validator — an SNP service's launch pinned and its CRLs loaded at
+//! start, its report binding the handshake; only a `qemu-vtpm` service's AK by credential activation against
+//! `--join-service-ek-ca`, which no other variant needs. So does a rebooted node asking for a rejoin ticket.
+//! The init server, the recovery endpoint and the verify service attest with the node's issuer of its
+//! variant (`attest_attester::issuer::NodeIssuer`). The backend is `kubeadm` unless `--backend dry-run` is
 //! given; a missing `kubeadm` is a configuration error (exit 3), never a silent dry run, and a dry run is
 //! announced in the logs, the init stream, every stdout event (`"dry_run": true`) and the node state.
 //!
@@ -71,9 +75,11 @@ use crate::{
     LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
 };
 use attest_atls::AttestationIssuer;
-use attest_attester::issuer::{HardwareConfig, NodeIssuer, SnpDeviceAddr, VariantChoice};
+use attest_attester::issuer::{HardwareArgs, NodeIssuer, VariantChoice};
 use attest_attester::registration::ActivationService;
-use attest_engine::variant::Variant;
+use attest_engine::SnpVerifier;
+use attest_engine::gce::GceVerifier;
+use attest_engine::variant::{AkTrust, Variant};
 use attest_registration::EkCaBundle;
 use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::Parser;
@@ -107,26 +113,15 @@ fn parse_disk(s: &str) -> Result<DiskChoice, String> {
 #[derive(Parser, Debug)]
 #[command(name = "attest-bootstrapper", version)]
 struct Args {
-    /// TPM TCTI: swtpm:host=127.0.0.1,port=N or device:/dev/tpmrm0.
-    #[arg(long, value_name = "TCTI")]
-    tpm: String,
+    /// The node's hardware: TPM, SEV-SNP guest device, leaf certificate, event log.
+    #[command(flatten)]
+    hardware: HardwareArgs,
     /// Attestation variant of this node.
     #[arg(long, default_value = "auto", value_name = "VARIANT",
           value_parser = clap::builder::TypedValueParser::map(
               attest_trust::variant_arg::auto_or_any("detected from the machine (never qemu-vtpm)"),
               VariantChoice::from))]
     variant: VariantChoice,
-    /// SEV-SNP guest device: /dev/sev-guest, or sim:/path (a simulator; builds with dangerous-test-roots only).
-    #[arg(long, default_value = "/dev/sev-guest", value_parser = SnpDeviceAddr::parse, value_name = "DEVICE")]
-    snp_device: SnpDeviceAddr,
-    /// VCEK/VLEK (DER or PEM) sent when the host's certificate table lacks it; on Azure the VCEK (THIM's
-    /// JSON document or the certificate).
-    #[arg(long, value_name = "FILE")]
-    snp_leaf: Option<PathBuf>,
-    /// TCG event log sent with every attestation (qemu-vtpm, gcp-shielded-vm), e.g.
-    /// /sys/kernel/security/tpm0/binary_bios_measurements.
-    #[arg(long, value_name = "FILE")]
-    event_log: Option<PathBuf>,
     /// State directory (node state, kubeadm configuration, dry-run PKI).
     #[arg(long, value_name = "DIR")]
     state_dir: PathBuf,
@@ -177,12 +172,16 @@ struct Args {
     /// CA certificate (PEM) of the join service TPM's EK certificate (repeatable: root and intermediates).
     #[arg(long = "join-service-ek-ca", value_name = "FILE")]
     join_service_ek_ca: Vec<PathBuf>,
-    /// Attestation variant the join service may attest with (repeatable).
-    #[arg(long = "join-service-variant", default_value = "qemu-vtpm", value_parser = attest_trust::variant_arg::any())]
+    /// Attestation variant the join service may attest with (repeatable) [default: this node's variant].
+    #[arg(long = "join-service-variant", value_parser = attest_trust::variant_arg::any())]
     join_service_variants: Vec<Variant>,
     /// SNP policy file (TOML or JSON) for an SNP join service variant.
     #[arg(long, value_name = "FILE")]
     snp_policy: Option<PathBuf>,
+    /// DANGEROUS: verify the join service's SIMULATED hardware against the test roots in DIR instead of AMD's
+    /// and Google's (written by attest-hwsim). Only builds with the cargo feature dangerous-test-roots accept it.
+    #[arg(long, value_name = "DIR")]
+    dangerous_test_roots: Option<PathBuf>,
     /// Measurements signature, launch pinning, CRLs and their waivers (for verifying the join service).
     #[command(flatten)]
     trust: TrustArgs,
@@ -224,43 +223,120 @@ impl Args {
     }
 }
 
-/// How the join client verifies the join service, from the flags: measurements (signature checked), SNP
-/// launch pinning, CRLs loaded now, the EK CA for a `qemu-vtpm` service.
-async fn join_service_trust(args: &Args) -> Result<Arc<JoinServiceTrust>, String> {
-    let path = args.measurements.as_deref().ok_or("--join-service needs --measurements")?;
-    let loaded = args.trust.measurements_trust().and_then(|t| t.load(path)).map_err(|e| e.to_string())?;
+/// The variants the join service may attest with: `--join-service-variant`, else this node's own variant
+/// (`own`; `None` while the node's variant is still to be detected). A join service on a node of the
+/// cluster attests with that node's hardware, so a node of a one-variant cluster expects its own variant.
+fn join_service_variants(args: &Args, own: Option<Variant>) -> Option<Vec<Variant>> {
+    if args.join_service_variants.is_empty() {
+        return own.map(|v| vec![v]);
+    }
+    let mut variants: Vec<Variant> = Vec::new();
+    for &v in &args.join_service_variants {
+        if !variants.contains(&v) {
+            variants.push(v);
+        }
+    }
+    Some(variants)
+}
+
+/// What verifying a join service needs whatever its variant, read at start before the TPM is opened: the
+/// measurements (signature checked), the validator factory (SNP policy, pinned or test roots) and the EK CA.
+struct TrustInputs {
+    path: PathBuf,
+    loaded: attest_trust::LoadedMeasurements,
+    factory: ValidatorFactory,
+    ek_ca: Option<EkCaBundle>,
+}
+
+fn trust_inputs(args: &Args) -> Result<TrustInputs, String> {
+    let path = args.measurements.clone().ok_or("--join-service needs --measurements")?;
+    let loaded = args.trust.measurements_trust().and_then(|t| t.load(&path)).map_err(|e| e.to_string())?;
     let policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
-    let mut variants = args.join_service_variants.clone();
-    variants.dedup();
-    let factory = ValidatorFactory { snp_policy: policy, ..ValidatorFactory::default() };
-    let probes: Vec<_> = variants.iter().map(|&v| factory.launch_probe(v)).collect();
-    let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
-    let crls = args
-        .trust
-        .revocation(Arc::clone(&factory.snp), &variants, &factory.snp_policy)
-        .await
-        .map_err(|e| e.to_string())?;
-    let trust = Arc::new(Trust {
-        measurements: loaded.signature,
-        launch,
-        revocation: (!crls.wanted().is_empty()).then_some(crls),
-    });
+    let (snp, gce) = verifiers(args)?;
+    let factory =
+        ValidatorFactory { snp: Arc::new(snp), gce: Arc::new(gce), snp_policy: policy, ..ValidatorFactory::default() };
     let ek_ca = if args.join_service_ek_ca.is_empty() {
         None
     } else {
         Some(EkCaBundle::from_files(&args.join_service_ek_ca).map_err(|e| format!("--join-service-ek-ca: {e}"))?)
     };
-    let server = JoinServiceTrust::new(&variants, &loaded.document, &factory, ek_ca, Arc::clone(&trust))
+    Ok(TrustInputs { path, loaded, factory, ek_ca })
+}
+
+/// How the join client verifies a join service of `variants`: `inputs`, the launch pinning of each variant,
+/// the CRLs loaded now (the test PKI's with `--dangerous-test-roots`), and the EK CA for a variant whose AK is
+/// trusted through a registry (`qemu-vtpm`) — and for no other.
+async fn join_service_trust(
+    args: &Args,
+    inputs: &TrustInputs,
+    variants: &[Variant],
+) -> Result<Arc<JoinServiceTrust>, String> {
+    let factory = &inputs.factory;
+    let probes: Vec<_> = variants.iter().map(|&v| factory.launch_probe(v)).collect();
+    let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
+    // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
+    let crl_variants = if args.dangerous_test_roots.is_some() { &[][..] } else { variants };
+    let crls = args
+        .trust
+        .revocation(Arc::clone(&factory.snp), crl_variants, &factory.snp_policy)
+        .await
         .map_err(|e| e.to_string())?;
+    let trust = Arc::new(Trust {
+        measurements: inputs.loaded.signature.clone(),
+        launch,
+        revocation: (!crls.wanted().is_empty()).then_some(crls),
+    });
+    if inputs.ek_ca.is_some() && !variants.iter().any(|v| v.info().ak == AkTrust::Registry) {
+        tracing::warn!(variants = ?variants, "bootstrapper: --join-service-ek-ca is not used: no join service \
+            variant configured trusts its AK through an EK certificate");
+    }
+    let server =
+        JoinServiceTrust::new(variants, &inputs.loaded.document, factory, inputs.ek_ca.clone(), Arc::clone(&trust))
+            .map_err(|e| e.to_string())?;
     tracing::info!(
-        measurements = %path.display(),
-        measurements_sha256 = %hex::encode(loaded.file_sha256),
+        measurements = %inputs.path.display(),
+        measurements_sha256 = %hex::encode(inputs.loaded.file_sha256),
         variants = ?variants,
+        how = %server.describe(),
         waivers = %trust.waivers_field(),
         "bootstrapper: the join service will be verified before a ticket is accepted"
     );
     Ok(Arc::new(server))
 }
+
+/// The exit of a bootstrapper that cannot verify a join service (configuration: exit 3, announced as a
+/// refusal).
+fn refuse_join_config(e: &str) -> ExitCode {
+    tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
+    event(&serde_json::json!({"event": "refused", "reason": e}));
+    ExitCode::from(EXIT_CONFIG)
+}
+
+/// The SNP and GCE verifiers the join service is checked with: AMD's and Google's pinned roots, or
+/// (`--dangerous-test-roots`, feature builds only) the test roots of simulated hardware.
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier), String> {
+    match &args.dangerous_test_roots {
+        None => Ok((SnpVerifier::new(), GceVerifier::new())),
+        Some(dir) => test_root_verifiers(dir),
+    }
+}
+
+#[cfg(feature = "dangerous-test-roots")]
+fn test_root_verifiers(dir: &Path) -> Result<(SnpVerifier, GceVerifier), String> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
+    tracing::warn!(roots = %roots.describe(), "bootstrapper: DANGEROUS: verifying the join service's SIMULATED \
+        hardware against TEST ROOTS");
+    roots.verifiers().map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "dangerous-test-roots"))]
+fn test_root_verifiers(_: &Path) -> Result<(SnpVerifier, GceVerifier), String> {
+    Err(TEST_ROOTS_REFUSED.to_owned())
+}
+
+/// Why a build without the feature refuses test roots and simulated devices.
+const TEST_ROOTS_REFUSED: &str = "this build cannot use simulated hardware or trust test roots (built without the \
+    feature dangerous-test-roots)";
 
 fn event(value: &serde_json::Value) {
     let mut out = std::io::stdout().lock();
@@ -276,9 +352,11 @@ fn host_name() -> String {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
-    if args.snp_device.is_simulated() && !cfg!(feature = "dangerous-test-roots") {
-        tracing::error!(snp_device = %args.snp_device,
-            "bootstrapper: this build cannot use simulated hardware (built without the feature dangerous-test-roots)");
+    if (args.hardware.snp_device.is_simulated() || args.dangerous_test_roots.is_some())
+        && !cfg!(feature = "dangerous-test-roots")
+    {
+        tracing::error!(snp_device = %args.hardware.snp_device, test_roots = ?args.dangerous_test_roots,
+            "bootstrapper: {TEST_ROOTS_REFUSED}");
         return ExitCode::from(2);
     }
     let node_name = args.node_name.clone().unwrap_or_else(host_name);
@@ -320,30 +398,47 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let server_trust = if args.join_service.is_empty() && args.join_endpoints_file.is_none() {
-        None
-    } else {
-        match runtime.block_on(join_service_trust(&args)) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
-                event(&serde_json::json!({"event": "refused", "reason": e}));
-                return ExitCode::from(EXIT_CONFIG);
-            }
+    // How the join service is verified is configuration, checked before the TPM is opened: its inputs always,
+    // the whole of it when its variants are known now (given, or this node's fixed variant); a detected
+    // variant is known once the issuer is open.
+    let joins = !args.join_service.is_empty() || args.join_endpoints_file.is_some();
+    let inputs = if joins {
+        match trust_inputs(&args) {
+            Ok(i) => Some(i),
+            Err(e) => return refuse_join_config(&e),
         }
+    } else {
+        None
     };
-    let issuer = match open_issuer(&args) {
+    let fixed = match args.variant {
+        VariantChoice::Fixed(v) => Some(v),
+        VariantChoice::Auto => None,
+    };
+    let mut server_trust = None;
+    if let (Some(inputs), Some(variants)) = (&inputs, join_service_variants(&args, fixed)) {
+        match runtime.block_on(join_service_trust(&args, inputs, &variants)) {
+            Ok(t) => server_trust = Some(t),
+            Err(e) => return refuse_join_config(&e),
+        }
+    }
+    let issuer = match args.hardware.open(args.variant) {
         Ok(v) => Arc::new(v),
         Err(e) => {
-            tracing::error!(error = %e, tcti = %args.tpm, "bootstrapper: cannot open the node's attestation issuer");
+            tracing::error!(error = %e, tcti = %args.hardware.tpm, "bootstrapper: cannot open the node's attestation issuer");
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
     if issuer.is_simulated() {
-        tracing::warn!(variant = %issuer.variant(), snp_device = %args.snp_device,
+        tracing::warn!(variant = %issuer.variant(), snp_device = %args.hardware.snp_device,
             "bootstrapper: SIMULATED SEV-SNP hardware: this node's evidence is signed by a TEST ROOT");
     }
     tracing::info!(variant = %issuer.variant(), "bootstrapper: attesting");
+    if let (Some(inputs), None) = (&inputs, &server_trust) {
+        match runtime.block_on(join_service_trust(&args, inputs, &[issuer.variant()])) {
+            Ok(t) => server_trust = Some(t),
+            Err(e) => return refuse_join_config(&e),
+        }
+    }
     let ek_certificate = issuer.qemu().map(|q| q.ek_certificate().to_vec()).unwrap_or_default();
     let lock = match NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>) {
         Ok(l) => Arc::new(l),
@@ -420,15 +515,6 @@ pub fn main() -> ExitCode {
     }
 
     runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust))
-}
-
-fn open_issuer(args: &Args) -> Result<NodeIssuer, String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut config = HardwareConfig::new(&args.tpm);
-    config.snp_device = args.snp_device.clone();
-    config.snp_leaf = args.snp_leaf.as_deref().map(read).transpose()?;
-    config.event_log = args.event_log.as_deref().map(read).transpose()?;
-    NodeIssuer::open(args.variant, &config).map_err(|e| e.to_string())
 }
 
 async fn run(

@@ -2,7 +2,8 @@
 //! `/metrics` endpoint, and (optionally) the AK registration service.
 //!
 //! ```text
-//! join-service --tpm TCTI --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
+//! join-service --tpm TCTI [--node-variant auto|VARIANT] [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] \
+//!     [--event-log FILE] --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!       | --dangerously-skip-measurements-signature) --measurement-salt FILE --ak-registry FILE --pki-dir DIR \
 //!     --kubernetes-config FILE --api-server-endpoint HOST:PORT [--key-service 127.0.0.1:9010] \
 //!     --key-service-ca FILE --key-service-cert FILE --key-service-key FILE \
@@ -18,11 +19,18 @@
 //! `--dangerously-skip-measurements-signature`), an SNP variant whose policy pins no launch measurement
 //! (unless `--dangerous-allow-unpinned-launch`), stale or missing AMD CRLs for its SNP variants (stale only
 //! under `--allow-stale-crl`), key-service TLS files that do not load. Every waiver is logged as a warning at
-//! start, named in every verdict line (`waivers=…`) and exported (`attest_join_waiver`). It attests itself to
-//! joining nodes (mutual aTLS) with the TPM of the control-plane node it runs on (`--tpm`), and serves
-//! `attest.v1.CredentialActivation` on the same port so that nodes can check that TPM's EK certificate. The
-//! dry-run token issuer is never a default; chosen, it is announced at start, in every ticket's log line and
-//! as `attest_join_dry_run 1`.
+//! start, named in every verdict line (`waivers=…`) and exported (`attest_join_waiver`). The dry-run token
+//! issuer is never a default; chosen, it is announced at start, in every ticket's log line and as
+//! `attest_join_dry_run 1`.
+//!
+//! It attests itself to joining nodes (mutual aTLS) as the control-plane node it runs on: with that node's
+//! variant (`--node-variant`, detected from the machine by default; `qemu-vtpm` is never detected, only
+//! chosen) and its hardware (`--tpm`, `--snp-device`, `--snp-leaf`, `--event-log`: the bootstrapper's flags,
+//! [`attest_attester::issuer::HardwareArgs`]), through the same issuer as the node's own endpoints. A joining
+//! node verifies that evidence with the validator of the variant — an SNP report binding the key and nonce, the
+//! HCL runtime data, Google's AK certificate — and only for a variant whose AK is trusted through a registry
+//! (`qemu-vtpm`) does the service serve `attest.v1.CredentialActivation` on the same port, so that nodes can
+//! check its TPM's EK certificate. Which variants it *admits* (`--variant`) is independent of its own.
 //!
 //! TDX variants (`qemu-tdx`, `azure-tdx`) need the collateral of every platform they accept
 //! (`--tdx-platform`): it is loaded from the PCS store (then Intel's PCS) before the service listens — the
@@ -40,8 +48,8 @@
 //! in-flight calls finish for the grace period.
 //!
 //! Exit codes: 0 after a graceful shutdown, 1 when the service cannot run (bind failure, signal setup), 2 for a
-//! usage error, 3 when the configuration cannot be loaded (measurements, salt, PKI, registry, Kubernetes
-//! settings or client).
+//! usage error (also test roots or a simulated device in a release build), 3 when the configuration cannot be
+//! loaded (measurements, salt, PKI, registry, Kubernetes settings or client, this node's attestation).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -55,9 +63,8 @@ use crate::{
     Validators, load_measurement_salt,
 };
 use attest_atls::{AtlsAcceptor, AttestationIssuer, Verifier};
-use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::issuer::{HardwareArgs, NodeIssuer, VariantChoice};
 use attest_attester::registration::ActivationService;
-use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::SnpVerifier;
 use attest_engine::gce::GceVerifier;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
@@ -189,10 +196,15 @@ struct Args {
     /// Use the PCS store only; never contact Intel.
     #[arg(long)]
     pcs_offline: bool,
-    /// TPM of this control-plane node (swtpm:host=…,port=… or device:/dev/tpmrm0): the join service attests
-    /// itself to joining nodes with it.
-    #[arg(long, value_name = "TCTI")]
-    tpm: String,
+    /// The hardware of this control-plane node: the join service attests itself to joining nodes with it.
+    #[command(flatten)]
+    hardware: HardwareArgs,
+    /// Attestation variant of this control-plane node (the join service's own attestation).
+    #[arg(long, default_value = "auto", value_name = "VARIANT",
+          value_parser = clap::builder::TypedValueParser::map(
+              attest_trust::variant_arg::auto_or_any("detected from the machine (never qemu-vtpm)"),
+              VariantChoice::from))]
+    node_variant: VariantChoice,
     /// The cluster's key-service CA certificate (PEM).
     #[arg(long, value_name = "FILE")]
     key_service_ca: PathBuf,
@@ -230,10 +242,8 @@ fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier), String> {
 #[cfg(feature = "dangerous-test-roots")]
 fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
     let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
-    let snp = if roots.has_snp() { roots.snp_verifier().map_err(|e| e.to_string())? } else { SnpVerifier::new() };
-    let gce = roots.gce_verifier().unwrap_or_default();
     tracing::warn!(roots = %roots.describe(), "join service: DANGEROUS: verifying SIMULATED hardware against TEST ROOTS");
-    Ok((snp, gce))
+    roots.verifiers().map_err(|e| e.to_string())
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]
@@ -241,10 +251,9 @@ fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier)
     Err(TEST_ROOTS_REFUSED.to_owned())
 }
 
-/// Why a release build refuses `--dangerous-test-roots`.
-#[cfg(not(feature = "dangerous-test-roots"))]
-const TEST_ROOTS_REFUSED: &str =
-    "--dangerous-test-roots: this build cannot trust test roots (built without the feature dangerous-test-roots)";
+/// Why a release build refuses `--dangerous-test-roots` and a simulated device.
+const TEST_ROOTS_REFUSED: &str = "--dangerous-test-roots, --snp-device sim:…: this build cannot trust test roots or \
+    attest with simulated hardware (built without the feature dangerous-test-roots)";
 
 /// Everything loaded from the configuration, before any socket is opened.
 struct Loaded {
@@ -255,22 +264,35 @@ struct Loaded {
     ek_ca: Option<EkCaBundle>,
     tdx: Arc<TdxVerifier>,
     crls: Arc<CrlKeeper>,
-    issuer: Arc<QemuVtpmIssuer>,
+    issuer: Arc<NodeIssuer>,
     activation: Option<Arc<ActivationService>>,
 }
 
-/// Opens the TPM and its issuer (the join service's own attestation), with the EK certificate when the TPM
-/// has one (for the credential activation joining nodes run against it).
-fn open_issuer(tcti: &str) -> Result<(Arc<QemuVtpmIssuer>, Vec<u8>), String> {
-    let mut tpm = Tpm::open(tcti).map_err(|e| format!("TPM {tcti}: {e}"))?;
-    let ek = tpm.ek_certificate().unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "join service: the TPM has no EK certificate; nodes cannot verify its AK by credential activation");
-        Vec::new()
+/// The join service's own attestation: its node's issuer, of the node's variant, and — only for a variant
+/// whose AK is trusted through a registry (`qemu-vtpm`), when its TPM has an EK certificate — the credential
+/// activation service joining nodes run against it. Every other variant proves its AK in its evidence.
+fn own_attestation(args: &Args) -> Result<(Arc<NodeIssuer>, Option<Arc<ActivationService>>), String> {
+    let issuer = args
+        .hardware
+        .open(args.node_variant)
+        .map_err(|e| format!("this node's attestation ({}): {e}", args.hardware.tpm))?;
+    let variant = issuer.variant();
+    if issuer.is_simulated() {
+        tracing::warn!(%variant, snp_device = %args.hardware.snp_device,
+            "join service: SIMULATED SEV-SNP hardware: its own evidence is signed by a TEST ROOT");
+    }
+    let activation = issuer.qemu().and_then(|q| {
+        if q.ek_certificate().is_empty() {
+            tracing::warn!(%variant, "join service: the TPM has no EK certificate; nodes cannot verify its AK by \
+                credential activation");
+            None
+        } else {
+            Some(Arc::new(ActivationService::new(Arc::clone(q), q.ek_certificate().to_vec())))
+        }
     });
-    let issuer = QemuVtpmIssuer::new(tpm, AkConfig::default())
-        .map_err(|e| format!("TPM {tcti}: attestation key: {e}"))?
-        .with_ek_certificate(ek.clone());
-    Ok((Arc::new(issuer), ek))
+    tracing::info!(%variant, credential_activation = activation.is_some(),
+        "join service: attesting to joining nodes as this node");
+    Ok((Arc::new(issuer), activation))
 }
 
 async fn load(args: &Args) -> Result<Loaded, String> {
@@ -374,8 +396,7 @@ async fn load(args: &Args) -> Result<Loaded, String> {
             .with_trust(trust)
             .with_ssh_principal_domains(args.ssh_principal_domains.clone()),
     );
-    let (issuer, ek) = open_issuer(&args.tpm)?;
-    let activation = (!ek.is_empty()).then(|| Arc::new(ActivationService::new(Arc::clone(&issuer), ek)));
+    let (issuer, activation) = own_attestation(args)?;
     let ek_ca = if args.registration_listen.is_some() {
         Some(EkCaBundle::from_files(&args.ek_ca).map_err(|e| format!("EK CA bundle: {e}"))?)
     } else {
@@ -400,8 +421,9 @@ fn pcs(args: &Args) -> Result<attest_kds::Pcs, String> {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
-    #[cfg(not(feature = "dangerous-test-roots"))]
-    if args.dangerous_test_roots.is_some() {
+    if (args.dangerous_test_roots.is_some() || args.hardware.snp_device.is_simulated())
+        && !cfg!(feature = "dangerous-test-roots")
+    {
         tracing::error!("join service: {TEST_ROOTS_REFUSED}");
         return ExitCode::from(2);
     }
@@ -556,6 +578,6 @@ mod tests {
     fn variant_flags_list_the_variant_table() {
         Args::command().debug_assert();
         let checked = attest_trust::variant_arg::check_flags_list_the_table(&Args::command()).unwrap();
-        assert_eq!(checked, 1, "--variant");
+        assert_eq!(checked, 2, "--variant and --node-variant");
     }
 }

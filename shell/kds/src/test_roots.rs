@@ -184,6 +184,14 @@ impl TestRoots {
         self.gce_root.clone().map(|root| GceVerifier::with_trust_anchors(default_provider(), vec![root], Vec::new()))
     }
 
+    /// The SNP and GCE verifiers of these roots, as a verifier of simulated hardware builds them: the test
+    /// ARK's (AMD's pinned roots where the directory has no SNP root) and the test Google-like root's
+    /// (Google's pinned roots without one).
+    pub fn verifiers(&self) -> Result<(SnpVerifier, GceVerifier), TestRootsError> {
+        let snp = if self.has_snp() { self.snp_verifier()? } else { SnpVerifier::new() };
+        Ok((snp, self.gce_verifier().unwrap_or_default()))
+    }
+
     /// The directory the roots came from.
     pub fn directory(&self) -> &Path {
         &self.dir

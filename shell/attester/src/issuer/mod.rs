@@ -8,7 +8,8 @@
 //! | [`AzureSnpIssuer`] | `azure-sev-snp` | the paravisor's vTPM: HCL report (NV 0x01400001) + quote by the HCL AK (0x81000003) |
 //! | [`GceIssuer`] | `gcp-shielded-vm` | the GCE vTPM: AK from Google's NV template, its certificate, quote, event log |
 //!
-//! [`select`] chooses one by name or detects it from the machine. The hardware issuers fail with
+//! [`select`] chooses one by name or detects it from the machine; `args` (cargo feature `cli`) is the
+//! command-line form of the node's hardware that the bootstrapper and the join service share. The hardware issuers fail with
 //! [`HwIssuerError::DeviceNotPresent`] where their device does not exist. Simulated hardware (tests, the
 //! demo) is reached through the same code paths: a simulated SEV-SNP guest device differs only in its
 //! transport ([`sevguest`]), a simulated vTPM is a swtpm provisioned as the cloud provisions its vTPM.
@@ -25,6 +26,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "cli")]
+pub mod args;
 pub mod azure;
 mod error;
 pub mod gce;
@@ -33,6 +36,8 @@ pub mod select;
 pub mod sevguest;
 pub mod snp;
 
+#[cfg(feature = "cli")]
+pub use args::HardwareArgs;
 pub use azure::AzureSnpIssuer;
 pub use error::HwIssuerError;
 pub use gce::GceIssuer;
