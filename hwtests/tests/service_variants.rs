@@ -343,6 +343,7 @@ impl JoiningNode {
     /// The node refuses the join service at `service` for `why`, and is untouched.
     async fn refuses(&self, service: &JoinServer, what: &str, why: &str) {
         let v = self.issuer.variant();
+        println!("{v}: {what}");
         let before = service.tokens();
         match self.join(service.addr).await {
             Err(JoinError::GaveUp { last, .. }) => {
@@ -374,10 +375,11 @@ async fn each_variant_verifies_its_own_join_service(platform: &Platform) {
     let node_ak = node.issuer.qemu().map(|q| ak_digest(q.attestation_key().tpm2b_public()).unwrap());
 
     // 1. A genuine machine of the variant booting another kernel.
-    let patched = platform.machine("patched", PATCHED, Some(id)).issuer(v);
+    let patched_hw = platform.machine("patched", PATCHED, Some(id));
+    let patched = patched_hw.issuer(v);
     let s = JoinServer::of_node(platform, &measurements, node_ak, &patched).await;
     node.refuses(&s, "other measurements", "PCR 9").await;
-    drop((s, patched));
+    drop((s, patched, patched_hw));
 
     // 2. Another node's hardware, relayed; 3. a document recorded for an earlier nonce.
     let s = JoinServer::start(platform, &measurements, node_ak, Arc::new(Relayed(Arc::clone(&service))), None).await;
@@ -397,10 +399,11 @@ async fn each_variant_verifies_its_own_join_service(platform: &Platform) {
     }
 
     // 5. A genuine, measured machine that is a node of another cluster: refused once its ticket arrived.
-    let stranger = platform.machine("stranger", GOOD, Some([0x77; 32])).issuer(v);
+    let stranger_hw = platform.machine("stranger", GOOD, Some([0x77; 32]));
+    let stranger = stranger_hw.issuer(v);
     let s = JoinServer::of_node(platform, &measurements, node_ak, &stranger).await;
     node.refuses(&s, "another cluster's node", "not a node of the cluster").await;
-    drop((s, stranger));
+    drop((s, stranger, stranger_hw));
 
     // 6. The weaker path: a join service attesting as a bare qemu-vtpm where the node expects its variant.
     if v.info().ak != AkTrust::Registry {

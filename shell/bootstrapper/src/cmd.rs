@@ -282,7 +282,7 @@ async fn join_service_trust(
         .await
         .map_err(|e| e.to_string())?;
     let trust = Arc::new(Trust {
-        measurements: inputs.loaded.signature.clone(),
+        measurements: inputs.loaded.signature,
         launch,
         revocation: (!crls.wanted().is_empty()).then_some(crls),
     });
