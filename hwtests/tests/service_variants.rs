@@ -243,32 +243,28 @@ impl JoinServer {
     }
 }
 
-/// Another node's hardware: a genuine node's evidence for this handshake's nonce, attesting another key (the
-/// one the genuine node would use) than the certificate the impostor presents.
+/// An impostor presenting a genuine node's evidence that was not made for it: `Relayed` — another node's
+/// hardware attesting for this handshake's nonce, but for another key (the one that node would use) than the
+/// certificate the impostor presents; `Replayed` — for this handshake's key, but recorded for an earlier nonce.
 #[derive(Debug)]
-struct Relayed(Arc<NodeIssuer>);
-
-impl AttestationIssuer for Relayed {
-    fn oid(&self) -> &str {
-        self.0.variant().oid()
-    }
-
-    fn issue(&self, nonce: &Nonce, _: &[u8; 32]) -> Result<Vec<u8>, BoxError> {
-        Ok(self.0.issue(nonce, &[0x6E; 32], &[])?.encode_to_vec())
-    }
+enum Borrowed {
+    Relayed(Arc<NodeIssuer>),
+    Replayed(Arc<NodeIssuer>),
 }
 
-/// A genuine document for this handshake's key, recorded for an earlier nonce.
-#[derive(Debug)]
-struct Replayed(Arc<NodeIssuer>);
-
-impl AttestationIssuer for Replayed {
+impl AttestationIssuer for Borrowed {
     fn oid(&self) -> &str {
-        self.0.variant().oid()
+        match self {
+            Borrowed::Relayed(genuine) | Borrowed::Replayed(genuine) => genuine.variant().oid(),
+        }
     }
 
-    fn issue(&self, _: &Nonce, user_data: &[u8; 32]) -> Result<Vec<u8>, BoxError> {
-        Ok(self.0.issue(&[0xE0; 32], user_data, &[])?.encode_to_vec())
+    fn issue(&self, nonce: &Nonce, user_data: &[u8; 32]) -> Result<Vec<u8>, BoxError> {
+        let document = match self {
+            Borrowed::Relayed(genuine) => genuine.issue(nonce, &[0x6E; 32], &[])?,
+            Borrowed::Replayed(genuine) => genuine.issue(&[0xE0; 32], user_data, &[])?,
+        };
+        Ok(document.encode_to_vec())
     }
 }
 
@@ -382,9 +378,13 @@ async fn each_variant_verifies_its_own_join_service(platform: &Platform) {
     drop((s, patched, patched_hw));
 
     // 2. Another node's hardware, relayed; 3. a document recorded for an earlier nonce.
-    let s = JoinServer::start(platform, &measurements, node_ak, Arc::new(Relayed(Arc::clone(&service))), None).await;
+    let s =
+        JoinServer::start(platform, &measurements, node_ak, Arc::new(Borrowed::Relayed(Arc::clone(&service))), None)
+            .await;
     node.refuses(&s, "relayed evidence", "the attestation binds key hash").await;
-    let s = JoinServer::start(platform, &measurements, node_ak, Arc::new(Replayed(Arc::clone(&service))), None).await;
+    let s =
+        JoinServer::start(platform, &measurements, node_ak, Arc::new(Borrowed::Replayed(Arc::clone(&service))), None)
+            .await;
     node.refuses(&s, "replayed document", "nonce").await;
     drop(s);
 

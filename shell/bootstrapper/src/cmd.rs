@@ -83,6 +83,7 @@ use attest_engine::variant::{AkTrust, Variant};
 use attest_registration::EkCaBundle;
 use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::Parser;
+use clap::builder::TypedValueParser as _;
 use tokio::signal::unix::{SignalKind, signal};
 
 const EXIT_RUNTIME: u8 = 1;
@@ -118,9 +119,7 @@ struct Args {
     hardware: HardwareArgs,
     /// Attestation variant of this node.
     #[arg(long, default_value = "auto", value_name = "VARIANT",
-          value_parser = clap::builder::TypedValueParser::map(
-              attest_trust::variant_arg::auto_or_any("detected from the machine (never qemu-vtpm)"),
-              VariantChoice::from))]
+          value_parser = attest_trust::variant_arg::node_variant().map(VariantChoice::from))]
     variant: VariantChoice,
     /// State directory (node state, kubeadm configuration, dry-run PKI).
     #[arg(long, value_name = "DIR")]

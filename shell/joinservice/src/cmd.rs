@@ -76,6 +76,7 @@ use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsConnector, TlsFiles};
 use attest_registration::RegistrationService;
 use attest_registration::{EkCaBundle, FileAkRegistry};
 use attest_trust::{Trust, TrustArgs, ValidatorFactory};
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, ValueEnum};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -201,9 +202,7 @@ struct Args {
     hardware: HardwareArgs,
     /// Attestation variant of this control-plane node (the join service's own attestation).
     #[arg(long, default_value = "auto", value_name = "VARIANT",
-          value_parser = clap::builder::TypedValueParser::map(
-              attest_trust::variant_arg::auto_or_any("detected from the machine (never qemu-vtpm)"),
-              VariantChoice::from))]
+          value_parser = attest_trust::variant_arg::node_variant().map(VariantChoice::from))]
     node_variant: VariantChoice,
     /// The cluster's key-service CA certificate (PEM).
     #[arg(long, value_name = "FILE")]

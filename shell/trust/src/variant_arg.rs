@@ -88,6 +88,12 @@ pub fn auto_or_any(auto_help: &'static str) -> AutoOrVariant {
     AutoOrVariant { variants: any(), auto_help }
 }
 
+/// A node's own variant (the bootstrapper's `--variant`, the join service's `--node-variant`): `auto`, detected
+/// from the machine by the attester (which never detects `qemu-vtpm`), or any variant of the table.
+pub fn node_variant() -> AutoOrVariant {
+    auto_or_any("detected from the machine (never qemu-vtpm)")
+}
+
 impl TypedValueParser for AutoOrVariant {
     type Value = Option<Variant>;
 
