@@ -2,6 +2,7 @@
 //! OIDs and C codes are unique, and the table drawn in the module's docs says what the rows hold.
 
 use attest_engine::snp::SigningKey;
+use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{AkTrust, Hardware, LaunchPin, Measured, NonceCarrier, TABLE, Variant, VariantInfo};
 
 #[test]
@@ -75,6 +76,12 @@ fn every_row_is_a_coherent_trust_path() {
         if !row.has_vtpm() {
             assert!(!row.ek_certificate, "{n}: no vTPM, no EK certificate");
         }
+        // Waivers are TD-attribute checks of a TDX platform, each once.
+        for (i, c) in row.td_waivers.iter().enumerate() {
+            assert_eq!(row.hardware, Hardware::Tdx, "{n}: TD waivers on a non-TDX row");
+            assert!(TdxPolicy::WAIVABLE_FOR_PLATFORM.contains(c), "{n}: {c} is not waivable for a platform");
+            assert!(!row.td_waivers[i + 1..].contains(c), "{n}: {c} twice");
+        }
         assert_eq!(row.is_tdx(), row.hardware == Hardware::Tdx, "{n}");
     }
 }
@@ -135,6 +142,11 @@ fn the_documented_table_matches_the_rows() {
                 (false, false) => "— (no vTPM)",
             }
             .to_owned(),
+            if row.td_waivers.is_empty() {
+                "—".to_owned()
+            } else {
+                row.td_waivers.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+            },
             row.ffi_code.to_string(),
         ];
         assert_eq!(doc.as_slice(), want.as_slice(), "documented row of {}", row.name);

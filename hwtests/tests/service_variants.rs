@@ -166,7 +166,7 @@ impl Machine {
 
 /// `{"0": …, "4": …, "9": …}`: the measured PCRs of `issuer`'s machine.
 fn measurements_of(issuer: &NodeIssuer) -> String {
-    let pcrs = issuer.with_tpm(|tpm| tpm.read_pcrs(PcrMask::from_indices(&MEASURED).unwrap())).unwrap();
+    let pcrs = issuer.with_tpm(|tpm| tpm.read_pcrs(PcrMask::from_indices(&MEASURED).unwrap())).unwrap().unwrap();
     let entries: Vec<String> = MEASURED
         .iter()
         .map(|i| format!(r#""{i}": {{"expected": "{}", "warnOnly": false}}"#, hex::encode(pcrs.get(*i).unwrap())))
@@ -315,7 +315,7 @@ impl JoiningNode {
 
     fn pcr15(&self) -> [u8; 32] {
         let pcrs = self.issuer.with_tpm(|tpm| tpm.read_pcrs(PcrMask::from_indices(&[BOOTSTRAP_PCR]).unwrap()));
-        *pcrs.unwrap().get(BOOTSTRAP_PCR).unwrap()
+        *pcrs.unwrap().unwrap().get(BOOTSTRAP_PCR).unwrap()
     }
 
     async fn join(&self, addr: SocketAddr) -> Result<Outcome, JoinError> {

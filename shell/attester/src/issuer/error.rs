@@ -45,6 +45,8 @@ pub enum HwIssuerError {
     Tpm(crate::tpm::Error),
     /// The device returned something the engine cannot parse.
     Engine(attest_engine::Error),
+    /// A configfs-tsm request failed or its output was refused.
+    Tsm(super::tsm::output::TsmError),
 }
 
 impl fmt::Display for HwIssuerError {
@@ -60,6 +62,7 @@ impl fmt::Display for HwIssuerError {
             Self::ConfigFile { path, source } => write!(f, "{}: {source}", path.display()),
             Self::Tpm(e) => write!(f, "{e}"),
             Self::Engine(e) => write!(f, "{e}"),
+            Self::Tsm(e) => write!(f, "{e}"),
         }
     }
 }
@@ -70,6 +73,7 @@ impl std::error::Error for HwIssuerError {
             Self::Tpm(e) => Some(e),
             Self::Engine(e) => Some(e),
             Self::ConfigFile { source, .. } => Some(source),
+            Self::Tsm(e) => Some(e),
             _ => None,
         }
     }
@@ -84,5 +88,11 @@ impl From<crate::tpm::Error> for HwIssuerError {
 impl From<attest_engine::Error> for HwIssuerError {
     fn from(e: attest_engine::Error) -> Self {
         Self::Engine(e)
+    }
+}
+
+impl From<super::tsm::output::TsmError> for HwIssuerError {
+    fn from(e: super::tsm::output::TsmError) -> Self {
+        Self::Tsm(e)
     }
 }
