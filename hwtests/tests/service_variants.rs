@@ -18,8 +18,10 @@
 //! | a genuine, measured machine of the variant that is not a node of this cluster (PCR 15) | the cluster binding, after the ticket |
 //! | a `qemu-vtpm` join service (the weaker path) where the node expects its own variant | no validator for the OID |
 //!
-//! One test walks the table (≈ 40 s here for the five variants with an issuer). A variant that gains an issuer
-//! but no simulated platform here fails it until one is added ([`Platform::start`]).
+//! One test walks the table (≈ 35 s here for the six variants a node can join as). A variant that gains an
+//! issuer but no simulated platform here fails it until one is added ([`Platform::start`]); a variant a node
+//! can attest as but not yet join with is named in [`CANNOT_JOIN_YET`], checked to still fall short, so that
+//! list only shrinks.
 
 #[path = "../../shell/joinservice/tests/join_support/mod.rs"]
 mod join_support;
@@ -32,7 +34,7 @@ use std::time::Duration;
 use attest_atls::{AtlsAcceptor, AttestationIssuer, BoxError, nonce::Nonce};
 use attest_attester::issuer::gce::GceAkKind;
 use attest_attester::issuer::select::{HardwareConfig, IssuerKind, NodeIssuer, VariantChoice};
-use attest_attester::issuer::{QemuVtpmIssuer, SnpDeviceAddr, SnpGuestDevice, SnpIssuer};
+use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_bootstrapper::dryrun::DryRunBackend;
@@ -43,11 +45,13 @@ use attest_bootstrapper::{
 };
 use attest_engine::policy::Hex;
 use attest_engine::snp::SigningKey;
+use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{AkBasis, AkTrust, Hardware, TABLE, Variant};
 use attest_engine::{LaunchPinning, SnpPolicy};
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_hwsim::attack::ReplayingIssuer;
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, LEAF_FILE, SimulatedSnp, SnpServer};
+use attest_hwsim::tdx::{AZURE_TD_ATTRIBUTES, DEFAULT_MRTD, QuoteEndpointServer, SimulatedTd, TD_ATTRIBUTES, TdServer};
 use attest_hwtests::Swtpm;
 use attest_joinservice::{ValidatorConfig, Validators};
 use attest_kds::test_roots::TestRoots;
@@ -67,18 +71,27 @@ const PATCHED: &[(u8, &[u8])] = &[(4, b"boot loader v1"), (9, b"kernel v1 (patch
 /// The PCRs the measurements file speaks of.
 const MEASURED: [u8; 3] = [0, 4, 9];
 
-/// The simulated hardware of one variant: its test roots and, for SEV-SNP, the guest device every machine of
-/// the test shares (one chip).
+/// Variants a node can attest as but cannot join with yet, and why.
+const CANNOT_JOIN_YET: &[(&str, &str)] = &[(
+    "qemu-tdx",
+    "no vTPM: the node lock (RTMR3) is not wired into the bootstrapper's NodeLock, nor is the join service's \
+     cluster binding read from RTMR3 (issue 23's TDX half)",
+)];
+
+/// The simulated hardware of one variant: its test roots and the chip every machine of the test shares — an
+/// SEV-SNP guest device, or a TD (Azure's: the paravisor's quote endpoint; a TD without a vTPM: its
+/// configfs-tsm interface).
 struct Platform {
     variant: Variant,
     dir: attest_test_support::TempDir,
     snp: Option<SnpServer>,
+    td: Option<(Arc<SimulatedTd>, TdServer, QuoteEndpointServer)>,
 }
 
 /// One machine of a platform: its TPM (manufactured as the variant's cloud manufactures it) and where its
 /// evidence comes from.
 struct Machine {
-    _tpm: Swtpm,
+    _tpm: Option<Swtpm>,
     config: HardwareConfig,
 }
 
@@ -86,19 +99,29 @@ impl Platform {
     /// The platform of `variant`, from its row's columns.
     fn start(variant: Variant) -> Platform {
         let dir = attest_test_support::TempDir::new("svcvar");
-        let snp = match variant.info().hardware {
-            Hardware::None => None,
+        let roots = dir.path().join("roots");
+        let (mut snp, mut td) = (None, None);
+        match variant.info().hardware {
+            Hardware::None => {}
             Hardware::SevSnp { signer } => {
                 let kind = match signer {
                     SigningKey::Vcek => SigningKeyKind::Vcek,
                     SigningKey::Vlek => SigningKeyKind::Vlek,
                 };
-                let sim = SimulatedSnp::provision(&dir.path().join("roots"), kind, DEFAULT_MEASUREMENT).unwrap();
-                Some(SnpServer::start(sim, &dir.path().join("sev-guest.sock")).unwrap())
+                let sim = SimulatedSnp::provision(&roots, kind, DEFAULT_MEASUREMENT).unwrap();
+                snp = Some(SnpServer::start(sim, &dir.path().join("sev-guest.sock")).unwrap());
             }
-            Hardware::Tdx => panic!("{variant} has an issuer now: give it a simulated TDX platform here"),
-        };
-        Platform { variant, dir, snp }
+            Hardware::Tdx => {
+                // Azure's TD partitions run without SEPT_VE_DISABLE (the row waives it); other TDs have it.
+                let attributes = if variant.info().td_waivers.is_empty() { TD_ATTRIBUTES } else { AZURE_TD_ATTRIBUTES };
+                let sim = SimulatedTd::provision(&roots, &dir.path().join("td"), DEFAULT_MRTD, attributes).unwrap();
+                let sim = Arc::new(sim);
+                let tsm = TdServer::start(&sim).unwrap();
+                let endpoint = QuoteEndpointServer::start(Arc::clone(&sim), "127.0.0.1:0".parse().unwrap()).unwrap();
+                td = Some((sim, tsm, endpoint));
+            }
+        }
+        Platform { variant, dir, snp, td }
     }
 
     fn roots(&self) -> PathBuf {
@@ -114,6 +137,13 @@ impl Platform {
     /// (Azure's paravisor, Google's AK certificate).
     fn machine(&self, name: &str, image: &[(u8, &[u8])], cluster: Option<[u8; 32]>) -> Machine {
         let info = self.variant.info();
+        if !info.has_vtpm() {
+            // A TD without a vTPM: its measurements are the TD's registers (not exercised here yet).
+            let td = self.td.as_ref().expect("a TDX platform");
+            let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+            config.tdx = TdxPaths::under(td.0.root());
+            return Machine { _tpm: None, config };
+        }
         let sw = if info.ek_certificate { Swtpm::start() } else { Swtpm::start_without_ek_certificate() }.unwrap();
         let mut tpm = Tpm::open(&sw.tcti()).unwrap();
         assert_eq!(tpm.ek_certificate().is_ok(), info.ek_certificate, "{}: the vTPM's EK certificate", self.variant);
@@ -132,6 +162,12 @@ impl Platform {
         if let Some(id) = cluster {
             tpm.extend_pcr(BOOTSTRAP_PCR, &id).unwrap();
         }
+        if let Some((td, _, endpoint)) = &self.td {
+            // Azure's paravisor on TDX: the HCL report of TDX type binding its AK; TD quotes from its endpoint.
+            td.provision_azure(&mut tpm).unwrap();
+            config.tdx = TdxPaths::under(td.root());
+            config.tdx_quote_endpoint = QuoteEndpoint::parse(&endpoint.url()).unwrap();
+        }
         if let Some(device) = self.device() {
             if info.ak == AkTrust::HclRuntimeData {
                 // Azure's paravisor: the HCL report binding its AK, from the chip; the guest sees no SNP device.
@@ -141,18 +177,21 @@ impl Platform {
                 config.snp_device = device;
             }
         }
-        Machine { _tpm: sw, config }
+        Machine { _tpm: Some(sw), config }
     }
 
-    /// The validator factory of a verifier of this platform: the test roots, the simulated guest's launch pinned.
+    /// The validator factory of a verifier of this platform: the test roots (and their TDX collateral), the
+    /// simulated guest's launch pinned.
     fn factory(&self) -> ValidatorFactory {
         let mut factory = ValidatorFactory::default();
         if self.roots().exists() {
-            let (snp, gce) = TestRoots::load(&self.roots()).unwrap().verifiers().unwrap();
-            factory.snp = Arc::new(snp);
-            factory.gce = Arc::new(gce);
+            let roots = TestRoots::load(&self.roots()).unwrap().verifiers().unwrap();
+            factory.snp = Arc::new(roots.snp);
+            factory.gce = Arc::new(roots.gce);
+            factory.tdx = Arc::new(roots.tdx.unwrap_or_default());
         }
         factory.snp_policy = SnpPolicy { measurements: vec![Hex(DEFAULT_MEASUREMENT)], ..SnpPolicy::default() };
+        factory.tdx_policy = TdxPolicy { mrtd: vec![Hex(DEFAULT_MRTD)], ..TdxPolicy::default() };
         factory
     }
 }
@@ -434,9 +473,17 @@ async fn a_node_of_each_variant_verifies_a_join_service_of_its_variant_without_a
     let mut covered = Vec::new();
     for row in TABLE.iter().filter(|r| IssuerKind::of(r.variant).is_some()) {
         let platform = Platform::start(row.variant);
+        if let Some((_, why)) = CANNOT_JOIN_YET.iter().find(|(name, _)| *name == row.name) {
+            // It attests, but cannot lock: once it can, it leaves the list and is covered like the others.
+            let issuer = platform.machine("node", GOOD, None).issuer(row.variant);
+            let lock = NodeLock::open(issuer as Arc<dyn PcrBackend>);
+            assert!(lock.is_err(), "{} can lock a node now: remove it from CANNOT_JOIN_YET ({why})", row.name);
+            println!("{}: not covered yet: {why}", row.name);
+            continue;
+        }
         each_variant_verifies_its_own_join_service(&platform).await;
         covered.push(row.name);
     }
     println!("verified a join service of its own variant: {}", covered.join(", "));
-    assert!(covered.len() >= 5, "{covered:?}");
+    assert!(covered.len() >= 6, "{covered:?}");
 }

@@ -4,12 +4,14 @@
 //! ```text
 //! attest-bootstrapper --tpm swtpm:host=127.0.0.1,port=2321 --state-dir DIR --init-secret-hash FILE
 //!     [--variant auto|VARIANT]
-//!     [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] [--event-log FILE]
+//!     [--snp-device /dev/sev-guest|tsm:/dir|sim:/path] [--snp-leaf FILE] [--event-log FILE]
+//!     [--tdx-root /|sim:/dir] [--tdx-quote-endpoint URL]
 //!     [--init-listen 0.0.0.0:9000] [--registration ADDR] [--node-name NAME]
 //!     [--join-service ADDR --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!      | --dangerously-skip-measurements-signature) [--join-service-ek-ca FILE …] [--join-service-variant V …]
 //!      [--snp-policy FILE] [--kds-store DIR] [--kds-url URL|offline] [--allow-stale-crl]
-//!      [--dangerous-allow-unpinned-launch] [--dangerous-test-roots DIR]]
+//!      [--dangerous-allow-unpinned-launch] [--dangerous-test-roots DIR]
+//!      [--tdx-platform FMSPC[:CA] … [--tdx-policy FILE] [--pcs-store DIR] [--pcs-url URL | --pcs-offline]]]
 //!     [--control-plane] [--disk key-file|luks:/dev/X] [--runtime-dir /run/attest]
 //!     [--backend kubeadm|dry-run] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
 //!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
@@ -21,7 +23,9 @@
 //! service of `--join-service-variant` (by default this node's own variant: the service attests with the
 //! hardware of the control-plane node it runs on), against `--measurements` (signature-checked unless
 //! explicitly waived), with that variant's validator — an SNP service's launch pinned and its CRLs loaded at
-//! start, its report binding the handshake; only a `qemu-vtpm` service's AK by credential activation against
+//! start, its report binding the handshake; a TDX service's MRTD pinned (`--tdx-policy`, or the measurements
+//! file for `qemu-tdx`) and the collateral of each `--tdx-platform` loaded at start and kept fresh
+//! (`attest_trust::tdx`); only a `qemu-vtpm` service's AK by credential activation against
 //! `--join-service-ek-ca`, which no other variant needs. So does a rebooted node asking for a rejoin ticket.
 //! The init server, the recovery endpoint and the verify service attest with the node's issuer of its
 //! variant (`attest_attester::issuer::NodeIssuer`). The backend is `kubeadm` unless `--backend dry-run` is
@@ -79,8 +83,10 @@ use attest_attester::issuer::{HardwareArgs, NodeIssuer, VariantChoice};
 use attest_attester::registration::ActivationService;
 use attest_engine::SnpVerifier;
 use attest_engine::gce::GceVerifier;
-use attest_engine::variant::{AkTrust, Variant};
+use attest_engine::tdx::TdxVerifier;
+use attest_engine::variant::{AkTrust, LaunchPin, Variant};
 use attest_registration::EkCaBundle;
+use attest_trust::tdx::{InstalledCollateral, TdxArgs};
 use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::Parser;
 use clap::builder::TypedValueParser as _;
@@ -177,10 +183,14 @@ struct Args {
     /// SNP policy file (TOML or JSON) for an SNP join service variant.
     #[arg(long, value_name = "FILE")]
     snp_policy: Option<PathBuf>,
-    /// DANGEROUS: verify the join service's SIMULATED hardware against the test roots in DIR instead of AMD's
-    /// and Google's (written by attest-hwsim). Only builds with the cargo feature dangerous-test-roots accept it.
+    /// DANGEROUS: verify the join service's SIMULATED hardware against the test roots in DIR instead of AMD's,
+    /// Google's and Intel's (written by attest-hwsim). Only builds with the cargo feature dangerous-test-roots
+    /// accept it.
     #[arg(long, value_name = "DIR")]
     dangerous_test_roots: Option<PathBuf>,
+    /// TDX collateral (per platform, from the PCS store or Intel's PCS) and policy for a TDX join service.
+    #[command(flatten)]
+    tdx: TdxArgs,
     /// Measurements signature, launch pinning, CRLs and their waivers (for verifying the join service).
     #[command(flatten)]
     trust: TrustArgs,
@@ -239,40 +249,70 @@ fn join_service_variants(args: &Args, own: Option<Variant>) -> Option<Vec<Varian
 }
 
 /// What verifying a join service needs whatever its variant, read at start before the TPM is opened: the
-/// measurements (signature checked), the validator factory (SNP policy, pinned or test roots) and the EK CA.
+/// measurements (signature checked), the validator factory (SNP and TDX policies, pinned or test roots) and
+/// the EK CA; `tdx_collateral`: the test roots brought the TDX collateral.
 struct TrustInputs {
     path: PathBuf,
     loaded: attest_trust::LoadedMeasurements,
     factory: ValidatorFactory,
+    tdx_collateral: bool,
     ek_ca: Option<EkCaBundle>,
 }
 
 fn trust_inputs(args: &Args) -> Result<TrustInputs, String> {
     let path = args.measurements.clone().ok_or("--join-service needs --measurements")?;
     let loaded = args.trust.measurements_trust().and_then(|t| t.load(&path)).map_err(|e| e.to_string())?;
-    let policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
-    let (snp, gce) = verifiers(args)?;
-    let factory =
-        ValidatorFactory { snp: Arc::new(snp), gce: Arc::new(gce), snp_policy: policy, ..ValidatorFactory::default() };
+    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
+    let tdx_policy = args.tdx.policy().map_err(|e| e.to_string())?;
+    let (snp, gce, tdx) = verifiers(args)?;
+    let tdx_collateral = tdx.is_some();
+    let factory = ValidatorFactory {
+        snp: Arc::new(snp),
+        gce: Arc::new(gce),
+        tdx: Arc::new(tdx.unwrap_or_default()),
+        snp_policy,
+        tdx_policy,
+        ..ValidatorFactory::default()
+    };
     let ek_ca = if args.join_service_ek_ca.is_empty() {
         None
     } else {
         Some(EkCaBundle::from_files(&args.join_service_ek_ca).map_err(|e| format!("--join-service-ek-ca: {e}"))?)
     };
-    Ok(TrustInputs { path, loaded, factory, ek_ca })
+    Ok(TrustInputs { path, loaded, factory, tdx_collateral, ek_ca })
 }
 
 /// How the join client verifies a join service of `variants`: `inputs`, the launch pinning of each variant,
-/// the CRLs loaded now (the test PKI's with `--dangerous-test-roots`), and the EK CA for a variant whose AK is
-/// trusted through a registry (`qemu-vtpm`) — and for no other.
+/// the CRLs (SEV-SNP) and collateral (TDX: of each `--tdx-platform`, returned to be kept fresh) loaded now —
+/// the test PKI's with `--dangerous-test-roots` —, and the EK CA for a variant whose AK is trusted through a
+/// registry (`qemu-vtpm`) — and for no other.
 async fn join_service_trust(
     args: &Args,
     inputs: &TrustInputs,
     variants: &[Variant],
-) -> Result<Arc<JoinServiceTrust>, String> {
+) -> Result<(Arc<JoinServiceTrust>, Option<InstalledCollateral>), String> {
     let factory = &inputs.factory;
-    let probes: Vec<_> = variants.iter().map(|&v| factory.launch_probe(v)).collect();
+    let mut probes = Vec::new();
+    for &v in variants {
+        probes.push(if v.info().launch == LaunchPin::TdxMrtd {
+            // Pinned by the TDX policy's MRTD (measured by TD registers: the measurements file's MRTD).
+            factory.validator_for(v, &inputs.loaded.document).map_err(|e| e.to_string())?
+        } else {
+            factory.launch_probe(v)
+        });
+    }
     let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
+    let collateral = if variants.iter().any(|v| v.is_tdx()) && !inputs.tdx_collateral {
+        let installed = args.tdx.install(&factory.tdx).await.map_err(|e| e.to_string())?;
+        if installed.is_none() {
+            return Err("a TDX join service variant is configured but no --tdx-platform: no TD quote could be \
+                        verified"
+                .into());
+        }
+        installed
+    } else {
+        None
+    };
     // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
     let crl_variants = if args.dangerous_test_roots.is_some() { &[][..] } else { variants };
     let crls = args
@@ -300,7 +340,7 @@ async fn join_service_trust(
         waivers = %trust.waivers_field(),
         "bootstrapper: the join service will be verified before a ticket is accepted"
     );
-    Ok(Arc::new(server))
+    Ok((Arc::new(server), collateral))
 }
 
 /// The exit of a bootstrapper that cannot verify a join service (configuration: exit 3, announced as a
@@ -311,25 +351,27 @@ fn refuse_join_config(e: &str) -> ExitCode {
     ExitCode::from(EXIT_CONFIG)
 }
 
-/// The SNP and GCE verifiers the join service is checked with: AMD's and Google's pinned roots, or
-/// (`--dangerous-test-roots`, feature builds only) the test roots of simulated hardware.
-fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier), String> {
+/// The SNP, GCE and TDX verifiers the join service is checked with: AMD's, Google's and Intel's pinned roots
+/// (TDX collateral installed later, per `--tdx-platform`: `None` here), or (`--dangerous-test-roots`, feature
+/// builds only) the test roots of simulated hardware, with the test TDX collateral.
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
     match &args.dangerous_test_roots {
-        None => Ok((SnpVerifier::new(), GceVerifier::new())),
+        None => Ok((SnpVerifier::new(), GceVerifier::new(), None)),
         Some(dir) => test_root_verifiers(dir),
     }
 }
 
 #[cfg(feature = "dangerous-test-roots")]
-fn test_root_verifiers(dir: &Path) -> Result<(SnpVerifier, GceVerifier), String> {
+fn test_root_verifiers(dir: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
     let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
     tracing::warn!(roots = %roots.describe(), "bootstrapper: DANGEROUS: verifying the join service's SIMULATED \
         hardware against TEST ROOTS");
-    roots.verifiers().map_err(|e| e.to_string())
+    let v = roots.verifiers().map_err(|e| e.to_string())?;
+    Ok((v.snp, v.gce, v.tdx))
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]
-fn test_root_verifiers(_: &Path) -> Result<(SnpVerifier, GceVerifier), String> {
+fn test_root_verifiers(_: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
     Err(TEST_ROOTS_REFUSED.to_owned())
 }
 
@@ -351,8 +393,7 @@ fn host_name() -> String {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
-    if (args.hardware.snp_device.is_simulated() || args.dangerous_test_roots.is_some())
-        && !cfg!(feature = "dangerous-test-roots")
+    if (args.hardware.is_simulated() || args.dangerous_test_roots.is_some()) && !cfg!(feature = "dangerous-test-roots")
     {
         tracing::error!(snp_device = %args.hardware.snp_device, test_roots = ?args.dangerous_test_roots,
             "bootstrapper: {TEST_ROOTS_REFUSED}");
@@ -413,10 +454,10 @@ pub fn main() -> ExitCode {
         VariantChoice::Fixed(v) => Some(v),
         VariantChoice::Auto => None,
     };
-    let mut server_trust = None;
+    let (mut server_trust, mut tdx_collateral) = (None, None);
     if let (Some(inputs), Some(variants)) = (&inputs, join_service_variants(&args, fixed)) {
         match runtime.block_on(join_service_trust(&args, inputs, &variants)) {
-            Ok(t) => server_trust = Some(t),
+            Ok((t, c)) => (server_trust, tdx_collateral) = (Some(t), c),
             Err(e) => return refuse_join_config(&e),
         }
     }
@@ -434,7 +475,7 @@ pub fn main() -> ExitCode {
     tracing::info!(variant = %issuer.variant(), "bootstrapper: attesting");
     if let (Some(inputs), None) = (&inputs, &server_trust) {
         match runtime.block_on(join_service_trust(&args, inputs, &[issuer.variant()])) {
-            Ok(t) => server_trust = Some(t),
+            Ok((t, c)) => (server_trust, tdx_collateral) = (Some(t), c),
             Err(e) => return refuse_join_config(&e),
         }
     }
@@ -513,7 +554,8 @@ pub fn main() -> ExitCode {
         Ok(Ok(Startup::Fresh)) => {}
     }
 
-    runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust))
+    let tdx_collateral = tdx_collateral.zip(inputs.map(|i| i.factory.tdx));
+    runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust, tdx_collateral))
 }
 
 async fn run(
@@ -523,6 +565,7 @@ async fn run(
     issuer: Arc<NodeIssuer>,
     ek_certificate: Vec<u8>,
     server_trust: Option<Arc<JoinServiceTrust>>,
+    tdx_collateral: Option<(InstalledCollateral, Arc<TdxVerifier>)>,
 ) -> ExitCode {
     let dry_run = node.backend().is_dry_run();
     let grace = Duration::from_secs(args.shutdown_grace);
@@ -576,6 +619,7 @@ async fn run(
     // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
     // nextUpdate for as long as the bootstrapper runs.
     let (_crl_stop, crl_stopped) = tokio::sync::watch::channel(false);
+    let _tdx_refresher = tdx_collateral.map(|(c, verifier)| args.tdx.keep_fresh(c, verifier, crl_stopped.clone()));
     let _crl_refresher =
         server_trust.as_ref().and_then(|t| t.trust().revocation.as_ref()).map(|k| k.spawn(crl_stopped));
     if let (Some(endpoints), Some(server_trust)) = (args.life().endpoint_source(), server_trust) {

@@ -2,8 +2,8 @@
 //! `/metrics` endpoint, and (optionally) the AK registration service.
 //!
 //! ```text
-//! join-service --tpm TCTI [--node-variant auto|VARIANT] [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] \
-//!     [--event-log FILE] --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
+//! join-service --tpm TCTI [--node-variant auto|VARIANT] [--snp-device /dev/sev-guest|tsm:/dir|sim:/path] \
+//!     [--snp-leaf FILE] [--event-log FILE] [--tdx-root /|sim:/dir] [--tdx-quote-endpoint URL] --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!       | --dangerously-skip-measurements-signature) --measurement-salt FILE --ak-registry FILE --pki-dir DIR \
 //!     --kubernetes-config FILE --api-server-endpoint HOST:PORT [--key-service 127.0.0.1:9010] \
 //!     --key-service-ca FILE --key-service-cert FILE --key-service-key FILE \
@@ -34,7 +34,8 @@
 //!
 //! TDX variants (`qemu-tdx`, `azure-tdx`) need the collateral of every platform they accept
 //! (`--tdx-platform`): it is loaded from the PCS store (then Intel's PCS) before the service listens — the
-//! service does not start without it — and refreshed ahead of its nextUpdate ([`crate::tdx`]).
+//! service does not start without it — and refreshed ahead of its nextUpdate ([`crate::tdx`]); with
+//! `--dangerous-test-roots` the test roots' collateral stands in for it.
 //!
 //! Several `--variant`s are accepted at once, each with its own measurements (the release-list form of the
 //! measurements file carries one entry per `attestationVariant`) and, for SNP variants, its own launch
@@ -67,7 +68,7 @@ use attest_attester::issuer::{HardwareArgs, NodeIssuer, VariantChoice};
 use attest_attester::registration::ActivationService;
 use attest_engine::SnpVerifier;
 use attest_engine::gce::GceVerifier;
-use attest_engine::tdx::{TdxPolicy, TdxVerifier};
+use attest_engine::tdx::TdxVerifier;
 use attest_engine::variant::Variant;
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_k8s::{ClusterCa, DryRunTokenIssuer, KubeClient, KubeConfig, KubeTokenIssuer, TokenIssuer};
@@ -75,6 +76,7 @@ use attest_kds::CrlKeeper;
 use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsConnector, TlsFiles};
 use attest_registration::RegistrationService;
 use attest_registration::{EkCaBundle, FileAkRegistry};
+use attest_trust::tdx::TdxArgs;
 use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::builder::TypedValueParser as _;
 use clap::{Parser, ValueEnum};
@@ -181,22 +183,9 @@ struct Args {
     /// Seconds in-flight calls are given to finish on shutdown.
     #[arg(long, default_value_t = 5, value_name = "SECONDS")]
     shutdown_grace: u64,
-    /// A TDX platform whose quotes are accepted (repeatable; TDX variants): FMSPC in hex, optionally with
-    /// `:platform` (default) or `:processor`, the CA of its PCK certificates.
-    #[arg(long = "tdx-platform", value_name = "FMSPC[:CA]", value_parser = crate::tdx::TdxPlatform::parse)]
-    tdx_platforms: Vec<crate::tdx::TdxPlatform>,
-    /// TDX policy file (TOML or JSON) for the TDX variants; the engine's strict defaults otherwise.
-    #[arg(long, value_name = "FILE")]
-    tdx_policy: Option<PathBuf>,
-    /// The Intel PCS store directory (as `attest pcs prefill` fills it).
-    #[arg(long, value_name = "DIR", default_value = "pcs-store")]
-    pcs_store: PathBuf,
-    /// Intel PCS base URL.
-    #[arg(long, value_name = "URL", default_value = attest_kds::DEFAULT_PCS_BASE_URL)]
-    pcs_url: String,
-    /// Use the PCS store only; never contact Intel.
-    #[arg(long)]
-    pcs_offline: bool,
+    /// TDX collateral (per platform, from the PCS store or Intel's PCS) and policy for the TDX variants.
+    #[command(flatten)]
+    tdx: TdxArgs,
     /// The hardware of this control-plane node: the join service attests itself to joining nodes with it.
     #[command(flatten)]
     hardware: HardwareArgs,
@@ -229,30 +218,34 @@ fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), String> {
     attest_trust::variant_arg::parse_keyed(s).map(|(variant, file)| (variant, PathBuf::from(file)))
 }
 
-/// The SNP and GCE verifiers: AMD's and Google's pinned roots, or (`--dangerous-test-roots`, feature builds
-/// only) the test roots of simulated hardware.
-fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier), String> {
+/// The SNP, GCE and TDX verifiers: AMD's, Google's and Intel's pinned roots (TDX collateral installed later,
+/// per `--tdx-platform`), or (`--dangerous-test-roots`, feature builds only) the test roots of simulated
+/// hardware, with the test TDX collateral (`true`: collateral installed).
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, TdxVerifier, bool), String> {
     let Some(dir) = &args.dangerous_test_roots else {
-        return Ok((SnpVerifier::new(), GceVerifier::new()));
+        return Ok((SnpVerifier::new(), GceVerifier::new(), TdxVerifier::new(), false));
     };
-    test_root_verifiers(dir)
+    let (snp, gce, tdx) = test_root_verifiers(dir)?;
+    let tdx_collateral = tdx.is_some();
+    Ok((snp, gce, tdx.unwrap_or_default(), tdx_collateral))
 }
 
 #[cfg(feature = "dangerous-test-roots")]
-fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
     let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
     tracing::warn!(roots = %roots.describe(), "join service: DANGEROUS: verifying SIMULATED hardware against TEST ROOTS");
-    roots.verifiers().map_err(|e| e.to_string())
+    let v = roots.verifiers().map_err(|e| e.to_string())?;
+    Ok((v.snp, v.gce, v.tdx))
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]
-fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
     Err(TEST_ROOTS_REFUSED.to_owned())
 }
 
-/// Why a release build refuses `--dangerous-test-roots` and a simulated device.
-const TEST_ROOTS_REFUSED: &str = "--dangerous-test-roots, --snp-device sim:…: this build cannot trust test roots or \
-    attest with simulated hardware (built without the feature dangerous-test-roots)";
+/// Why a release build refuses `--dangerous-test-roots` and simulated hardware.
+const TEST_ROOTS_REFUSED: &str = "--dangerous-test-roots, simulated hardware (sim:…, a stand-in quote endpoint): this \
+    build cannot trust test roots or attest with simulated hardware (built without the feature dangerous-test-roots)";
 
 /// Everything loaded from the configuration, before any socket is opened.
 struct Loaded {
@@ -302,21 +295,15 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         .with_trust_on_first_use(args.ak_trust_on_first_use);
     let registry = Arc::new(registry);
     let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
-    let tdx_policy = match &args.tdx_policy {
-        None => TdxPolicy::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            TdxPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-        }
-    };
+    let tdx_policy = args.tdx.policy().map_err(|e| e.to_string())?;
     let mut snp_policies = std::collections::HashMap::new();
     for (variant, path) in &args.variant_snp_policy {
         snp_policies.insert(*variant, args.trust.snp_policy(Some(path)).map_err(|e| e.to_string())?);
     }
-    let (snp, gce) = verifiers(args)?;
+    let (snp, gce, tdx, tdx_collateral) = verifiers(args)?;
     let mut variants = args.variants.clone();
     variants.dedup();
-    if variants.iter().any(|v| v.is_tdx()) && args.tdx_platforms.is_empty() {
+    if variants.iter().any(|v| v.is_tdx()) && args.tdx.tdx_platforms.is_empty() && !tdx_collateral {
         return Err("a TDX variant is configured but no --tdx-platform: no TD quote could be verified".into());
     }
     let snp = Arc::new(snp);
@@ -327,6 +314,7 @@ async fn load(args: &Args) -> Result<Loaded, String> {
             snp_policy,
             snp_policies,
             tdx_policy,
+            tdx: Arc::new(tdx),
             gce: Arc::new(gce),
             ..ValidatorFactory::default()
         },
@@ -404,24 +392,11 @@ async fn load(args: &Args) -> Result<Loaded, String> {
     Ok(Loaded { validators, service, metrics, registry, ek_ca, tdx, crls, issuer, activation })
 }
 
-/// The PCS supply of `--pcs-*`.
-fn pcs(args: &Args) -> Result<attest_kds::Pcs, String> {
-    let online = !args.pcs_offline;
-    attest_kds::Pcs::new(attest_kds::PcsConfig {
-        store: Some(args.pcs_store.clone()),
-        base_url: online.then(|| args.pcs_url.clone()),
-        certs_url: online.then(|| attest_kds::DEFAULT_INTEL_CERTS_URL.to_owned()),
-        ..attest_kds::PcsConfig::default()
-    })
-    .map_err(|e| format!("PCS supply: {e}"))
-}
-
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
-    if (args.dangerous_test_roots.is_some() || args.hardware.snp_device.is_simulated())
-        && !cfg!(feature = "dangerous-test-roots")
+    if (args.dangerous_test_roots.is_some() || args.hardware.is_simulated()) && !cfg!(feature = "dangerous-test-roots")
     {
         tracing::error!("join service: {TEST_ROOTS_REFUSED}");
         return ExitCode::from(2);
@@ -444,21 +419,11 @@ pub fn main() -> ExitCode {
         }
     };
     // TDX collateral (the store, then Intel's PCS) before anything listens.
-    let tdx_installed = if args.tdx_platforms.is_empty() {
-        None
-    } else {
-        let installed = pcs(&args).and_then(|pcs| {
-            runtime
-                .block_on(crate::tdx::install(&pcs, &loaded.tdx, &args.tdx_platforms))
-                .map(|i| (pcs, i))
-                .map_err(|e| e.to_string())
-        });
-        match installed {
-            Ok(i) => Some(i),
-            Err(e) => {
-                tracing::error!(error = %e, "join service: cannot load the TDX collateral");
-                return ExitCode::from(EXIT_CONFIG);
-            }
+    let tdx_installed = match runtime.block_on(args.tdx.install(&loaded.tdx)) {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::error!(error = %e, "join service: cannot load the TDX collateral");
+            return ExitCode::from(EXIT_CONFIG);
         }
     };
     tracing::info!(
@@ -493,7 +458,7 @@ fn announce(addr: SocketAddr) -> std::io::Result<()> {
 async fn serve(
     args: &Args,
     loaded: Loaded,
-    tdx_installed: Option<(attest_kds::Pcs, Vec<attest_engine::tdx::CollateralInfo>)>,
+    tdx_installed: Option<attest_trust::tdx::InstalledCollateral>,
 ) -> std::io::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     let Loaded { validators, service, metrics, registry, ek_ca, crls, issuer, activation, tdx } = loaded;
@@ -535,10 +500,7 @@ async fn serve(
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let crl_refresher = crls.spawn(stopped.clone());
-    let refresher = tdx_installed.map(|(pcs, installed)| {
-        let margin = crate::tdx::DEFAULT_REFRESH_MARGIN;
-        crate::tdx::spawn_refresh(pcs, tdx, args.tdx_platforms.clone(), installed, margin, stopped.clone())
-    });
+    let refresher = tdx_installed.map(|installed| args.tdx.keep_fresh(installed, tdx, stopped.clone()));
     let watcher = validators.watch(Duration::from_secs(args.measurements_poll_interval.max(1)), stopped);
 
     let signal_name = tokio::select! {

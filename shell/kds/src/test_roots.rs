@@ -74,6 +74,17 @@ impl fmt::Display for TestRootsError {
 
 impl std::error::Error for TestRootsError {}
 
+/// The verifiers of a test-root directory ([`TestRoots::verifiers`]).
+#[derive(Debug)]
+pub struct TestRootVerifiers {
+    /// SEV-SNP: the test ARK's, or AMD's pinned roots.
+    pub snp: SnpVerifier,
+    /// GCE: the test Google-like root's, or Google's pinned roots.
+    pub gce: GceVerifier,
+    /// TDX: the test Intel-like root's with the test collateral; `None` without a TDX test root.
+    pub tdx: Option<TdxVerifier>,
+}
+
 /// The loaded test roots.
 #[derive(Clone, Debug)]
 pub struct TestRoots {
@@ -200,12 +211,12 @@ impl TestRoots {
         self.gce_root.clone().map(|root| GceVerifier::with_trust_anchors(default_provider(), vec![root], Vec::new()))
     }
 
-    /// The SNP and GCE verifiers of these roots, as a verifier of simulated hardware builds them: the test
-    /// ARK's (AMD's pinned roots where the directory has no SNP root) and the test Google-like root's
-    /// (Google's pinned roots without one).
-    pub fn verifiers(&self) -> Result<(SnpVerifier, GceVerifier), TestRootsError> {
+    /// The verifiers of these roots, as a verifier of simulated hardware builds them: the test ARK's (AMD's
+    /// pinned roots where the directory has no SNP root), the test Google-like root's (Google's pinned roots
+    /// without one) and the test Intel-like root's with its collateral installed (`None` without one).
+    pub fn verifiers(&self) -> Result<TestRootVerifiers, TestRootsError> {
         let snp = if self.has_snp() { self.snp_verifier()? } else { SnpVerifier::new() };
-        Ok((snp, self.gce_verifier().unwrap_or_default()))
+        Ok(TestRootVerifiers { snp, gce: self.gce_verifier().unwrap_or_default(), tdx: self.tdx_verifier()? })
     }
 
     /// Whether an Intel-like TDX root is present.

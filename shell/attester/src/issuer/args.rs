@@ -4,7 +4,8 @@
 //! [`NodeIssuer`] they open.
 //!
 //! ```text
-//! --tpm TCTI [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] [--event-log FILE]
+//! --tpm TCTI [--snp-device /dev/sev-guest|tsm:/dir|sim:/path] [--snp-leaf FILE] [--event-log FILE]
+//!     [--tdx-root /|sim:/dir] [--tdx-quote-endpoint URL]
 //! ```
 //!
 //! The variant flag is each binary's own (the bootstrapper's `--variant`, the join service's
@@ -15,6 +16,8 @@
 use super::error::HwIssuerError;
 use super::select::{HardwareConfig, NodeIssuer, VariantChoice};
 use super::sevguest::SnpDeviceAddr;
+use super::tdguest::TdxPaths;
+use super::tdx::QuoteEndpoint;
 use std::path::{Path, PathBuf};
 
 /// Where a node's evidence comes from (flatten it into a binary's arguments).
@@ -34,6 +37,14 @@ pub struct HardwareArgs {
     /// /sys/kernel/security/tpm0/binary_bios_measurements.
     #[arg(long, value_name = "FILE")]
     pub event_log: Option<PathBuf>,
+    /// The TDX guest's interfaces: / (the kernel's configfs-tsm, /dev/tdx_guest, RTMRs and CCEL table), or
+    /// sim:/dir (a simulator; builds with dangerous-test-roots only).
+    #[arg(long, default_value = "/", value_parser = TdxPaths::parse, value_name = "ROOT")]
+    pub tdx_root: TdxPaths,
+    /// Azure's TD quote endpoint (azure-tdx) [default: http://169.254.169.254/acc/tdquote]; another one is
+    /// a simulator's (builds with dangerous-test-roots only).
+    #[arg(long, value_parser = QuoteEndpoint::parse, value_name = "URL")]
+    pub tdx_quote_endpoint: Option<QuoteEndpoint>,
 }
 
 impl HardwareArgs {
@@ -45,7 +56,19 @@ impl HardwareArgs {
         config.snp_device = self.snp_device.clone();
         config.snp_leaf = self.snp_leaf.as_deref().map(read).transpose()?;
         config.event_log = self.event_log.as_deref().map(read).transpose()?;
+        config.tdx = self.tdx_root.clone();
+        if let Some(endpoint) = &self.tdx_quote_endpoint {
+            config.tdx_quote_endpoint = endpoint.clone();
+        }
         Ok(config)
+    }
+
+    /// Whether these flags name simulated hardware (an SNP device simulator, a simulated TDX root, a stand-in
+    /// of Azure's quote endpoint): only builds with the feature dangerous-test-roots may use it.
+    pub fn is_simulated(&self) -> bool {
+        self.snp_device.is_simulated()
+            || self.tdx_root.is_simulated()
+            || self.tdx_quote_endpoint.as_ref().is_some_and(|e| !e.is_azure())
     }
 
     /// Opens the node's issuer of `choice` on this hardware ([`NodeIssuer::open`]).
