@@ -4,7 +4,7 @@
 //! the join service it joins through), `attest init` / `attest verify` and the C ABI.
 //!
 //! **May depend on:** `attest-engine`, `attest-measurements`; with the feature `service` (default) also
-//! `attest-kds` (CRL supply), clap (the shared flags), tokio and tracing. **Must not depend on:** gRPC, aTLS,
+//! `attest-kds` (CRL and TDX collateral supply), clap (the shared flags), tokio, tracing and hex. **Must not depend on:** gRPC, aTLS,
 //! any service or the attester side: it decides what a verifier trusts, never how it talks. Without
 //! `service` (the C ABI's build) it is the [`ValidatorFactory`] and the signed measurements only: no HTTP
 //! client, no async runtime.
