@@ -204,13 +204,18 @@ mod tests {
 
     #[test]
     fn auto_or_a_variant() {
+        // As the binaries take it: mapped into a type of their own (a bare `Option` field would make clap
+        // expect a parser of the inner type).
+        #[derive(Clone, Debug, PartialEq)]
+        struct Picked(Option<Variant>);
         #[derive(Debug, Parser)]
         struct Choice {
-            #[arg(long, value_parser = auto_or_any("detect"))]
-            variant: Option<Variant>,
+            #[arg(long, value_parser = auto_or_any("detect").map(Picked))]
+            variant: Picked,
         }
-        assert_eq!(Choice::try_parse_from(["x", "--variant", "auto"]).unwrap().variant, None);
-        assert_eq!(Choice::try_parse_from(["x", "--variant", "qemu-tdx"]).unwrap().variant, Some(Variant::QemuTdx));
+        assert_eq!(Choice::try_parse_from(["x", "--variant", "auto"]).unwrap().variant, Picked(None));
+        let tdx = Choice::try_parse_from(["x", "--variant", "qemu-tdx"]).unwrap().variant;
+        assert_eq!(tdx, Picked(Some(Variant::QemuTdx)));
         let listed: Vec<String> =
             auto_or_any("detect").possible_values().unwrap().map(|p| p.get_name().to_owned()).collect();
         assert_eq!(listed.len(), TABLE.len() + 1);
