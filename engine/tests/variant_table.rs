@@ -69,6 +69,13 @@ fn every_row_is_a_coherent_trust_path() {
             Hardware::None => assert_eq!(row.launch, LaunchPin::NotApplicable, "{n}"),
         }
         assert_eq!(row.has_vtpm(), row.measured == Measured::Pcrs, "{n}");
+        // Credential activation needs a certified EK; without a vTPM there is no EK at all.
+        if row.ak == AkTrust::Registry {
+            assert!(row.ek_certificate, "{n}: an AK registry variant is trusted through its EK certificate");
+        }
+        if !row.has_vtpm() {
+            assert!(!row.ek_certificate, "{n}: no vTPM, no EK certificate");
+        }
         // Waivers are TD-attribute checks of a TDX platform, each once.
         for (i, c) in row.td_waivers.iter().enumerate() {
             assert_eq!(row.hardware, Hardware::Tdx, "{n}: TD waivers on a non-TDX row");
@@ -127,6 +134,12 @@ fn the_documented_table_matches_the_rows() {
             match row.measured {
                 Measured::Pcrs => "PCRs",
                 Measured::TdRegisters => "MRTD, RTMR0–3",
+            }
+            .to_owned(),
+            match (row.ek_certificate, row.has_vtpm()) {
+                (true, _) => "yes",
+                (false, true) => "none",
+                (false, false) => "— (no vTPM)",
             }
             .to_owned(),
             if row.td_waivers.is_empty() {

@@ -1,6 +1,7 @@
 //! `attest-hwsim`: SIMULATED confidential-computing hardware for the demo and tests (crate docs).
 //!
 //! ```text
+//! attest-hwsim machine --variant VARIANT
 //! attest-hwsim snp serve --dir DIR --socket PATH [--signer vcek|vlek] [--measurement HEX]
 //! attest-hwsim tdx serve --dir DIR --root ROOT [--mrtd HEX] [--azure-tpm TCTI --quote-listen 127.0.0.1:PORT]
 //! attest-hwsim azure provision --tpm TCTI --snp-device sim:PATH
@@ -12,10 +13,13 @@
 //!              [--snp-leaf FILE] [--node-name NAME] [--tdx-root sim:ROOT] [--tdx-quote-endpoint URL]
 //! ```
 //!
-//! `snp serve` prints `listening on PATH` once it answers, then runs until SIGTERM. `tdx serve` prints
-//! `serving sim:ROOT` (and, with `--azure-tpm`, `quote endpoint URL` after provisioning the vTPM as Azure's
-//! paravisor does) once it answers, then runs until SIGTERM; attesters take `sim:ROOT` as their TDX root
-//! and the URL as Azure's quote endpoint. The attack commands
+//! `machine` prints, as one JSON object, what a machine of the variant has, from its row of the variant table
+//! (`{"variant", "vtpm", "ek_certificate", "snp_signer": "vcek"|"vlek"|null, "paravisor", "gce_ak", "tdx"}`):
+//! the demo manufactures each node's simulated hardware from it — a swtpm without an EK certificate where the
+//! cloud's vTPM has none (AWS's NitroTPM). `snp serve` prints `listening on PATH` once it answers, then runs
+//! until SIGTERM. `tdx serve` prints `serving sim:ROOT` (and, with `--azure-tpm`, `quote endpoint URL` after
+//! provisioning the vTPM as Azure's paravisor does) once it answers, then runs until SIGTERM; attesters take
+//! `sim:ROOT` as their TDX root and the URL as Azure's quote endpoint. The attack commands
 //! print one JSON object (`{"attack", "outcome": "refused"|"issued", "reason"?}`) and exit 0 when the
 //! attempt ran (whatever its outcome), 1 when it could not run. Every command says on stderr that the
 //! hardware is simulated.
@@ -24,7 +28,7 @@ use attest_attester::issuer::gce::GceAkKind;
 use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice};
 use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
 use attest_attester::tpm::{AkConfig, Tpm};
-use attest_engine::variant::Variant;
+use attest_engine::variant::{AkTrust, Variant};
 use attest_hwsim::attack::{ReplayingIssuer, attempt_join};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, SimulatedSnp, SnpServer};
 use attest_hwsim::{BANNER, azure, gce, tdx};
@@ -46,6 +50,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// What a machine of a variant has (JSON), from the variant table.
+    Machine {
+        /// The variant.
+        #[arg(long)]
+        variant: Variant,
+    },
     /// A simulated SEV-SNP guest device.
     #[command(subcommand)]
     Snp(SnpCommand),
@@ -210,8 +220,30 @@ fn device(addr: &str) -> Result<SnpGuestDevice, String> {
     SnpGuestDevice::open(&addr).map_err(|e| e.to_string())
 }
 
+/// What a machine of `variant` has, from its row of the variant table.
+fn machine(variant: Variant) -> serde_json::Value {
+    let row = variant.info();
+    let signer = row.snp_signer().map(|k| match k {
+        attest_engine::snp::SigningKey::Vcek => "vcek",
+        attest_engine::snp::SigningKey::Vlek => "vlek",
+    });
+    json!({
+        "variant": row.name,
+        "vtpm": row.has_vtpm(),
+        "ek_certificate": row.ek_certificate,
+        "snp_signer": signer,
+        "paravisor": row.ak == AkTrust::HclRuntimeData,
+        "gce_ak": row.ak == AkTrust::ProviderCertificate,
+        "tdx": row.is_tdx(),
+    })
+}
+
 fn run(command: Command) -> Result<(), String> {
     match command {
+        Command::Machine { variant } => {
+            println!("{}", machine(variant));
+            Ok(())
+        }
         Command::Snp(SnpCommand::Serve { dir, socket, signer, measurement }) => {
             let measurement = match measurement {
                 None => DEFAULT_MEASUREMENT,

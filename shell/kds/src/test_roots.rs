@@ -74,6 +74,17 @@ impl fmt::Display for TestRootsError {
 
 impl std::error::Error for TestRootsError {}
 
+/// The verifiers of a test-root directory ([`TestRoots::verifiers`]).
+#[derive(Debug)]
+pub struct TestRootVerifiers {
+    /// SEV-SNP: the test ARK's, or AMD's pinned roots.
+    pub snp: SnpVerifier,
+    /// GCE: the test Google-like root's, or Google's pinned roots.
+    pub gce: GceVerifier,
+    /// TDX: the test Intel-like root's with the test collateral; `None` without a TDX test root.
+    pub tdx: Option<TdxVerifier>,
+}
+
 /// The loaded test roots.
 #[derive(Clone, Debug)]
 pub struct TestRoots {
@@ -198,6 +209,14 @@ impl TestRoots {
     /// A GCE verifier trusting only the test Google-like root; `None` without one.
     pub fn gce_verifier(&self) -> Option<GceVerifier> {
         self.gce_root.clone().map(|root| GceVerifier::with_trust_anchors(default_provider(), vec![root], Vec::new()))
+    }
+
+    /// The verifiers of these roots, as a verifier of simulated hardware builds them: the test ARK's (AMD's
+    /// pinned roots where the directory has no SNP root), the test Google-like root's (Google's pinned roots
+    /// without one) and the test Intel-like root's with its collateral installed (`None` without one).
+    pub fn verifiers(&self) -> Result<TestRootVerifiers, TestRootsError> {
+        let snp = if self.has_snp() { self.snp_verifier()? } else { SnpVerifier::new() };
+        Ok(TestRootVerifiers { snp, gce: self.gce_verifier().unwrap_or_default(), tdx: self.tdx_verifier()? })
     }
 
     /// Whether an Intel-like TDX root is present.

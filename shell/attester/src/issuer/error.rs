@@ -33,6 +33,14 @@ pub enum HwIssuerError {
         /// Why no variant follows from it.
         reason: &'static str,
     },
+    /// A file the node's hardware configuration names (the SNP leaf certificate, the event log) could not be
+    /// read.
+    ConfigFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The TPM side failed.
     Tpm(crate::tpm::Error),
     /// The device returned something the engine cannot parse.
@@ -51,6 +59,7 @@ impl fmt::Display for HwIssuerError {
                 write!(f, "no {want}: the host's certificate table lacks it and none was configured")
             }
             Self::Detection { found, reason } => write!(f, "variant detection: found {found}: {reason}"),
+            Self::ConfigFile { path, source } => write!(f, "{}: {source}", path.display()),
             Self::Tpm(e) => write!(f, "{e}"),
             Self::Engine(e) => write!(f, "{e}"),
             Self::Tsm(e) => write!(f, "{e}"),
@@ -63,6 +72,7 @@ impl std::error::Error for HwIssuerError {
         match self {
             Self::Tpm(e) => Some(e),
             Self::Engine(e) => Some(e),
+            Self::ConfigFile { source, .. } => Some(source),
             Self::Tsm(e) => Some(e),
             _ => None,
         }

@@ -10,7 +10,8 @@
 //! | [`QemuTdxIssuer`] | `qemu-tdx` | the TDX guest ([`tdguest`]): a TD quote per attestation (configfs-tsm, else `/dev/tdx_guest` and the host's QGS), the CC event log |
 //! | [`AzureTdxIssuer`] | `azure-tdx` | the paravisor's vTPM: HCL report (TDX), quote by the HCL AK, and the TD quote of the HCL report's TD report from the paravisor's quote endpoint |
 //!
-//! [`select`] chooses one by name or detects it from the machine. The hardware issuers fail with
+//! [`select`] chooses one by name or detects it from the machine; `args` (cargo feature `cli`) is the
+//! command-line form of the node's hardware that the bootstrapper and the join service share. The hardware issuers fail with
 //! [`HwIssuerError::DeviceNotPresent`] where their device does not exist. Simulated hardware (tests, the
 //! demo) is reached through the same code paths: a simulated SEV-SNP guest device differs only in its
 //! transport ([`sevguest`]), a simulated vTPM is a swtpm provisioned as the cloud provisions its vTPM.
@@ -27,6 +28,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "cli")]
+pub mod args;
 pub mod azure;
 mod error;
 pub mod gce;
@@ -38,6 +41,8 @@ pub mod tdguest;
 pub mod tdx;
 pub mod tsm;
 
+#[cfg(feature = "cli")]
+pub use args::HardwareArgs;
 pub use azure::AzureSnpIssuer;
 pub use error::HwIssuerError;
 pub use gce::GceIssuer;
