@@ -644,6 +644,22 @@ enum attest_result
    */
   ATTEST_RESULT_POLICY_TDX_SERVICE_TD = 5219,
   /**
+   * TDX policy check `debug_class` failed (another TUD bit: a TD under debug).
+   */
+  ATTEST_RESULT_POLICY_TDX_DEBUG_CLASS = 5220,
+  /**
+   * TDX policy check `reserved_attributes` failed (a reserved TD attribute bit).
+   */
+  ATTEST_RESULT_POLICY_TDX_RESERVED_ATTRIBUTES = 5221,
+  /**
+   * TDX policy check `sept_ve_disable` failed (a TD without SEPT_VE_DISABLE).
+   */
+  ATTEST_RESULT_POLICY_TDX_SEPT_VE_DISABLE = 5222,
+  /**
+   * TDX policy check `migratable` failed (a migratable TD).
+   */
+  ATTEST_RESULT_POLICY_TDX_MIGRATABLE = 5223,
+  /**
    * Another Azure or attestation-variant error.
    */
   ATTEST_RESULT_VARIANT_OTHER = 6000,
