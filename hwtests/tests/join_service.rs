@@ -283,8 +283,10 @@ async fn key_service_down_is_unavailable_and_leaves_no_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn measurements_swap_while_joins_run() {
+    // Two machines: a TPM of its own each (a copied template would share the endorsement seed, and with it
+    // the AK that names the node).
     let a = Node::start(false);
-    let b = Node::start(false);
+    let b = Node::start(true);
     let good = a.measurements(None, false);
     assert_eq!(good, b.measurements(None, false), "both nodes boot the same (fresh) PCRs");
     let cluster = Arc::new(Cluster::start(&[a.ak_digest(), b.ak_digest()], &good, None).await);

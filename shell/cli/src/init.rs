@@ -20,6 +20,7 @@
 //! its identity from the attestation verified here, the kubelet name and disk UUID its init answer names — as
 //! the first control-plane member, and the measurements version accepted at init. The join service binds every
 //! later node's disk and name to its own attested identity, so nobody can take the init node's.
+//! An `--out` that already holds one (an earlier init's) is refused before the node is contacted (exit 2).
 //!
 //! The key-service PKI is the cluster-internal CA behind the key service's mutual TLS
 //! (`attest_keyservice::tls`): init creates it once, next to the master secret, and the operator hands its
@@ -150,6 +151,16 @@ fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, Us
     if !args.out.is_dir() {
         std::fs::create_dir_all(&args.out)
             .map_err(|e| UsageError::new(format!("--out {}: {e}", args.out.display())))?;
+    }
+    // Checked before anything irreversible: the node is never initialized into a directory whose cluster state
+    // could not be written afterwards.
+    let state_path = args.out.join("cluster-state.json");
+    if state_path.exists() {
+        return Err(UsageError::new(format!(
+            "{} exists already: the join service's cluster state of an earlier init; initialize into another \
+             --out, or move it away",
+            state_path.display()
+        )));
     }
     let registry = node::open_registry(&args.ak_registry.clone().unwrap_or_else(|| args.out.join("ak-registry.json")))?;
     let ca = args.ek_ca.as_deref().map(load_ca).transpose()?;
