@@ -287,15 +287,17 @@ impl ClusterState {
     /// the operator's verified admissions; one for this identity and name, not yet used, authorizes a
     /// control-plane join (and is then used up).
     pub fn admit_join(&self, claim: &JoinClaim<'_>, admissions: &[Admission]) -> Result<Granted, StateError> {
+        // Most joins change nothing (a returning node, or a refusal): decided on the state as it is, without
+        // the copy a change needs.
+        if let Some(granted) = join_unchanged(&self.lock(), claim)? {
+            return Ok(granted);
+        }
         let refused = |r| Err(StateError::Refused(r));
         self.update(|s| {
+            if let Some(granted) = join_unchanged(s, claim)? {
+                return Ok(Some(granted));
+            }
             let id = claim.identity;
-            if s.nodes.iter().any(|n| &n.identity != id && n.names.iter().any(|m| m == claim.name)) {
-                return refused(Refusal::NameTaken { name: claim.name.to_owned() });
-            }
-            if s.nodes.iter().any(|n| &n.identity != id && n.disks.iter().any(|d| d == claim.disk_uuid)) {
-                return refused(Refusal::DiskTaken { disk: claim.disk_uuid.to_owned() });
-            }
             let existing = s.nodes.iter().position(|n| &n.identity == id);
             if let Some(i) = existing {
                 let n = &s.nodes[i];
@@ -363,14 +365,12 @@ impl ClusterState {
         disk_uuid: &str,
         adopt_unknown: bool,
     ) -> Result<bool, StateError> {
+        if let Some(adopted) = rejoin_unchanged(&self.lock(), identity, disk_uuid, adopt_unknown)? {
+            return Ok(adopted);
+        }
         self.update(|s| {
-            match s.nodes.iter().find(|n| n.disks.iter().any(|d| d == disk_uuid)) {
-                Some(n) if &n.identity == identity => return Ok(Some(false)),
-                Some(_) => return Err(StateError::Refused(Refusal::DiskTaken { disk: disk_uuid.to_owned() })),
-                None if !adopt_unknown => {
-                    return Err(StateError::Refused(Refusal::DiskUnknown { disk: disk_uuid.to_owned() }));
-                }
-                None => {}
+            if let Some(adopted) = rejoin_unchanged(s, identity, disk_uuid, adopt_unknown)? {
+                return Ok(Some(adopted));
             }
             let full = s.nodes.len() >= MAX_NODES;
             match s.nodes.iter_mut().find(|n| &n.identity == identity) {
@@ -393,6 +393,40 @@ impl ClusterState {
             Ok(Some(true))
         })
         .map(|r| r.unwrap_or(false))
+    }
+}
+
+/// A join decided without a change: another node's name or disk (refused), or this node's claim exactly as
+/// recorded (granted). `None` when the state must change, or admissions decide.
+fn join_unchanged(s: &State, claim: &JoinClaim<'_>) -> Result<Option<Granted>, StateError> {
+    let id = claim.identity;
+    if s.nodes.iter().any(|n| &n.identity != id && n.names.iter().any(|m| m == claim.name)) {
+        return Err(StateError::Refused(Refusal::NameTaken { name: claim.name.to_owned() }));
+    }
+    if s.nodes.iter().any(|n| &n.identity != id && n.disks.iter().any(|d| d == claim.disk_uuid)) {
+        return Err(StateError::Refused(Refusal::DiskTaken { disk: claim.disk_uuid.to_owned() }));
+    }
+    let recorded = s.nodes.iter().find(|n| &n.identity == id).is_some_and(|n| {
+        n.names.iter().any(|m| m == claim.name)
+            && n.disks.iter().any(|d| d == claim.disk_uuid)
+            && (n.control_plane || !claim.control_plane)
+    });
+    Ok(recorded.then_some(Granted { new_node: false, admission: None }))
+}
+
+/// A rejoin decided without a change: the identity's own disk (`Some(false)`), another's or an unknown one
+/// (refused). `None` when the disk is to be adopted (the waiver).
+fn rejoin_unchanged(
+    s: &State,
+    identity: &NodeIdentity,
+    disk_uuid: &str,
+    adopt_unknown: bool,
+) -> Result<Option<bool>, StateError> {
+    match s.nodes.iter().find(|n| n.disks.iter().any(|d| d == disk_uuid)) {
+        Some(n) if &n.identity == identity => Ok(Some(false)),
+        Some(_) => Err(StateError::Refused(Refusal::DiskTaken { disk: disk_uuid.to_owned() })),
+        None if !adopt_unknown => Err(StateError::Refused(Refusal::DiskUnknown { disk: disk_uuid.to_owned() })),
+        None => Ok(None),
     }
 }
 
