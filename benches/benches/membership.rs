@@ -15,7 +15,7 @@
 use attest_engine::variant::NodeIdentity;
 use attest_test_support::TempDir;
 use attest_trust::membership::{ClusterState, JoinClaim};
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion};
 use std::hint::black_box;
 
 fn identity(i: usize) -> NodeIdentity {
@@ -76,9 +76,8 @@ fn membership(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().sample_size(20);
-    targets = membership
+fn main() {
+    let mut c = Criterion::default().sample_size(20).configure_from_args();
+    membership(&mut c);
+    c.final_summary();
 }
-criterion_main!(benches);
