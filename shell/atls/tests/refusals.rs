@@ -11,7 +11,7 @@ use attest_atls::{
 use attest_engine::variant::Variant;
 use openssl::ssl::{Ssl, SslConnector, SslMethod, SslVerifyMode, SslVersion};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Issues an opaque document (nothing here validates it).
@@ -40,31 +40,9 @@ impl AttestationValidator for OtherNonce {
     }
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
+#[path = "support/captured.rs"]
+mod captured;
+use captured::Captured;
 
 /// Captures this thread's log (the tests run on a current-thread runtime, so the server task logs here too).
 fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {

@@ -12,7 +12,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use attest_bootstrapper::ticket::KubeletKey;
@@ -298,30 +298,7 @@ pub(crate) fn fixture_with(
     Fixture { dir, service, metrics, ca, tokens_dir }
 }
 
-/// A `MakeWriter` collecting everything logged.
-#[derive(Clone, Default)]
-pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    /// Everything logged so far.
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
+#[path = "../../../atls/tests/support/captured.rs"]
+mod captured;
+#[allow(unused_imports)] // not every test that includes this module checks the log
+pub(crate) use captured::Captured;
