@@ -184,6 +184,18 @@ impl Cluster {
     }
 }
 
+/// `node`'s rejoin for `disk` (its key, or the refusal).
+async fn rejoin_disk(node: &Node, addr: SocketAddr, disk: &str) -> Result<IssueRejoinTicketResponse, Status> {
+    let channel = node.channel(addr).await.unwrap();
+    let call = channel.unary::<_, IssueRejoinTicketResponse>(
+        paths::JOIN_ISSUE_REJOIN_TICKET,
+        IssueRejoinTicketRequest { disk_uuid: disk.into() },
+        Metadata::new(),
+        Some(TIMEOUT),
+    );
+    call.await.map(|r| r.message)
+}
+
 #[tokio::test]
 async fn an_attested_node_joins_and_rejoins() {
     let node = Node::start(true);
@@ -212,17 +224,7 @@ async fn an_attested_node_joins_and_rejoins() {
     let cp = node.join(cluster.addr, "worker-1", true).await.expect("control-plane join");
     assert_eq!(cp.control_plane_files.len(), 8);
 
-    let channel = node.channel(cluster.addr).await.unwrap();
-    let rejoin = channel
-        .unary::<_, IssueRejoinTicketResponse>(
-            paths::JOIN_ISSUE_REJOIN_TICKET,
-            IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() },
-            Metadata::new(),
-            Some(TIMEOUT),
-        )
-        .await
-        .expect("rejoin")
-        .message;
+    let rejoin = rejoin_disk(&node, cluster.addr, DISK_UUID).await.expect("rejoin");
     assert_eq!(rejoin.state_disk_key, t.state_disk_key);
     assert_eq!(rejoin.measurement_secret, t.measurement_secret);
     assert_eq!(cluster.fixture.metrics.issued_count(), (2, 1));
@@ -231,16 +233,7 @@ async fn an_attested_node_joins_and_rejoins() {
     cluster.register(&other);
     let e = other.join_with_disk(cluster.addr, "worker-1", false, "3a1f6c2e-9b4d-4e7a-8f0c-5d6e7f8a9b0d").await;
     assert!(e.unwrap_err().contains("belongs to another attested node"));
-    let channel = other.channel(cluster.addr).await.unwrap();
-    let e = channel
-        .unary::<_, IssueRejoinTicketResponse>(
-            paths::JOIN_ISSUE_REJOIN_TICKET,
-            IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() },
-            Metadata::new(),
-            Some(TIMEOUT),
-        )
-        .await
-        .unwrap_err();
+    let e = rejoin_disk(&other, cluster.addr, DISK_UUID).await.unwrap_err();
     assert_eq!(e.code, Code::PermissionDenied, "{e}");
     assert_eq!(cluster.fixture.metrics.issued_count(), (2, 1));
 }
