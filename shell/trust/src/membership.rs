@@ -16,7 +16,7 @@
 //!
 //! The first join binds: a node's disk UUID is random and the node joins with it before anyone else can know it,
 //! and a name is claimed by the first attested node to join under it. Where the identity names one VM
-//! ([`IdentitySource::per_vm`]), it holds one name, so a node cannot collect names it might later impersonate;
+//! ([`IdentitySource::per_vm`](attest_engine::variant::IdentitySource::per_vm)), it holds one name, so a node cannot collect names it might later impersonate;
 //! where it names a machine (TDX platform), the machine's VMs share it and may hold several.
 //!
 //! The init node never joins: `attest init` writes the first state ([`ClusterState::create`]) with the init
