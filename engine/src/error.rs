@@ -20,6 +20,9 @@ use crate::tdx::TdxCheck;
 use crate::time::UnixTime;
 use core::fmt;
 
+mod class;
+pub use class::ErrorClass;
+
 /// The role a certificate plays in an AMD chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CertRole {
