@@ -839,6 +839,9 @@ impl fmt::Display for Error {
             Self::AkAttributes { attributes, reason } => {
                 write!(f, "attestation key attributes 0x{attributes:08x}: {reason}")
             }
+            Self::NonceMismatch { expected, found } if expected.as_slice().is_empty() => {
+                write!(f, "quote extraData: expected no nonce (empty), found the nonce {found}")
+            }
             Self::NonceMismatch { expected, found } => write!(f, "quote extraData: expected {expected}, found {found}"),
             Self::PcrDigestMismatch { computed, quoted } => {
                 write!(f, "quote pcrDigest {quoted} does not match the presented PCR values (digest {computed})")

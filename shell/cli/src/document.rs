@@ -9,7 +9,7 @@
 //! registry (`--ak-registry`, as `attest init` writes it), the SNP variants through the SNP report (AMD's
 //! roots; `--snp-policy` must pin the launch), `gcp-shielded-vm` through Google's AK certificate.
 
-use super::evidence::{NonceArgs, OutputArgs, Subject};
+use super::evidence::{NonceArgs, OutputArgs, Rejection, Subject};
 use super::node::VariantArgs;
 use super::{Status, UsageError, input};
 use attest_engine::ear::Appraisal;
@@ -121,21 +121,24 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         }
         None => Ok(Arc::new(StaticAkRegistry::default())),
     })?;
-    let mut subject = Subject {
-        what: format!(
+    let mut subject = Subject::new(
+        "document",
+        a.node.variant.name(),
+        format!(
             "{} attestation document{}",
             a.node.variant,
             if input.certificate.is_some() { " (aTLS certificate)" } else { "" }
         ),
-        ..Subject::default()
-    };
+        format!("DOCUMENT {}", a.document.display()),
+    );
+    subject.structure_check = "document_structure";
     if let Some(r) = &node.test_roots {
         subject.facts.insert("WARNING".into(), json!(r));
     }
     if nonce.is_none() {
         subject.facts.insert("nonce".into(), json!("none (DANGEROUS: the document can be a replay)"));
     }
-    // A document that does not decode is evidence that fails (exit 1), as in a handshake.
+    // A document that does not decode is malformed input (exit 2); a handshake refuses it as well.
     let decoded = AttestationDocument::decode(&input.document[..]).map_err(|_| attest_engine::Error::EvidenceFormat {
         format: "attestation document",
         reason: "not a valid protobuf message",
@@ -157,5 +160,5 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         }
         Ok(Appraisal::from_validated(&ok))
     });
-    output.report(&subject, a.node.variant.name(), result, nonce.as_deref())
+    output.report(&subject, result.map_err(Rejection::from), nonce.as_deref())
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn cloud() -> String {
-    example_policy("cloud.toml").display().to_string()
+    example_policy("snp-cloud.toml").display().to_string()
 }
 
 /// SHA-256 of constellation-azure-snp/runtimedata.bin followed by 32 zero bytes: the expected REPORT_DATA.
@@ -76,7 +76,7 @@ fn constellation_azure_accepts_with_runtime_data_and_strict_policy() {
     assert_eq!(v["checks"]["measurement"], "waived");
 
     // The strict example pins measurement, ID key, IDs and minimum TCBs.
-    let strict = example_policy("strict.toml").display().to_string();
+    let strict = example_policy("snp.toml").display().to_string();
     let mut args = base.to_vec();
     args.extend(["--policy", &strict]);
     let v = assert_accepted(&attest(&dir, &args));

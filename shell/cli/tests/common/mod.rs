@@ -9,9 +9,9 @@ use std::process::Command;
 #[allow(unused_imports)] // not every test binary that includes this module reads testdata
 pub use attest_test_support::testdata::dir as testdata;
 
-/// An example policy shipped in `examples/policy/`.
+/// An example policy shipped in `examples/policies/`.
 pub fn example_policy(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/policy").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies").join(name)
 }
 
 /// A scratch file path unique to this test process.
