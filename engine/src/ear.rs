@@ -313,7 +313,7 @@ impl Appraisal {
         claims.insert("product".into(), json!(verified.product().to_string()));
         claims.insert("signer".into(), json!(verified.signer().name()));
         claims.insert("version".into(), json!(r.version()));
-        claims.insert("reported_tcb".into(), json!(verified.reported_tcb().to_string()));
+        claims.insert("reported_tcb".into(), serde_json::to_value(verified.reported_tcb()).unwrap_or(Value::Null));
         claims.insert("measurement".into(), json!(hex::encode(r.measurement())));
         claims.insert("report_data".into(), json!(hex::encode(r.report_data())));
         claims.insert("chip_id".into(), json!(hex::encode(r.chip_id())));

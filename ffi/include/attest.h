@@ -20,6 +20,21 @@
 #include <stdint.h>
 
 /**
+ * The ABI major version: bumped by every incompatible change (also the SONAME's number).
+ */
+#define ATTEST_ABI_VERSION_MAJOR 1
+
+/**
+ * The ABI minor version: bumped by every addition, reset by a major bump.
+ */
+#define ATTEST_ABI_VERSION_MINOR 0
+
+/**
+ * `major << 16 | minor` of the headers a caller compiled against.
+ */
+#define ATTEST_ABI_VERSION 65536
+
+/**
  * `qemu-vtpm`: QEMU/KVM or swtpm vTPM, no confidential hardware; AK by credential activation or pin.
  */
 #define ATTEST_VARIANT_QEMU_VTPM 1
@@ -961,6 +976,11 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * The ABI version of the loaded library, `major << 16 | minor` (compare with `ATTEST_ABI_VERSION`).
+ */
+uint32_t attest_abi_version(void);
+
+/**
  * Whether `code` is an API-use error (1000–1999): the caller's mistake or an internal error, not a
  * property of the evidence.
  */
@@ -1242,7 +1262,7 @@ attest_result attest_verdict_gce_instance(const struct attest_verdict *verdict,
  * Creates a verifier with AMD's Milan, Genoa and Turin roots, the default (strict) SNP policy, and empty
  * caches. On success `*out` holds the handle; free it with `attest_verifier_free`.
  */
-attest_result attest_verifier_new(const struct attest_verifier **out);
+attest_result attest_verifier_new(struct attest_verifier **out);
 
 /**
  * Frees a verifier. NULL is ignored. No call may use the verifier concurrently or afterwards; verdicts
@@ -1305,7 +1325,10 @@ const char *attest_version(void);
 /**
  * Verifies an SEV-SNP report against the AMD roots and the verifier's policy.
  *
- * - `report`: the 0x4A0-byte ATTESTATION_REPORT, exactly.
+ * - `report`: the SEV-SNP report as the CLI reads it (`attest_engine::formats::snp::SnpEvidence`): the
+ *   0x4A0-byte ATTESTATION_REPORT, the report followed by its 20-byte IGVM request-data header, or an Azure
+ *   HCL report (then REPORT_DATA must bind the HCL runtime data). Other lengths are refused
+ *   (`ATTEST_RESULT_TRUNCATED`, `ATTEST_RESULT_TRAILING_DATA`, …).
  * - `leaf`: the VCEK or VLEK, DER or PEM (a PEM may carry the ASK/ASVK and ARK after the leaf); NULL with
  *   `leaf_len = 0` verifies with the certificate remembered for this chip and TCB (see the module docs).
  * - `chain`: optional (NULL, 0) ASK/ASVK [+ ARK], DER or PEM; the pinned ones are used when absent.

@@ -5,7 +5,7 @@
 //! with a pkg-config file (`make -C ffi install PREFIX=…`), and `ffi/go` wraps it for Go.
 //!
 //! ```c
-//! const attest_verifier *v = NULL;
+//! attest_verifier *v = NULL;
 //! attest_verifier_new(&v);                                   // AMD roots built in, strict policy
 //! attest_verifier_set_policy_json(v, json, json_len);        // optional
 //! attest_verdict *verdict = NULL;
@@ -16,6 +16,12 @@
 //! attest_verdict_free(verdict);
 //! attest_verifier_free(v);
 //! ```
+//!
+//! # Versioning
+//!
+//! [`abi`]: `ATTEST_ABI_VERSION` (compile time), `attest_abi_version()` (run time) and the SONAME
+//! `libattest_ffi.so.<major>`; `ffi/abi/attest.abi` is the checked-in description `tests/abi.rs` holds the
+//! header to.
 //!
 //! # Conventions
 //!
@@ -57,6 +63,7 @@
 //! shared lives in functions instead: the panic boundary ([`boundary`]) and, in [`verifier`], the per-call
 //! wrapper and the argument readers (`call`, `required`, `input`, `out_param`).
 
+pub mod abi;
 pub mod boundary;
 mod document;
 mod handle;
@@ -66,6 +73,7 @@ pub mod variant;
 pub mod verdict;
 pub mod verifier;
 
+pub use abi::{ATTEST_ABI_VERSION, ATTEST_ABI_VERSION_MAJOR, ATTEST_ABI_VERSION_MINOR, attest_abi_version};
 pub use result::attest_result;
 pub use tdx::{
     attest_tdx_collateral_info, attest_verifier_set_tdx_collateral, attest_verifier_set_tdx_policy_json,

@@ -18,6 +18,7 @@ use crate::document;
 use crate::handle::{Castable, OutBuf, OutPtr, OwnershipArc, arc_into_ptr, free_arc, try_ref, try_slice};
 use crate::result::attest_result;
 use crate::verdict::{Verdict, attest_evidence_kind, attest_outcome, attest_verdict};
+use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::azure::{AzureSnpRequest, verify_azure_snp};
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, verify_azure_snp_evidence};
@@ -394,10 +395,10 @@ fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Re
 /// caches. On success `*out` holds the handle; free it with `attest_verifier_free`.
 #[unsafe(no_mangle)]
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
-pub extern "C" fn attest_verifier_new(out: *mut *const attest_verifier) -> attest_result {
+pub extern "C" fn attest_verifier_new(out: *mut *mut attest_verifier) -> attest_result {
     guard(|| {
         let out = OutPtr::new(out).ok_or(attest_result::NullParameter)?;
-        out.write(arc_into_ptr(Arc::new(Verifier::new())));
+        out.write(arc_into_ptr::<attest_verifier>(Arc::new(Verifier::new())).cast_mut());
         Ok(())
     })
 }
@@ -517,7 +518,10 @@ pub extern "C" fn attest_version() -> *const c_char {
 
 /// Verifies an SEV-SNP report against the AMD roots and the verifier's policy.
 ///
-/// - `report`: the 0x4A0-byte ATTESTATION_REPORT, exactly.
+/// - `report`: the SEV-SNP report as the CLI reads it (`attest_engine::formats::snp::SnpEvidence`): the
+///   0x4A0-byte ATTESTATION_REPORT, the report followed by its 20-byte IGVM request-data header, or an Azure
+///   HCL report (then REPORT_DATA must bind the HCL runtime data). Other lengths are refused
+///   (`ATTEST_RESULT_TRUNCATED`, `ATTEST_RESULT_TRAILING_DATA`, …).
 /// - `leaf`: the VCEK or VLEK, DER or PEM (a PEM may carry the ASK/ASVK and ARK after the leaf); NULL with
 ///   `leaf_len = 0` verifies with the certificate remembered for this chip and TCB (see the module docs).
 /// - `chain`: optional (NULL, 0) ASK/ASVK [+ ARK], DER or PEM; the pinned ones are used when absent.
@@ -543,7 +547,9 @@ pub extern "C" fn attest_verifier_verify_snp(
     out: *mut *mut attest_verdict,
 ) -> attest_result {
     call(verifier, |v| {
-        let report = required(report, report_len, "report")?;
+        // The engine's one SNP entry point, as the CLI's: raw, + IGVM request-data header, or an HCL report.
+        let evidence = SnpEvidence::parse(required(report, report_len, "report")?)?;
+        let report = evidence.report();
         let leaf = input(leaf, leaf_len)?;
         let chain = input(chain, chain_len)?;
         let report_data = input(report_data, report_data_len)?;
@@ -571,7 +577,7 @@ pub extern "C" fn attest_verifier_verify_snp(
             report_data: (!report_data.is_empty()).then_some(report_data),
             time,
         };
-        let ok = v.snp.verify(&req, &v.policy())?;
+        let ok = evidence.verify(&v.snp, &req, &v.policy(), &mut attest_engine::Verdict::default())?;
         if cached.is_none() {
             v.leaves.lock().unwrap_or_else(PoisonError::into_inner).remember(LeafKey::of(ok.report()), &leaf);
         }

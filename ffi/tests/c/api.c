@@ -46,7 +46,7 @@ static void classification(void) {
 }
 
 static void null_arguments(void) {
-  const attest_verifier *v = NULL;
+  attest_verifier *v = NULL;
   attest_verdict *verdict = (attest_verdict *)0x1; /* must stay untouched on failure */
   uint8_t b[8] = {0};
   char buf[64];

@@ -14,8 +14,8 @@
 
 static const char *LENIENT = "{\"allow_provisional_firmware\": true}";
 
-static const attest_verifier *new_verifier(const char *policy) {
-  const attest_verifier *v = NULL;
+static attest_verifier *new_verifier(const char *policy) {
+  attest_verifier *v = NULL;
   CHECK_RC(NULL, attest_verifier_new(&v), ATTEST_RESULT_OK);
   if (policy) CHECK_RC(v, attest_verifier_set_policy_json(v, (const uint8_t *)policy, strlen(policy)), ATTEST_RESULT_OK);
   return v;
@@ -38,7 +38,7 @@ static void constellation_azure_milan(void) {
   uint8_t *vcek = read_vector("constellation-azure-snp/vcek.cert", &vlen);
   uint8_t *vcek_pem = read_vector("constellation-azure-snp/vcek.pem", &plen);
   uint8_t *chain = read_vector("constellation-azure-snp/certchain.pem", &clen);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
 
   /* Accept: DER VCEK, PEM chain, expected REPORT_DATA. */
@@ -99,7 +99,7 @@ static void constellation_azure_milan(void) {
            ATTEST_RESULT_OK);
   attest_verdict_free(vd);
   vd = NULL;
-  const attest_verifier *fresh = new_verifier(NULL);
+  attest_verifier *fresh = new_verifier(NULL);
   CHECK_RC(fresh, attest_verifier_verify_snp(fresh, report, REPORT_SIZE, NULL, 0, NULL, 0, NULL, 0, T_2025_06_01, &vd),
            ATTEST_RESULT_CERTIFICATE_NOT_CACHED);
   attest_verifier_free(fresh);
@@ -144,7 +144,7 @@ static void virtee_milan(void) {
   uint8_t *hex = read_vector("virtee-sev/report_milan.hex", &hlen);
   size_t rlen = unhex(hex, hlen);
   uint8_t *vcek = read_vector("virtee-sev/vcek_milan.der", &vlen);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
   CHECK(rlen == REPORT_SIZE);
   CHECK_RC(v, attest_verifier_verify_snp(v, hex, rlen, vcek, vlen, NULL, 0, NULL, 0, T_2025_01_01, &vd), ATTEST_RESULT_OK);
@@ -170,7 +170,7 @@ static void go_sev_guest_debug(void) {
   size_t rlen, vlen;
   uint8_t *report = read_vector("go-sev-guest/attestation.bin", &rlen);
   uint8_t *vcek = read_vector("go-sev-guest/vcek.testcer", &vlen);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
   CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vcek, vlen, NULL, 0, NULL, 0, T_2022_09_24_01, &vd),
            ATTEST_RESULT_POLICY_DEBUG);
@@ -191,7 +191,7 @@ static void aws_vlek(void) {
   uint8_t *report = read_vector("constellation-aws-snp/report.bin", &rlen);
   uint8_t *vlek = read_vector("constellation-aws-snp/vlek.pem", &vlen);
   uint8_t *chain = read_vector("constellation-aws-snp/certchain.pem", &clen);
-  const attest_verifier *v = new_verifier(LENIENT);
+  attest_verifier *v = new_verifier(LENIENT);
   attest_verdict *vd = NULL;
   CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vlek, vlen, chain, clen, NULL, 0, T_2026_01_01, &vd),
            ATTEST_RESULT_CERT_EXPIRED);
@@ -228,7 +228,7 @@ static void azure_cvm_tooling_chip_mismatch(void) {
   size_t hlen, clen;
   uint8_t *hcl = read_vector("azure-cvm-tooling/hcl-report-snp.bin", &hlen);
   uint8_t *certs = read_vector("azure-cvm-tooling/certs.pem", &clen);
-  const attest_verifier *v = new_verifier(LENIENT);
+  attest_verifier *v = new_verifier(LENIENT);
   attest_verdict *vd = NULL;
   /* The SNP report sits at offset 32 of the HCL report. */
   CHECK_RC(v, attest_verifier_verify_snp(v, hcl + 32, REPORT_SIZE, certs, clen, NULL, 0, NULL, 0, T_2025_01_01, &vd),
@@ -244,7 +244,7 @@ static void tpm_quote_azure(void) {
   uint8_t *ak = read_vector("azure-cvm-tooling/akpub.pem", &alen);
   bincode_quote q;
   parse_bincode(raw, qlen, &q);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
   const uint8_t *nonce = (const uint8_t *)"challenge";
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len,
@@ -290,7 +290,7 @@ static void azure_bundle(void) {
   uint8_t *raw = read_vector("trustee-az-snp-vtpm/quote.bin", &qlen);
   bincode_quote q;
   parse_bincode(raw, qlen, &q);
-  const attest_verifier *v = new_verifier(LENIENT);
+  attest_verifier *v = new_verifier(LENIENT);
   attest_verdict *vd = NULL;
   const uint8_t *nonce = (const uint8_t *)"challenge";
   CHECK_RC(v, attest_verifier_verify_azure_snp(v, hcl, hlen, vcek, vlen, q.attest, q.attest_len, q.sig, q.sig_len,
@@ -337,7 +337,7 @@ static void documents(const char *dir) {
   snprintf(path, sizeof path, "%s/nonce.bin", dir);
   uint8_t *nonce = read_path(path, &nlen);
   const uint8_t *qemu = (const uint8_t *)"qemu-vtpm";
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
 
   CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, nonce, nlen, T_2025_06_01, 0, &vd),

@@ -108,7 +108,7 @@ fn documents_and_atls_certificates_verify_and_tampering_is_refused() {
     std::fs::write(&doc, tampered.encode_to_vec()).unwrap();
     let run = f.verify(&doc, &NONCE, &[]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.json()["error"].as_str().unwrap().contains("pcrDigest"), "{run:?}");
+    assert!(run.json()["failure"]["reason"].as_str().unwrap().contains("pcrDigest"), "{run:?}");
 
     // The aTLS certificate form: the document must bind this certificate's key.
     let cert = scratch("doc-cert.pem");
@@ -119,7 +119,7 @@ fn documents_and_atls_certificates_verify_and_tampering_is_refused() {
     std::fs::write(&cert, f.certificate(true)).unwrap();
     let run = f.verify(&cert, &NONCE, &[]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.json()["error"].as_str().unwrap().contains("certificate's key"), "{run:?}");
+    assert!(run.json()["failure"]["reason"].as_str().unwrap().contains("certificate's key"), "{run:?}");
     // The certificate names its variant: asking for another is a usage error.
     let run = f.verify(&cert, &NONCE, &["--variant", "aws-sev-snp"]);
     assert_eq!(run.code, 2, "{run:?}");

@@ -25,7 +25,7 @@ fn assert_accepted(run: &common::Run) -> Value {
     assert_eq!(v["accepted"], true, "{v}");
     let checks = v["checks"].as_object().unwrap();
     assert!(checks.values().all(|o| o == "passed" || o == "waived"), "{v}");
-    assert!(v["micros"].as_u64().is_some(), "{v}");
+    assert!(v["input"]["micros"].as_u64().is_some(), "{v}");
     v
 }
 
@@ -34,8 +34,11 @@ fn assert_rejected(run: &common::Run, error: &str, check: Option<&str>) -> Value
     assert_eq!(run.code, 1, "{run:?}");
     let v = run.json();
     assert_eq!(v["accepted"], false, "{v}");
-    assert!(v["error"].as_str().unwrap().contains(error), "{v}");
-    assert_eq!(v["check"].as_str(), check, "{v}");
+    assert!(v["failure"]["reason"].as_str().unwrap().contains(error), "{v}");
+    if let Some(check) = check {
+        assert_eq!(v["failure"]["check"].as_str(), Some(check), "{v}");
+        assert_eq!(v["checks"][check], "failed", "{v}");
+    }
     v
 }
 
@@ -58,18 +61,18 @@ fn constellation_azure_accepts_with_runtime_data_and_strict_policy() {
         "--json",
     ];
     let v = assert_accepted(&attest(&dir, &base));
-    assert_eq!(v["format"], "raw+igvm-header");
-    assert_eq!(v["encoding"], "binary");
-    assert_eq!(v["product"], "Milan");
-    assert_eq!(v["signer"], "VCEK");
-    assert_eq!(v["version"], 2);
-    assert_eq!(v["reported_tcb"], serde_json::json!({"bootloader": 2, "tee": 0, "snp": 6, "microcode": 93}));
+    assert_eq!(v["input"]["format"], "raw+igvm-header");
+    assert_eq!(v["input"]["encoding"], "binary");
+    assert_eq!(v["claims"]["product"], "Milan");
+    assert_eq!(v["claims"]["signer"], "VCEK");
+    assert_eq!(v["claims"]["version"], 2);
+    assert_eq!(v["claims"]["reported_tcb"], serde_json::json!({"bootloader": 2, "tee": 0, "snp": 6, "microcode": 93}));
     assert_eq!(
-        v["measurement"],
+        v["claims"]["measurement"],
         "5677f1de87289e7ad2c7e99c805d0468b1a9ccd83f0d245afa5242d405da4d5725852f8c6550564870e5f3206dfb1841"
     );
-    assert_eq!(v["report_data"], rd.as_str());
-    assert!(v["chip_id"].as_str().unwrap().starts_with("9e44aaef"));
+    assert_eq!(v["claims"]["report_data"], rd.as_str());
+    assert!(v["claims"]["chip_id"].as_str().unwrap().starts_with("9e44aaef"));
     assert_eq!(v["checks"]["report_signature"], "passed");
     assert_eq!(v["checks"]["chip_id_binding"], "passed");
     assert_eq!(v["checks"]["report_data"], "passed");
@@ -109,9 +112,9 @@ fn virtee_milan_hex_accepts_and_text_mode_summary() {
     let mut json = args.to_vec();
     json.push("--json");
     let v = assert_accepted(&attest(&dir, &json));
-    assert_eq!(v["encoding"], "hex");
-    assert_eq!(v["format"], "raw");
-    assert_eq!(v["reported_tcb"]["microcode"], 115);
+    assert_eq!(v["input"]["encoding"], "hex");
+    assert_eq!(v["input"]["format"], "raw");
+    assert_eq!(v["claims"]["reported_tcb"]["microcode"], 115);
     // Text mode: a readable summary with every check, the format only with --verbose.
     let mut verbose = args.to_vec();
     verbose.push("--verbose");
@@ -141,10 +144,10 @@ fn trustee_hcl_report_accepts_with_cloud_policy() {
     assert_rejected(&attest(&dir, &args), "provisional", Some("provisional_firmware"));
     args.extend(["--policy", &policy]);
     let v = assert_accepted(&attest(&dir, &args));
-    assert_eq!(v["format"], "azure-hcl");
-    assert_eq!(v["hcl_runtime_data_binding"], "passed");
+    assert_eq!(v["input"]["format"], "azure-hcl");
+    assert_eq!(v["checks"]["hcl_runtime_data_binding"], "passed");
     assert_eq!(v["checks"]["provisional_firmware"], "waived");
-    assert_eq!(v["reported_tcb"]["snp"], 8);
+    assert_eq!(v["claims"]["reported_tcb"]["snp"], 8);
 }
 
 #[test]
@@ -172,10 +175,10 @@ fn aws_vlek_accepts_inside_validity_and_expires() {
             "--json",
         ];
         let v = assert_accepted(&attest(&dir, &args));
-        assert_eq!(v["signer"], "VLEK");
-        assert_eq!(v["version"], 3);
+        assert_eq!(v["claims"]["signer"], "VLEK");
+        assert_eq!(v["claims"]["version"], 3);
         assert_eq!(v["checks"]["chip_id_binding"], "waived");
-        assert_eq!(v["encoding"], encoding);
+        assert_eq!(v["input"]["encoding"], encoding);
         // After the VLEK's notAfter (2025-12-10).
         let mut late = args.to_vec();
         late[12] = "2026-01-01";
