@@ -153,9 +153,13 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         if let Some((_, spki)) = &input.certificate
             && ok.user_data != spki
         {
-            return Err(attest_engine::Error::EvidenceFormat {
-                format: "aTLS certificate",
-                reason: "the document's user data is not SHA-256 of the certificate's key",
+            // Well-formed evidence bound to another key: a refusal, as in a handshake.
+            return Err(attest_engine::Error::PlatformPolicy {
+                check: "certificate_binding",
+                expected: attest_engine::error::Value::Text(
+                    "the document's user data = SHA-256 of the certificate's key",
+                ),
+                found: attest_engine::error::Value::Text("another value"),
             });
         }
         Ok(Appraisal::from_validated(&ok))

@@ -121,7 +121,9 @@ impl FormatArgs {
         };
         let key = match (format, &self.ear_key) {
             (Format::Ear, Some(path)) => Some(EarKey::from_pem_file(path)?),
-            (Format::Ear, None) => return Err(UsageError::new("--format ear needs --ear-key KEY (an EC P-256 or P-384 private key, PEM)")),
+            (Format::Ear, None) => {
+                return Err(UsageError::new("--format ear needs --ear-key KEY (an EC P-256 or P-384 private key, PEM)"));
+            }
             (_, Some(_)) => return Err(UsageError::new("--ear-key goes with --format ear")),
             (_, None) => None,
         };
@@ -258,7 +260,8 @@ fn rejection_text(subject: &Subject, appraisal: &Appraisal) -> String {
     let mut s = format!("{head}: {} {}: {}\n", subject.what, subject.input, f.reason);
     let _ = writeln!(s, "  failed check: {}", f.check);
     if let Some(key) = f.policy_key {
-        let _ = write!(s, "  policy key:   {key} — set it in the file given to --policy to accept such evidence knowingly");
+        let _ =
+            write!(s, "  policy key:   {key} — set it in the file given to --policy to accept such evidence knowingly");
         match subject.policy_example {
             Some(example) => {
                 let _ = writeln!(s, " (commented example: {example})");

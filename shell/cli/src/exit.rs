@@ -16,8 +16,14 @@ use attest_engine::error::ErrorClass;
 /// Every exit status with its meaning, in order.
 pub const EXIT_STATUSES: &[(u8, &str)] = &[
     (0, "accepted: the evidence verified (or the command did what it was asked)"),
-    (1, "refused: well-formed evidence that a check said no to (signature, chain, binding, policy); a node that refused or could not be reached"),
-    (2, "malformed input or wrong usage: bad arguments, unreadable files, input that is not the structure it must be (version, magic, length, truncated or trailing bytes, undecodable protobuf), a malformed policy"),
+    (
+        1,
+        "refused: well-formed evidence that a check said no to (signature, chain, binding, policy); a node that refused or could not be reached",
+    ),
+    (
+        2,
+        "malformed input or wrong usage: bad arguments, unreadable files, input that is not the structure it must be (version, magic, length, truncated or trailing bytes, undecodable protobuf), a malformed policy",
+    ),
 ];
 
 /// The table as `--help` prints it.

@@ -142,26 +142,25 @@ fn install_crl(verifier: &SnpVerifier, path: Option<&Path>) -> Result<Option<Pro
     verifier.set_crl(&der).map(Some).map_err(|e| UsageError(format!("--crl {}: cannot install: {e}", path.display())))
 }
 
-fn rejection_json(err: &Error, extra: Map<String, Value>) -> Value {
-    let mut m = Map::new();
-    m.insert("accepted".into(), Value::Bool(false));
-    m.insert("error".into(), Value::String(err.to_string()));
-    m.insert("check".into(), err.check().map_or(Value::Null, |c| Value::String(c.name().into())));
-    m.extend(extra);
-    Value::Object(m)
-}
-
-/// Reports a rejection, `info` included in JSON mode (on stdout; in text mode the reason goes to stderr).
+/// Reports a rejection of `attest snp chain`, `info` included in JSON mode (on stdout: `accepted: false` and
+/// the result schema's `failure` object; in text mode the reason goes to stderr).
 fn reject(err: &Error, info: Map<String, Value>, json: bool) -> Status {
+    let failure = attest_engine::ear::Failure::of(err, Check::CertificateChain.name());
     if json {
-        print_json(&rejection_json(err, info));
+        let mut m = Map::new();
+        m.insert("accepted".into(), Value::Bool(false));
+        m.insert(
+            "failure".into(),
+            json!({"check": failure.check, "class": failure.class.name(), "reason": failure.reason,
+                   "policy_key": failure.policy_key}),
+        );
+        m.extend(info);
+        print_json(&Value::Object(m));
     } else {
-        eprintln!("REJECTED: {err}");
-        if let Some(c) = err.check() {
-            eprintln!("  failed policy check: {}", c.name());
-        }
+        eprintln!("REJECTED: --vcek: {err}");
+        eprintln!("  failed check: {}", failure.check);
     }
-    Status::Rejected
+    super::exit::status_of(err)
 }
 
 /// Leaf, intermediate (ASK/ASVK) and root (ARK) DER; `None` where AMD's pinned certificate is to be used.
@@ -195,8 +194,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         report_data: report_data.as_ref().map(<[u8; 64]>::as_slice),
         time,
     };
-    let mut subject =
-        Subject::new("snp", "sev-snp", "SEV-SNP report", format!("REPORT {}", a.report.display()));
+    let mut subject = Subject::new("snp", "sev-snp", "SEV-SNP report", format!("REPORT {}", a.report.display()));
     subject.structure_check = Check::ReportStructure.name();
     subject.policy_example = Some("examples/policies/snp.toml");
     subject.facts.insert("format".into(), report.container.id().into());
