@@ -122,7 +122,9 @@ impl FormatArgs {
         let key = match (format, &self.ear_key) {
             (Format::Ear, Some(path)) => Some(EarKey::from_pem_file(path)?),
             (Format::Ear, None) => {
-                return Err(UsageError::new("--format ear needs --ear-key KEY (an EC P-256 or P-384 private key, PEM)"));
+                return Err(UsageError::new(
+                    "--format ear needs --ear-key KEY (an EC P-256 or P-384 private key, PEM)",
+                ));
             }
             (_, Some(_)) => return Err(UsageError::new("--ear-key goes with --format ear")),
             (_, None) => None,

@@ -97,9 +97,17 @@ fn documents_and_atls_certificates_verify_and_tampering_is_refused() {
     let v = run.json();
     assert_eq!(v["accepted"], true, "{v}");
     assert_eq!(v["checks"]["pcr_policy"], "passed", "{v}");
+    let accepted = scratch("doc-accepted.json");
+    std::fs::write(&accepted, &run.stdout).unwrap();
     // Another nonce: refused.
     let run = f.verify(&doc, &[0x4F; 32], &[]);
     assert_eq!(run.code, 1, "{run:?}");
+    let v = run.json();
+    assert_eq!((v["verifier"].as_str(), v["failure"]["check"].as_str()), (Some("document"), Some("nonce")), "{v}");
+    let refused = scratch("doc-refused.json");
+    std::fs::write(&refused, &run.stdout).unwrap();
+    common::validate_results(&[accepted.clone(), refused.clone()]);
+    let _ = (std::fs::remove_file(accepted), std::fs::remove_file(refused));
     // A tampered document: the quote no longer matches the presented PCR 4.
     let mut pcrs = f.pcrs;
     pcrs[4][0] ^= 1;

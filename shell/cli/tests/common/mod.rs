@@ -51,3 +51,29 @@ pub fn attest(dir: &Path, args: &[&str]) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// The `.venv` interpreter with `module` importable (a NOTICE and `None` without it; a failure under CI).
+pub fn venv(module: &str) -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    let ok =
+        py.is_file() && Command::new(&py).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
+    assert!(ok || !std::env::var("CI").is_ok_and(|v| v == "true"), "no .venv with {module} (scripts/setup-python.sh)");
+    if !ok {
+        eprintln!("NOTICE: skipping the {module} checks: no .venv with it (run scripts/setup-python.sh)");
+    }
+    ok.then_some(py)
+}
+
+/// Validates result files (one JSON result object each) against `schemas/result-v1.schema.json` with the
+/// `jsonschema` library.
+pub fn validate_results(files: &[PathBuf]) {
+    let Some(py) = venv("jsonschema") else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(py)
+        .arg(dir.join("tests/schema/validate_result.py"))
+        .arg(dir.join("../../schemas/result-v1.schema.json"))
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "results do not conform to the schema:\n{}", String::from_utf8_lossy(&out.stderr));
+}
