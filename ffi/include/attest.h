@@ -27,12 +27,12 @@
 /**
  * The ABI minor version: bumped by every addition, reset by a major bump.
  */
-#define ATTEST_ABI_VERSION_MINOR 0
+#define ATTEST_ABI_VERSION_MINOR 1
 
 /**
  * `major << 16 | minor` of the headers a caller compiled against.
  */
-#define ATTEST_ABI_VERSION 65536
+#define ATTEST_ABI_VERSION 65537
 
 /**
  * `qemu-vtpm`: QEMU/KVM or swtpm vTPM, no confidential hardware; AK by credential activation or pin.
@@ -1090,6 +1090,17 @@ attest_result attest_variant_code(const uint8_t *name,
 size_t attest_variant_count(void);
 
 /**
+ * The verdict's result object: one JSON object of schema `attest-result/1`
+ * (`schemas/result-v1.schema.json`, the same the CLI's `--json` prints), into `(buf, len)` as UTF-8 without
+ * a NUL terminator, its length in `*out_n`. `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in
+ * `*out_n`) when the buffer is too small.
+ */
+attest_result attest_verdict_json(const struct attest_verdict *verdict,
+                                  char *buf,
+                                  size_t len,
+                                  size_t *out_n);
+
+/**
  * Frees a verdict. NULL is ignored. Everything borrowed from it becomes invalid.
  */
 void attest_verdict_free(struct attest_verdict *verdict);
@@ -1306,6 +1317,20 @@ attest_result attest_verifier_last_error(const struct attest_verifier *verifier,
                                          char *buf,
                                          size_t len,
                                          size_t *out_n);
+
+/**
+ * This thread's result object of its most recent verification on `verifier`, accepted or refused: one
+ * JSON object of schema `attest-result/1` (`schemas/result-v1.schema.json`; the same the CLI's `--json`
+ * prints), into `(buf, len)` as UTF-8 without a NUL terminator, its length in `*out_n`. A refusal's object
+ * names the failed check, whether the input was malformed or refused, and the policy key that governs
+ * the check. Empty when the thread's most recent call on the verifier judged no evidence (a NULL or
+ * invalid parameter). `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in `*out_n`) when the
+ * buffer is too small.
+ */
+attest_result attest_verifier_last_result_json(const struct attest_verifier *verifier,
+                                               char *buf,
+                                               size_t len,
+                                               size_t *out_n);
 
 /**
  * The static description of result code `code` (any `uint32_t`; unknown codes get "unknown result

@@ -13,15 +13,20 @@
 //! `ffi/tests/abi.rs` regenerates the list from `include/attest.h` and fails when it changed without the
 //! bump the change needs (`ATTEST_ABI_BLESS=1 cargo test -p attest-ffi --test abi` records a bumped one).
 //!
+//! | version | change |
+//! |---|---|
+//! | 1.0 | the first versioned ABI: `attest_verifier_new(attest_verifier **)`, SNP input as the CLI reads it |
+//! | 1.1 | `attest_verdict_json`, `attest_verifier_last_result_json` (result objects, schema `attest-result/1`) |
+//!
 //! A caller checks at start: `attest_abi_version() >> 16 == ATTEST_ABI_VERSION_MAJOR` (same major) and
 //! `(attest_abi_version() & 0xffff) >= ATTEST_ABI_VERSION_MINOR` (everything it uses exists).
 
 /// The ABI major version: bumped by every incompatible change (also the SONAME's number).
 pub const ATTEST_ABI_VERSION_MAJOR: u32 = 1;
 /// The ABI minor version: bumped by every addition, reset by a major bump.
-pub const ATTEST_ABI_VERSION_MINOR: u32 = 0;
+pub const ATTEST_ABI_VERSION_MINOR: u32 = 1;
 /// `major << 16 | minor` of the headers a caller compiled against.
-pub const ATTEST_ABI_VERSION: u32 = 0x0001_0000;
+pub const ATTEST_ABI_VERSION: u32 = 0x0001_0001;
 
 const _: () = assert!(ATTEST_ABI_VERSION == (ATTEST_ABI_VERSION_MAJOR << 16 | ATTEST_ABI_VERSION_MINOR));
 

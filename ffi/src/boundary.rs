@@ -27,6 +27,21 @@ pub(crate) struct LastError {
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<LastError>> = const { RefCell::new(None) };
+    /// The result object (JSON) of this thread's most recent verification, by verifier address.
+    static LAST_RESULT: RefCell<Option<(usize, String)>> = const { RefCell::new(None) };
+}
+
+/// Records the result object of a verification on `verifier` (`None`: the call produced none).
+pub(crate) fn record_result(verifier: usize, json: Option<String>) {
+    LAST_RESULT.with(|slot| *slot.borrow_mut() = json.map(|j| (verifier, j)));
+}
+
+/// Calls `f` with this thread's most recent result object for `verifier` ("" when there is none).
+pub(crate) fn with_last_result<T>(verifier: usize, f: impl FnOnce(&str) -> T) -> T {
+    LAST_RESULT.with(|slot| {
+        let slot = slot.borrow();
+        f(slot.as_ref().filter(|(v, _)| *v == verifier).map_or("", |(_, j)| j.as_str()))
+    })
 }
 
 /// Records the outcome of a verifier call for [`with_last_error`].

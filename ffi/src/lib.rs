@@ -84,7 +84,7 @@ pub use verdict::{
     attest_bytes, attest_check, attest_evidence_kind, attest_outcome, attest_str, attest_tcb, attest_verdict,
     attest_verdict_accepted, attest_verdict_ak_basis, attest_verdict_cache_hit, attest_verdict_check,
     attest_verdict_check_count, attest_verdict_check_outcome, attest_verdict_checks, attest_verdict_free,
-    attest_verdict_kind, attest_verdict_measurement, attest_verdict_pcr, attest_verdict_product,
+    attest_verdict_json, attest_verdict_kind, attest_verdict_measurement, attest_verdict_pcr, attest_verdict_product,
     attest_verdict_report_data, attest_verdict_reported_tcb, attest_verdict_signer, attest_verdict_snp_report,
     attest_verdict_td_report, attest_verdict_tdx_advisory_count, attest_verdict_tdx_advisory_id,
     attest_verdict_tdx_fmspc, attest_verdict_tdx_tcb_status, attest_verdict_variant,
@@ -92,7 +92,7 @@ pub use verdict::{
 pub use verifier::{
     ATTEST_QUOTE_SIGNATURE_RSAPSS_SHA256, ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, ATTEST_QUOTE_SIGNATURE_TPMT,
     ATTEST_TIME_NOW, ATTEST_VERIFY_ALLOW_EMPTY_NONCE, attest_pcr_value, attest_result_text, attest_verifier,
-    attest_verifier_free, attest_verifier_last_error, attest_verifier_new, attest_verifier_pin_ak,
-    attest_verifier_set_crl, attest_verifier_set_policy_json, attest_verifier_verify_azure_snp,
+    attest_verifier_free, attest_verifier_last_error, attest_verifier_last_result_json, attest_verifier_new,
+    attest_verifier_pin_ak, attest_verifier_set_crl, attest_verifier_set_policy_json, attest_verifier_verify_azure_snp,
     attest_verifier_verify_document, attest_verifier_verify_snp, attest_verifier_verify_tpm_quote, attest_version,
 };

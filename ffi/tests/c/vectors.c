@@ -111,8 +111,42 @@ static void constellation_azure_milan(void) {
            ATTEST_RESULT_POLICY_REPORT_DATA);
   CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vcek, vlen, NULL, 0, wrong, 32, T_2025_06_01, &vd),
            ATTEST_RESULT_MISUSE);
+  /* The refusal's result object (schema attest-result/1): the failed check and its policy key. */
+  {
+    char json[4096];
+    size_t n = 0;
+    CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vcek, vlen, NULL, 0, wrong, 64, T_2025_06_01, &vd),
+             ATTEST_RESULT_POLICY_REPORT_DATA);
+    CHECK_RC(v, attest_verifier_last_result_json(v, json, sizeof json - 1, &n), ATTEST_RESULT_OK);
+    json[n] = 0;
+    CHECK(strstr(json, "\"schema\":\"attest-result/1\"") && strstr(json, "\"accepted\":false"));
+    CHECK(strstr(json, "\"check\":\"report_data\"") && strstr(json, "\"policy_key\":\"report_data\""));
+    CHECK(strstr(json, "\"class\":\"refused\""));
+  }
+  /* As the CLI reads it: the file (report + its 20-byte IGVM request-data header) verifies; other trailing
+   * bytes are malformed input. */
+  CHECK(rlen == REPORT_SIZE + 20);
   CHECK_RC(v, attest_verifier_verify_snp(v, report, rlen, vcek, vlen, NULL, 0, NULL, 0, T_2025_06_01, &vd),
+           ATTEST_RESULT_OK);
+  {
+    char json[8192];
+    size_t n = 0;
+    CHECK_RC(NULL, attest_verdict_json(vd, NULL, 0, &n), ATTEST_RESULT_INSUFFICIENT_SIZE);
+    CHECK(n > 0 && n < sizeof json);
+    CHECK_RC(NULL, attest_verdict_json(vd, json, sizeof json - 1, &n), ATTEST_RESULT_OK);
+    json[n] = 0;
+    CHECK(strstr(json, "\"accepted\":true") && strstr(json, "\"verifier\":\"snp\"") && strstr(json, "\"failure\":null"));
+    size_t m = 0;
+    CHECK_RC(v, attest_verifier_last_result_json(v, NULL, 0, &m), ATTEST_RESULT_INSUFFICIENT_SIZE);
+    CHECK(m == n);
+  }
+  attest_verdict_free(vd);
+  vd = NULL;
+  uint8_t *padded = calloc(1, REPORT_SIZE + 7);
+  memcpy(padded, report, REPORT_SIZE);
+  CHECK_RC(v, attest_verifier_verify_snp(v, padded, REPORT_SIZE + 7, vcek, vlen, NULL, 0, NULL, 0, T_2025_06_01, &vd),
            ATTEST_RESULT_TRAILING_DATA);
+  free(padded);
   const char *want_m =
       "{\"measurements\": [\"5677f1de87289e7ad2c7e99c805d0468b1a9ccd83f0d245afa5242d405da4d5725852f8c6550564870e5f3206dfb1841\"]}";
   const char *other_m =
