@@ -264,15 +264,14 @@ impl Appraisal {
         };
         *slot = Some(CONTRAINDICATED);
         let failure = Failure::of(error, structure_check);
-        match checks.iter_mut().find(|(n, _)| *n == failure.check) {
-            Some(entry) => entry.1 = CheckOutcome::Failed,
-            None => {
-                // The failed check by the name the failure carries (a `'static` name of a known check, or
-                // the structure check).
-                let name =
-                    error.failed_check().filter(|_| failure.class != ErrorClass::Malformed).unwrap_or(structure_check);
-                checks.push((name, CheckOutcome::Failed));
-            }
+        if let Some(entry) = checks.iter_mut().find(|(n, _)| *n == failure.check) {
+            entry.1 = CheckOutcome::Failed;
+        } else {
+            // The failed check by the name the failure carries (a `'static` name of a known check, or the
+            // structure check).
+            let name =
+                error.failed_check().filter(|_| failure.class != ErrorClass::Malformed).unwrap_or(structure_check);
+            checks.push((name, CheckOutcome::Failed));
         }
         Self { submod: submod.to_owned(), vector, checks, claims: Map::new(), failure: Some(failure) }
     }
@@ -613,7 +612,7 @@ mod tests {
     fn failures_are_contraindicated_with_the_failure() {
         let a = Appraisal::failed("tpm-quote", &Error::QuoteSignatureInvalid, "quote_structure", Vec::new());
         assert_eq!(a.vector.hardware, Some(CONTRAINDICATED));
-        let c = claims(&[a.clone()], &issue(Some(b"12345678")));
+        let c = claims(std::slice::from_ref(&a), &issue(Some(b"12345678")));
         let sub = &c["submods"]["tpm-quote"];
         assert_eq!(sub["ear.status"], "contraindicated");
         assert_eq!(sub["ear.trustworthiness-vector"]["hardware"], 96);
@@ -623,7 +622,7 @@ mod tests {
         assert_eq!((c["iat"].as_u64(), c["eat_nonce"].as_str()), (Some(7), Some("MTIzNDU2Nzg")));
         assert_eq!(c["eat_profile"], EAR_PROFILE);
         // Too short for EAT: only the private claim.
-        let c = claims(&[a.clone()], &issue(Some(b"n")));
+        let c = claims(std::slice::from_ref(&a), &issue(Some(b"n")));
         assert!(c.get("eat_nonce").is_none());
         assert_eq!(c["attest.nonce"], "6e");
         let r = a.result_json("tpm", "TPM quote", &Map::new(), UnixTime::from_secs(3));

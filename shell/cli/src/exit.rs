@@ -12,6 +12,7 @@
 use super::Status;
 use attest_engine::Error;
 use attest_engine::error::ErrorClass;
+use std::fmt::Write as _;
 
 /// Every exit status with its meaning, in order.
 pub const EXIT_STATUSES: &[(u8, &str)] = &[
@@ -30,7 +31,7 @@ pub const EXIT_STATUSES: &[(u8, &str)] = &[
 pub fn help() -> String {
     let mut s = String::from("Exit status:\n");
     for (code, meaning) in EXIT_STATUSES {
-        s.push_str(&format!("  {code}  {meaning}\n"));
+        let _ = writeln!(s, "  {code}  {meaning}");
     }
     s.push_str("\nExample policies (commented, one per evidence kind): examples/policies/ in the attest repository.");
     s

@@ -17,7 +17,7 @@ mod common;
 
 use common::{attest, scratch, validate_results, venv};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const AT: &str = "2025-06-01";
 /// trustee-tpm's extraData: 48 bytes and 16 zero bytes.
@@ -387,7 +387,7 @@ fn random_and_truncated_inputs_exit_2_through_every_verifier() {
             ("empty".into(), Vec::new()),
             ("first 16 bytes".into(), original[..16.min(n)].to_vec()),
             ("truncated to 1/3".into(), original[..n / 3].to_vec()),
-            ("cut after half".into(), original[..n / 2 + 1].to_vec()),
+            ("cut after half".into(), original[..=(n / 2)].to_vec()),
         ];
         for (what, bytes) in inputs {
             let f = scratch("contracts-input.bin");
