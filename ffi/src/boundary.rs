@@ -13,8 +13,10 @@
 //! thread. Thread-local rather than inside the verifier so that threads sharing one verifier never see each
 //! other's failures. (Go callers lock the goroutine to its OS thread around the pair of calls.)
 
+use crate::handle::{OutBuf, OutPtr};
 use crate::result::attest_result;
 use std::cell::RefCell;
+use std::ffi::c_char;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The most recent failure of a verifier call on this thread.
@@ -105,4 +107,19 @@ mod tests {
         assert_eq!(record(1, Ok(())), attest_result::Ok);
         with_last_error(1, |m| assert_eq!(m, ""));
     }
+}
+
+/// Copies `text` into `(buf, len)` and its length into `*out_n`. Not NUL-terminated. A too-small buffer
+/// (including the size query `buf = NULL, len = 0`) returns `ATTEST_RESULT_INSUFFICIENT_SIZE` with the
+/// size needed in `*out_n` and nothing written to `buf`.
+pub(crate) fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<(), attest_result> {
+    let out_n = OutPtr::new(out_n).ok_or(attest_result::NullParameter)?;
+    let buf = OutBuf::new(buf.cast(), len).ok_or(attest_result::NullParameter)?;
+    if text.len() > buf.len() {
+        out_n.write(text.len());
+        return Err(attest_result::InsufficientSize);
+    }
+    buf.copy_from(text.as_bytes());
+    out_n.write(text.len());
+    Ok(())
 }

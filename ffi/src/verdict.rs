@@ -353,7 +353,7 @@ pub extern "C" fn attest_verdict_json(
 ) -> attest_result {
     guard(|| {
         let v = try_ref(verdict).ok_or(attest_result::NullParameter)?;
-        crate::verifier::write_text(&v.result, buf, len, out_n)
+        crate::boundary::write_text(&v.result, buf, len, out_n)
     })
 }
 

@@ -13,9 +13,9 @@
 //! verified with no certificate at all (`leaf = NULL, leaf_len = 0`). A miss is
 //! `ATTEST_RESULT_CERTIFICATE_NOT_CACHED`: fetch the VCEK (the shell's KDS client) and pass it.
 
-use crate::boundary::{self, guard, guard_value, with_last_error};
+use crate::boundary::{self, guard, guard_value, with_last_error, write_text};
 use crate::document;
-use crate::handle::{Castable, OutBuf, OutPtr, OwnershipArc, arc_into_ptr, free_arc, try_ref, try_slice};
+use crate::handle::{Castable, OutPtr, OwnershipArc, arc_into_ptr, free_arc, try_ref, try_slice};
 use crate::result::attest_result;
 use crate::verdict::{Verdict, attest_evidence_kind, attest_outcome, attest_verdict};
 use attest_engine::azure::{AzureSnpRequest, verify_azure_snp};
@@ -446,21 +446,6 @@ pub(crate) fn finish(
     write_verdict(out, verdict.with_result(json));
 }
 
-/// Copies `text` into `(buf, len)` and its length into `*out_n`. Not NUL-terminated. A too-small buffer
-/// (including the size query `buf = NULL, len = 0`) returns `ATTEST_RESULT_INSUFFICIENT_SIZE` with the
-/// size needed in `*out_n` and nothing written to `buf`.
-pub(crate) fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<(), attest_result> {
-    let out_n = OutPtr::new(out_n).ok_or(attest_result::NullParameter)?;
-    let buf = OutBuf::new(buf.cast(), len).ok_or(attest_result::NullParameter)?;
-    if text.len() > buf.len() {
-        out_n.write(text.len());
-        return Err(attest_result::InsufficientSize);
-    }
-    buf.copy_from(text.as_bytes());
-    out_n.write(text.len());
-    Ok(())
-}
-
 // ---- Lifecycle and configuration ----------------------------------------------------------------------
 
 /// Creates a verifier with AMD's Milan, Genoa and Turin roots, the default (strict) SNP policy, and empty
@@ -640,9 +625,7 @@ pub extern "C" fn attest_verifier_verify_snp(
     out: *mut *mut attest_verdict,
 ) -> attest_result {
     verify_call(verifier, &SNP, time, |v| {
-        // The engine's one SNP entry point, as the CLI's: raw, + IGVM request-data header, or an HCL report.
-        let evidence = SnpEvidence::parse(required(report, report_len, "report")?)?;
-        let report = evidence.report();
+        let raw = required(report, report_len, "report")?;
         let leaf = input(leaf, leaf_len)?;
         let chain = input(chain, chain_len)?;
         let report_data = input(report_data, report_data_len)?;
@@ -650,7 +633,7 @@ pub extern "C" fn attest_verifier_verify_snp(
         let time = trusted_time(time)?;
 
         let cached = if leaf.is_empty() {
-            let key = LeafKey::of(&Report::parse(report)?);
+            let key = LeafKey::of(&Report::parse(SnpEvidence::parse(raw)?.report())?);
             let hit = v.leaves.lock().unwrap_or_else(PoisonError::into_inner).get(&key);
             Some(hit.ok_or(attest_result::CertificateNotCached)?)
         } else {
@@ -661,8 +644,10 @@ pub extern "C" fn attest_verifier_verify_snp(
             None => leaf_and_chain(leaf)?,
         };
         let chain = chain_certs(extras, chain)?;
+        // The engine's one SNP entry point, as the CLI's: raw, + IGVM request-data header, or an HCL report.
+        let evidence = SnpEvidence::parse(raw)?;
         let req = SnpRequest {
-            report,
+            report: evidence.report(),
             leaf: &leaf,
             intermediate: chain.first().map(Vec::as_slice),
             root: chain.get(1).map(Vec::as_slice),

@@ -162,4 +162,19 @@ mod tests {
         }
         assert!(SnpEvidence::parse(b"HCLA\x01\0\0\0").is_err());
     }
+
+    proptest::proptest! {
+        /// Never panics; an accepted input's report is 0x4A0 bytes of it, and errors are malformed input.
+        #[test]
+        fn parse_is_total(data in proptest::collection::vec(proptest::num::u8::ANY, 0..0x600)) {
+            match SnpEvidence::parse(&data) {
+                Ok(ev) => {
+                    proptest::prop_assert_eq!(ev.report().len(), REPORT_SIZE);
+                    let at = ev.report().as_ptr() as usize - data.as_ptr() as usize;
+                    proptest::prop_assert!(at + REPORT_SIZE <= data.len());
+                }
+                Err(e) => proptest::prop_assert_eq!(e.class(), ErrorClass::Malformed),
+            }
+        }
+    }
 }

@@ -241,7 +241,7 @@ impl Output {
                 let mut s = format!("ACCEPTED: {} verified ({})\n", subject.what, subject.input);
                 let _ = writeln!(s, "  {:<25} {}", "EAR status", appraisal.status());
                 for (k, v) in subject.facts.iter().chain(appraisal.claims.iter()) {
-                    super::snp::print_value(&mut s, k, v, 2);
+                    print_value(&mut s, k, v, 2);
                 }
                 let _ = writeln!(s, "  {:<25} {}", "trusted time", self.time);
                 s.push_str("checks:\n");
@@ -278,6 +278,32 @@ fn rejection_text(subject: &Subject, appraisal: &Appraisal) -> String {
 fn now() -> UnixTime {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     UnixTime::from_secs(secs)
+}
+
+/// Prints `k: val` for people, objects as indented blocks (a decoded TCB as its one-line text).
+pub(crate) fn print_value(s: &mut String, k: &str, val: &Value, indent: usize) {
+    let w = 27usize.saturating_sub(indent);
+    match val {
+        Value::Object(m) => {
+            let _ = writeln!(s, "{:indent$}{k}:", "");
+            for (k2, v2) in m {
+                // A decoded TCB is also shown as one line ("text"); skip the nested object in text mode.
+                if k2 == "decoded" && m.contains_key("text") {
+                    continue;
+                }
+                print_value(s, k2, v2, indent + 2);
+            }
+        }
+        Value::Null => {
+            let _ = writeln!(s, "{:indent$}{k:<w$} -", "");
+        }
+        Value::String(v) => {
+            let _ = writeln!(s, "{:indent$}{k:<w$} {v}", "");
+        }
+        other => {
+            let _ = writeln!(s, "{:indent$}{k:<w$} {other}", "");
+        }
+    }
 }
 
 /// Writes to stdout, ignoring errors (a closed pipe must not panic).

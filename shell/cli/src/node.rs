@@ -93,7 +93,7 @@ pub struct VariantArgs {
 
 /// Why a variant without a vTPM is not taken by these commands: they check a vTPM quote. TD quotes are
 /// verified by `attest tdx verify`, and the join service admits TDX nodes.
-const VTPM_ONLY: &str = "attest init/verify attest vTPM variants only";
+const VTPM_ONLY: &str = "this command checks a vTPM quote and has no TD-quote-only variants; verify a TD quote with `attest tdx verify QUOTE --collateral FILE`";
 
 /// A validator for a node, and the test roots it trusts (their description, for every verdict).
 #[derive(Debug)]

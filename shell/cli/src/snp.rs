@@ -6,7 +6,7 @@
 //! only the engine call (parsing, chain, signature and policy), not file I/O. `chain` and `show` print
 //! their own JSON (`chain`: `{"accepted": …}`; `show`: the unverified fields).
 
-use super::evidence::{Rejection, Subject};
+use super::evidence::{Rejection, Subject, print_value};
 use super::input::{self, ProductArg, ReportInput};
 use super::{Status, UsageError};
 use attest_engine::ear::{Appraisal, CheckOutcome};
@@ -462,29 +462,4 @@ fn report_fields(
         ));
     }
     v
-}
-
-pub(crate) fn print_value(s: &mut String, k: &str, val: &Value, indent: usize) {
-    let w = 27usize.saturating_sub(indent);
-    match val {
-        Value::Object(m) => {
-            let _ = writeln!(s, "{:indent$}{k}:", "");
-            for (k2, v2) in m {
-                // A decoded TCB is also shown as one line ("text"); skip the nested object in text mode.
-                if k2 == "decoded" && m.contains_key("text") {
-                    continue;
-                }
-                print_value(s, k2, v2, indent + 2);
-            }
-        }
-        Value::Null => {
-            let _ = writeln!(s, "{:indent$}{k:<w$} -", "");
-        }
-        Value::String(v) => {
-            let _ = writeln!(s, "{:indent$}{k:<w$} {v}", "");
-        }
-        other => {
-            let _ = writeln!(s, "{:indent$}{k:<w$} {other}", "");
-        }
-    }
 }

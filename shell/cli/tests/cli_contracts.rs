@@ -413,3 +413,37 @@ fn random_and_truncated_inputs_exit_2_through_every_verifier() {
     assert!(wrong.is_empty(), "malformed input must exit 2 with a message:\n{}", wrong.join("\n"));
     let _ = std::fs::remove_file(measurements);
 }
+
+#[test]
+fn help_version_and_messages() {
+    let help = attest(Path::new("."), &["--help"]);
+    assert_eq!(help.code, 0, "{help:?}");
+    for needle in
+        ["Exit status:", "  0  accepted", "  1  refused", "  2  malformed input or wrong usage", "examples/policies/"]
+    {
+        assert!(help.stdout.contains(needle), "{needle}: {}", help.stdout);
+    }
+    let version = attest(Path::new("."), &["--version"]);
+    let want = format!("attest {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(version.code == 0 && version.stdout.starts_with(&want), "{version:?}");
+    // A TD-quote-only variant at a vTPM command: the message names the command that takes TD quotes.
+    let r = attest(
+        Path::new("."),
+        &["document", "verify", "x", "--measurements", "m", "--variant", "qemu-tdx", "--dangerous-no-nonce"],
+    );
+    assert!(r.code == 2 && r.stderr.contains("attest tdx verify") && !r.stderr.contains("::"), "{r:?}");
+
+    let Some(dir) = common::testdata() else { return };
+    let tdx = args(
+        &dir,
+        &["tdx", "verify", "@trustee-tdx/tdx_quote_4.dat", "--collateral", "@go-tdx-guest/collateral_SPR_E4.json"],
+    );
+    let r = run(&tdx, &["--json", "--format", "text"]);
+    assert!(r.code == 2 && r.stderr.contains("--json and --format text exclude each other"), "{r:?}");
+    // Evidence that carries a nonce, verified with --dangerous-no-nonce: the message says so plainly.
+    let r = run(
+        &args(&dir, &["tpm", "verify", "--evidence", "@trustee-tpm/tpm_evidence.json", "--dangerous-no-nonce"]),
+        &[],
+    );
+    assert!(r.code == 1 && r.stderr.contains("expected no nonce (empty), found the nonce a041"), "{r:?}");
+}
