@@ -207,12 +207,19 @@ func (v *Verifier) call(f func(p *C.attest_verifier) C.attest_result) error {
 
 // lastResult copies this thread's result object of its latest verification on p (nil: none).
 func lastResult(p *C.attest_verifier) []byte {
+	return copyText(func(buf *C.char, n C.size_t, out *C.size_t) C.attest_result {
+		return C.attest_verifier_last_result_json(p, buf, n, out)
+	})
+}
+
+// copyText runs a C text getter twice, the size query and then the copy; nil when there is no text.
+func copyText(get func(buf *C.char, n C.size_t, out *C.size_t) C.attest_result) []byte {
 	var n C.size_t
-	if C.attest_verifier_last_result_json(p, nil, 0, &n) != C.ATTEST_RESULT_INSUFFICIENT_SIZE || n == 0 {
+	if get(nil, 0, &n) != C.ATTEST_RESULT_INSUFFICIENT_SIZE || n == 0 {
 		return nil
 	}
 	buf := make([]byte, int(n))
-	if C.attest_verifier_last_result_json(p, (*C.char)(unsafe.Pointer(&buf[0])), n, &n) != C.ATTEST_RESULT_OK {
+	if get((*C.char)(unsafe.Pointer(&buf[0])), n, &n) != C.ATTEST_RESULT_OK {
 		return nil
 	}
 	return buf[:n]

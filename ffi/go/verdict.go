@@ -184,13 +184,7 @@ func takeVerdict(p *C.attest_verdict, err error) (Verdict, error) {
 
 // verdictJSON copies the verdict's result object.
 func verdictJSON(p *C.attest_verdict) []byte {
-	var n C.size_t
-	if C.attest_verdict_json(p, nil, 0, &n) != C.ATTEST_RESULT_INSUFFICIENT_SIZE || n == 0 {
-		return nil
-	}
-	buf := make([]byte, int(n))
-	if C.attest_verdict_json(p, (*C.char)(unsafe.Pointer(&buf[0])), n, &n) != C.ATTEST_RESULT_OK {
-		return nil
-	}
-	return buf[:n]
+	return copyText(func(buf *C.char, n C.size_t, out *C.size_t) C.attest_result {
+		return C.attest_verdict_json(p, buf, n, out)
+	})
 }
