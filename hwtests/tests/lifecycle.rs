@@ -261,13 +261,17 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
         let (attested, why) = verdict.unwrap_err();
         assert!(attested && why.contains("PCR 15"), "{why}");
         let result = result.expect("a result object");
-        assert_eq!((result["accepted"].as_bool(), result["failure"]["check"].as_str()), (Some(false), Some("pcr_policy")));
+        assert_eq!(
+            (result["accepted"].as_bool(), result["failure"]["check"].as_str()),
+            (Some(false), Some("pcr_policy"))
+        );
         // Without --cluster-id, the default join measurements (PCR 15 = 0) refuse a bootstrapped node.
         let (reg, zero) = (registry.clone(), pcr15_zero());
-        let (status, ..) = tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, zero)))
-            .await
-            .unwrap()
-            .unwrap();
+        let (status, ..) =
+            tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, zero)))
+                .await
+                .unwrap()
+                .unwrap();
         assert_eq!(status, attest_cli::Status::Rejected);
     }
     servers.shutdown(Duration::from_secs(1)).await;
