@@ -83,6 +83,21 @@ pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
 }
 
+/// Copies `text` into `(buf, len)` and its length into `*out_n`. Not NUL-terminated. A too-small buffer
+/// (including the size query `buf = NULL, len = 0`) returns `ATTEST_RESULT_INSUFFICIENT_SIZE` with the
+/// size needed in `*out_n` and nothing written to `buf`.
+pub(crate) fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<(), attest_result> {
+    let out_n = OutPtr::new(out_n).ok_or(attest_result::NullParameter)?;
+    let buf = OutBuf::new(buf.cast(), len).ok_or(attest_result::NullParameter)?;
+    if text.len() > buf.len() {
+        out_n.write(text.len());
+        return Err(attest_result::InsufficientSize);
+    }
+    buf.copy_from(text.as_bytes());
+    out_n.write(text.len());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,19 +122,4 @@ mod tests {
         assert_eq!(record(1, Ok(())), attest_result::Ok);
         with_last_error(1, |m| assert_eq!(m, ""));
     }
-}
-
-/// Copies `text` into `(buf, len)` and its length into `*out_n`. Not NUL-terminated. A too-small buffer
-/// (including the size query `buf = NULL, len = 0`) returns `ATTEST_RESULT_INSUFFICIENT_SIZE` with the
-/// size needed in `*out_n` and nothing written to `buf`.
-pub(crate) fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<(), attest_result> {
-    let out_n = OutPtr::new(out_n).ok_or(attest_result::NullParameter)?;
-    let buf = OutBuf::new(buf.cast(), len).ok_or(attest_result::NullParameter)?;
-    if text.len() > buf.len() {
-        out_n.write(text.len());
-        return Err(attest_result::InsufficientSize);
-    }
-    buf.copy_from(text.as_bytes());
-    out_n.write(text.len());
-    Ok(())
 }
