@@ -19,11 +19,11 @@ Starts, on 127.0.0.1 only:
      activation, verifies node-1's aTLS attestation, sends the init request, streams the logs, writes
      kubeconfig, the master secret, cluster.json and the key-service PKI (the cluster-internal CA);
   4. the key service (kms.API over mutual TLS, only the join service's certificate admitted);
-  5. the join service on node-1's TPM (mutual aTLS: it attests itself; AK registration, /metrics) with the
-     cluster PKI node-1 created;
+  5. the join service on node-1's hardware (mutual aTLS: it attests itself as node-1, with node-1's variant;
+     AK registration, /metrics) with the cluster PKI node-1 created;
   6. node-2 and node-3, each with its own swtpm, EK certificate and the expected measurements: they
-     register their AKs, verify the join service's attestation (its AK by credential activation, its PCR 15
-     = the cluster), attest to it and join;
+     register their AKs, verify the join service's attestation (qemu-vtpm: its AK by credential activation;
+     the SNP variants: its SNP report, no EK certificate; its PCR 15 = the cluster), attest to it and join;
   7. node-bad, whose PCR 9 differs (a modified kernel): the join service refuses it with a clear reason;
   8. the attack section: attacks of issue 14 against the live cluster, each refused without partial state,
      ending in `attacks refused: N/N`;
@@ -192,9 +192,15 @@ def run(argv, **kw):
 
 
 class EkCa:
-    """swtpm's local CA (swtpm_localca) in a directory of our own: it signs every node's EK certificate."""
+    """swtpm's local CA (swtpm_localca) in a directory of our own: it signs every node's EK certificate.
+
+    `certifies`: whether the simulated cloud gives its vTPMs EK certificates (not AWS's NitroTPM; the variant
+    table says, through `attest-hwsim machine`). `for_join_service`: whether nodes verify the join service
+    through its EK certificate (qemu-vtpm only: every other variant proves its AK in its evidence)."""
 
     def __init__(self, root):
+        self.certifies = True
+        self.for_join_service = True
         self.dir = root / "ek-ca"
         self.dir.mkdir(parents=True)
         localca = root / "swtpm-localca.conf"
@@ -238,8 +244,9 @@ class Node:
         return f"swtpm:host=127.0.0.1,port={self.port}"
 
     def manufacture(self, ca):
-        run(["swtpm_setup", "--tpm2", "--tpmstate", self.tpm_dir, "--createek", "--create-ek-cert",
-             "--create-platform-cert", "--lock-nvram", "--overwrite", "--config", ca.setup_conf])
+        certs = ["--create-ek-cert", "--create-platform-cert"] if ca.certifies else []
+        run(["swtpm_setup", "--tpm2", "--tpmstate", self.tpm_dir, "--createek", *certs, "--lock-nvram",
+             "--overwrite", "--config", ca.setup_conf])
 
     def start_tpm(self, procs):
         for _ in range(5):
@@ -389,13 +396,15 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]
     if sim:
         sim.start()
+        ca.certifies, ca.for_join_service = sim.ek_certificate, False
     for n in nodes:
         n.manufacture(ca)
         n.start_tpm(procs)
         n.measured_boot()
         if sim:
             sim.provision(n)
-    log(f"{len(nodes)} swtpm TPMs manufactured with EK certificates from the local EK CA and booted")
+    log(f"{len(nodes)} swtpm TPMs manufactured " + ("with EK certificates from the local EK CA" if ca.certifies else
+        f"WITHOUT EK certificates (as {sim.variant if sim else ''}'s vTPM has none)") + " and booted")
 
     first = nodes[0]
     boot = bootstrapper_args(bins, first, init_secret_hash, sim, verify=False)
@@ -408,7 +417,8 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     t = time.monotonic()
     r = subprocess.run([bins["attest"], "init", "--endpoint", first.init_addr,
                         *signature_args(measurements, sig, pub),
-                        "--ak-registry", registry_cli, "--ek-ca", ca.dir, "--master-secret", master_secret,
+                        "--ak-registry", registry_cli, *(["--ek-ca", ca.dir] if ca.certifies else []),
+                        "--master-secret", master_secret,
                         "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"]
                        + (sim.verifier_args() if sim else []), capture_output=True)
     (root / "attest-init.log").write_bytes(r.stderr)
@@ -435,20 +445,22 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     log(f"key service on {kms_addr} (mutual TLS: only the join service's certificate of the cluster CA)")
 
     # The join service, configured from what init produced: the cluster PKI, the measurement salt, the
-    # key-service client certificate; it attests with node-1's TPM.
+    # key-service client certificate; it attests as node-1, with node-1's hardware and variant.
     salt_file = root / "measurement-salt"
     salt_file.write_bytes(bytes.fromhex(init["measurementSalt"]))
     kube_config = root / "kubernetes.json"
     kube_config.write_text(json.dumps({"kubernetesVersion": "v1.31.1",
                                        "components": []}))
-    join_argv = join_service_args(bins, root, first, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca)
-    join_argv += ["--registration-listen", "127.0.0.1:0",
-                  "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"]
+    join_argv = join_service_args(bins, root, first, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca,
+                                  own=sim.join_service_args() if sim else None)
+    if ca.certifies:  # AK registration (qemu-vtpm nodes) against the EK CA; a cloud without EK certificates has none
+        join_argv += ["--registration-listen", "127.0.0.1:0",
+                      "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"]
     join_argv += sim.verifier_args() if sim else []
     join = procs.start("join-service", join_argv)
-    addrs = wait_for_lines(root / "join-service.out", r"listening on (\S+)", 3, join)
-    join_addr, metrics_addr, reg_addr = addrs
-    log(f"join service on {join_addr} (mutual aTLS on {first.name}'s TPM; AK registration {reg_addr}, "
+    join_addr, metrics_addr, reg_addr = join_service_addrs(root / "join-service.out", join_argv, join)
+    log(f"join service on {join_addr} (mutual aTLS as {first.name}: {sim.variant if sim else 'qemu-vtpm'} on its "
+        f"hardware; {f'AK registration {reg_addr}' if reg_addr else 'no AK registration: no EK certificates'}, "
         f"metrics http://{metrics_addr}/metrics)")
 
     started = {}
@@ -505,8 +517,7 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     if ok:
         # The join service again (same files, node-1's TPM) for the nodes' later life.
         join = procs.start("join-service-2", join_argv)
-        join_addr, cluster.metrics_addr, reg_addr = wait_for_lines(root / "join-service-2.out", r"listening on (\S+)",
-                                                                   3, join)
+        join_addr, cluster.metrics_addr, reg_addr = join_service_addrs(root / "join-service-2.out", join_argv, join)
         cluster.join_log = root / "join-service-2.log"  # the upgrade step reads its refusals
         log(f"join service restarted on {join_addr} for the nodes' later life")
         ok = lifecycle(cluster, join, join_addr, reg_addr, master_secret)
@@ -521,10 +532,13 @@ def stop(proc, what):
         raise Failure(f"{what} did not stop")
 
 
-def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca, tag=""):
-    """The join service's command line (node's TPM; dry-run tokens, announced)."""
+def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca, tag="",
+                      own=None):
+    """The join service's command line (it attests as `node`: its TPM and `own`, the variant flags of its hardware,
+    qemu-vtpm by default; dry-run tokens, announced)."""
     return [bins["join-service"], "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-            "--tpm", node.tcti, "--key-service", kms_addr, "--key-service-ca", pki / "ca.crt",
+            "--tpm", node.tcti, *(own or ["--node-variant", "qemu-vtpm"]),
+            "--key-service", kms_addr, "--key-service-ca", pki / "ca.crt",
             "--key-service-cert", pki / "join-service.crt", "--key-service-key", pki / "join-service.key",
             *signature_args(measurements, sig, pub), "--measurement-salt", salt_file,
             "--ak-registry", root / f"join-ak-registry{tag}.json", "--pki-dir", node.state_dir / "pki",
@@ -532,11 +546,20 @@ def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, s
             "--token-issuer", "dry-run", "--dry-run-dir", root / f"tokens{tag}", "--kds-url", "offline"]
 
 
+def join_service_addrs(out, argv, proc):
+    """The join service's join.API, /metrics and (when it serves one) AK registration addresses."""
+    registration = "--registration-listen" in argv
+    addrs = wait_for_lines(out, r"listening on (\S+)", 3 if registration else 2, proc)
+    return addrs[0], addrs[1], addrs[2] if registration else None
+
+
 def joining_args(join_addr, reg_addr, measurements, sig, pub, ca):
-    """A joining node's flags: where the join service is, and how to verify it."""
-    argv = ["--join-service", join_addr, *signature_args(measurements, sig, pub),
-            "--join-service-ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem",
-            "--join-service-ek-ca", ca.dir / "issuercert.pem"]
+    """A joining node's flags: where the join service is, and how to verify it (its EK CA only where the join
+    service is trusted through its EK certificate: qemu-vtpm)."""
+    argv = ["--join-service", join_addr, *signature_args(measurements, sig, pub)]
+    if ca.for_join_service:
+        argv += ["--join-service-ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem",
+                 "--join-service-ek-ca", ca.dir / "issuercert.pem"]
     if reg_addr:
         argv += ["--registration", reg_addr]
     return argv
@@ -659,6 +682,7 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
     if sim:
         print(f"hardware        {variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {sim.roots}; launch "
               f"MEASUREMENT pinned ({sim.policy.name})")
+        print(f"join service    {sim.join_service_trust()}")
     print("kubernetes      DRY RUN: no kubeadm ran (--backend dry-run); bootstrap tokens are files (--token-issuer dry-run)")
     print()
     for name, role, outcome, timing, ak, checks, disk, lock in rows:
@@ -902,23 +926,28 @@ def attack_unsigned_measurements(c):
 
 
 def attack_impostor_join_service(c):
-    """A join service attesting with the wrong measurements: a fresh node refuses its ticket, stays unlocked."""
+    """A join service attesting with the wrong measurements (as the cluster's variant, on node-bad's hardware): a
+    fresh node of the variant refuses its ticket and stays unlocked."""
     bad = c.nodes[3]  # node-bad's TPM (PCR 9: the patched kernel) serves the impostor
     impostor_pki = c.root / "impostor-kms-pki"
     run([c.bins["attest"], "secret", "key-service-pki", "--out", impostor_pki])
     argv = join_service_args(c.bins, c.root, bad, "127.0.0.1:1", impostor_pki, c.measurements, c.sig, c.pub,
-                             c.salt_file, c.kube_config, c.ca, tag="-impostor")
+                             c.salt_file, c.kube_config, c.ca, tag="-impostor",
+                             own=c.sim.join_service_args() if c.sim else None)
     # Whatever the impostor holds (here even the cluster CA, and a key-service PKI of its own), the node refuses it
     # on its attestation before it asks for anything.
     argv[argv.index("--pki-dir") + 1] = c.nodes[0].state_dir / "pki"
+    argv += c.sim.verifier_args() if c.sim else []
     impostor = c.procs.start("join-service-impostor", argv)
     addr = wait_for_line(c.root / "join-service-impostor.out", r"listening on (\S+)", impostor).group(1)
     victim = Node("node-victim", c.root, GOOD_IMAGE, False)
     victim.manufacture(c.ca)
     victim.start_tpm(c.procs)
     victim.measured_boot()
-    argv = bootstrapper_args(c.bins, victim, c.init_secret_hash) + joining_args(addr, None, c.measurements, c.sig,
-                                                                               c.pub, c.ca)
+    if c.sim:
+        c.sim.provision(victim)
+    argv = bootstrapper_args(c.bins, victim, c.init_secret_hash, c.sim) + joining_args(addr, None, c.measurements,
+                                                                                      c.sig, c.pub, c.ca)
     p = c.procs.start(victim.name, argv)
     try:
         m = wait_for_line(c.root / f"{victim.name}.log", r"join: refused.*(join service refused by this node[^\"]*)",

@@ -399,7 +399,19 @@ impl Appraisal {
             hardware: Some(AFFIRMING),
             instance_identity: affirm_if(passed(TdxCheck::ReportData)),
             executables: affirm_if(passed(TdxCheck::Mrtd)),
-            configuration: affirm_if(passed(TdxCheck::Debug)),
+            // Every TD-attribute check passed: not under debug, no reserved bits, SEPT_VE_DISABLE, not
+            // migratable (a waived one, e.g. a platform's, does not affirm the configuration).
+            configuration: affirm_if(
+                [
+                    TdxCheck::Debug,
+                    TdxCheck::DebugClass,
+                    TdxCheck::ReservedAttributes,
+                    TdxCheck::SeptVeDisable,
+                    TdxCheck::Migratable,
+                ]
+                .into_iter()
+                .all(passed),
+            ),
             runtime_opaque: Some(AFFIRMING),
             ..TrustVector::default()
         };

@@ -2,6 +2,7 @@
 //! OIDs and C codes are unique, and the table drawn in the module's docs says what the rows hold.
 
 use attest_engine::snp::SigningKey;
+use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{AkTrust, Hardware, LaunchPin, Measured, NonceCarrier, TABLE, Variant, VariantInfo};
 
 #[test]
@@ -68,6 +69,19 @@ fn every_row_is_a_coherent_trust_path() {
             Hardware::None => assert_eq!(row.launch, LaunchPin::NotApplicable, "{n}"),
         }
         assert_eq!(row.has_vtpm(), row.measured == Measured::Pcrs, "{n}");
+        // Credential activation needs a certified EK; without a vTPM there is no EK at all.
+        if row.ak == AkTrust::Registry {
+            assert!(row.ek_certificate, "{n}: an AK registry variant is trusted through its EK certificate");
+        }
+        if !row.has_vtpm() {
+            assert!(!row.ek_certificate, "{n}: no vTPM, no EK certificate");
+        }
+        // Waivers are TD-attribute checks of a TDX platform, each once.
+        for (i, c) in row.td_waivers.iter().enumerate() {
+            assert_eq!(row.hardware, Hardware::Tdx, "{n}: TD waivers on a non-TDX row");
+            assert!(TdxPolicy::WAIVABLE_FOR_PLATFORM.contains(c), "{n}: {c} is not waivable for a platform");
+            assert!(!row.td_waivers[i + 1..].contains(c), "{n}: {c} twice");
+        }
         assert_eq!(row.is_tdx(), row.hardware == Hardware::Tdx, "{n}");
     }
 }
@@ -122,6 +136,17 @@ fn the_documented_table_matches_the_rows() {
                 Measured::TdRegisters => "MRTD, RTMR0–3",
             }
             .to_owned(),
+            match (row.ek_certificate, row.has_vtpm()) {
+                (true, _) => "yes",
+                (false, true) => "none",
+                (false, false) => "— (no vTPM)",
+            }
+            .to_owned(),
+            if row.td_waivers.is_empty() {
+                "—".to_owned()
+            } else {
+                row.td_waivers.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+            },
             row.ffi_code.to_string(),
         ];
         assert_eq!(doc.as_slice(), want.as_slice(), "documented row of {}", row.name);

@@ -27,12 +27,12 @@
 /**
  * The ABI minor version: bumped by every addition, reset by a major bump.
  */
-#define ATTEST_ABI_VERSION_MINOR 1
+#define ATTEST_ABI_VERSION_MINOR 2
 
 /**
  * `major << 16 | minor` of the headers a caller compiled against.
  */
-#define ATTEST_ABI_VERSION 65537
+#define ATTEST_ABI_VERSION 65538
 
 /**
  * `qemu-vtpm`: QEMU/KVM or swtpm vTPM, no confidential hardware; AK by credential activation or pin.
@@ -658,6 +658,22 @@ enum attest_result
    * TDX policy check `service_td` failed (a TD bound to service TDs).
    */
   ATTEST_RESULT_POLICY_TDX_SERVICE_TD = 5219,
+  /**
+   * TDX policy check `debug_class` failed (another TUD bit: a TD under debug).
+   */
+  ATTEST_RESULT_POLICY_TDX_DEBUG_CLASS = 5220,
+  /**
+   * TDX policy check `reserved_attributes` failed (a reserved TD attribute bit).
+   */
+  ATTEST_RESULT_POLICY_TDX_RESERVED_ATTRIBUTES = 5221,
+  /**
+   * TDX policy check `sept_ve_disable` failed (a TD without SEPT_VE_DISABLE).
+   */
+  ATTEST_RESULT_POLICY_TDX_SEPT_VE_DISABLE = 5222,
+  /**
+   * TDX policy check `migratable` failed (a migratable TD).
+   */
+  ATTEST_RESULT_POLICY_TDX_MIGRATABLE = 5223,
   /**
    * Another Azure or attestation-variant error.
    */

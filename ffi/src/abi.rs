@@ -17,6 +17,7 @@
 //! |---|---|
 //! | 1.0 | the first versioned ABI: `attest_verifier_new(attest_verifier **)`, SNP input as the CLI reads it |
 //! | 1.1 | `attest_verdict_json`, `attest_verifier_last_result_json` (result objects, schema `attest-result/1`) |
+//! | 1.2 | result codes 5220–5223 of the TD-attribute checks (`debug_class`, `reserved_attributes`, `sept_ve_disable`, `migratable`) |
 //!
 //! A caller checks at start: `attest_abi_version() >> 16 == ATTEST_ABI_VERSION_MAJOR` (same major) and
 //! `(attest_abi_version() & 0xffff) >= ATTEST_ABI_VERSION_MINOR` (everything it uses exists).
@@ -24,9 +25,9 @@
 /// The ABI major version: bumped by every incompatible change (also the SONAME's number).
 pub const ATTEST_ABI_VERSION_MAJOR: u32 = 1;
 /// The ABI minor version: bumped by every addition, reset by a major bump.
-pub const ATTEST_ABI_VERSION_MINOR: u32 = 1;
+pub const ATTEST_ABI_VERSION_MINOR: u32 = 2;
 /// `major << 16 | minor` of the headers a caller compiled against.
-pub const ATTEST_ABI_VERSION: u32 = 0x0001_0001;
+pub const ATTEST_ABI_VERSION: u32 = 0x0001_0002;
 
 const _: () = assert!(ATTEST_ABI_VERSION == (ATTEST_ABI_VERSION_MAJOR << 16 | ATTEST_ABI_VERSION_MINOR));
 

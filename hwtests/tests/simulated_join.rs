@@ -107,7 +107,7 @@ async fn aws_snp_and_gce_nodes_join_one_service_and_the_snp_attacks_are_refused(
     let mut config = HardwareConfig::new(&aws_tpm.tcti());
     config.snp_device = device.clone();
     let aws = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::AwsSevSnp), &config).unwrap());
-    let aws_pcrs = aws.with_tpm(|tpm| tpm.read_pcrs(PcrMask::ALL)).unwrap();
+    let aws_pcrs = aws.with_tpm(|tpm| tpm.read_pcrs(PcrMask::ALL)).unwrap().unwrap();
 
     // The GCE node: a swtpm provisioned as a GCE vTPM (the CA goes into the same test-root directory).
     let gce_tpm = Swtpm::start().unwrap();

@@ -20,7 +20,7 @@ use std::process::Command;
 /// The workspace crates by layer, bottom first. A crate may depend only on crates of lower layers.
 const LAYERS: &[&[&str]] = &[
     // Foundations of the shell: no workspace dependency.
-    &["attest-openssl-ext", "attest-util"],
+    &["attest-openssl-ext", "attest-tdx-ioctl", "attest-util"],
     // The sans-IO engine.
     &["attest-engine"],
     // Test fixtures over the engine's spec constants (see UPWARD_DEV_DEPENDENCIES).

@@ -262,7 +262,7 @@ impl Validator {
             gce: Arc::new(crate::gce::GceVerifier::new()),
             gce_policy: crate::gce::GcePolicy::default(),
             tdx: Arc::new(TdxVerifier::new()),
-            tdx_policy: TdxPolicy::default(),
+            tdx_policy: TdxPolicy::default().with_waived(variant.info().td_waivers),
             alternatives: Alternatives::default(),
         }
     }
@@ -273,6 +273,9 @@ impl Validator {
     /// launch like the main one: [`Validator::launch_pinning`] checks them all). When no set matches, the
     /// error of the validator's own set is returned. [`Validated::measurement_set`] says which set matched.
     pub fn with_alternatives(mut self, pcrs: Vec<PcrPolicy>, tdx: Vec<TdxPolicy>) -> Self {
+        // Each alternative TD policy gets the variant's platform waivers, as the main one does (`with_tdx`).
+        let waived = self.variant.info().td_waivers;
+        let tdx = tdx.into_iter().map(|p| p.with_waived(waived)).collect();
         self.alternatives = Alternatives { pcrs, tdx };
         self
     }
@@ -289,9 +292,12 @@ impl Validator {
     /// the TDX variants (default: a verifier without collateral, which refuses every quote, and
     /// [`TdxPolicy::default`], which pins no launch and so refuses to validate). For `qemu-tdx`, `policy`
     /// holds the measurements (MRTD, RTMR0–3); for `azure-tdx` they are the vTPM PCRs of the [`PcrPolicy`].
+    ///
+    /// The TD-attribute checks the variant's platform cannot pass (its row's `td_waivers`) are waived in
+    /// `policy` here, whatever it says, and every verdict records them as waived.
     pub fn with_tdx(mut self, verifier: Arc<TdxVerifier>, policy: TdxPolicy) -> Self {
         self.tdx = verifier;
-        self.tdx_policy = policy;
+        self.tdx_policy = policy.with_waived(self.variant.info().td_waivers);
         self
     }
 

@@ -7,17 +7,28 @@
 //! constants generated from them). No code outside this file and the attester's hardware drivers decides
 //! anything by a variant's name.
 //!
-//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | C code |
-//! |---|---|---|---|---|---|---|---|---|
-//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | 1 |
-//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | 2 |
-//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | 3 |
-//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | 4 |
-//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | 5 |
-//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | 6 |
-//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | 7 |
+//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | vTPM EK certificate | TD checks waived | C code |
+//! |---|---|---|---|---|---|---|---|---|---|---|
+//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | yes | — | 1 |
+//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | yes | — | 2 |
+//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | none | — | 3 |
+//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | yes | — | 4 |
+//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | yes | — | 5 |
+//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | yes | sept_ve_disable | 6 |
+//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | — (no vTPM) | — | 7 |
+//!
+//! "TD checks waived" lists the TD-attribute checks of [`TdxPolicy`](crate::tdx::TdxPolicy) that the
+//! variant's platform is known not to pass, waived in the variant's default policy and recorded as waived in
+//! every verdict: Azure runs TDX guests as TD partitions under its paravisor, without SEPT_VE_DISABLE
+//! (every real Azure TD quote has TDATTRIBUTES 0).
 //!
 //! (`engine/tests/variant_table.rs` checks that this table says what [`TABLE`] holds.)
+//!
+//! The EK certificate column is what the cloud provisions in the vTPM (the TCG EK Credential Profile's NV
+//! indices 0x01C00002 / 0x01C0000A): swtpm's or QEMU's CA, Azure's vTPM CA, Google's EK CA — and nothing on
+//! AWS, whose NitroTPM has an EK but no certificate for it. Only a variant whose AK is trusted through a
+//! registry needs it (credential activation); every other variant's evidence proves its AK without it, which
+//! is why a node verifies a join service of such a variant with no EK CA configured.
 //!
 //! The OIDs are the values Constellation assigns (its `variant` package: AWS under 1.3.9900.2, GCP under .3,
 //! Azure under .4, QEMU under .5), so that aTLS certificates name the same variant in both projects;
@@ -33,6 +44,7 @@
 //! or hardware, and the compiler says where.
 
 use crate::snp::SigningKey;
+use crate::tdx::TdxCheck;
 use core::fmt;
 
 /// An attestation variant: which hardware and which trust path a node's attestation document uses. Every
@@ -154,6 +166,12 @@ pub struct VariantInfo {
     pub launch: LaunchPin,
     /// What its measurements file measures.
     pub measured: Measured,
+    /// Whether its vTPM comes with an EK certificate from the platform's CA (`false` without a vTPM). Only
+    /// [`AkTrust::Registry`] relies on it (credential activation against a certified EK).
+    pub ek_certificate: bool,
+    /// The TD-attribute checks its platform cannot pass, waived in its TDX policy (TDX variants; empty
+    /// elsewhere). Visible in every verdict as waived.
+    pub td_waivers: &'static [TdxCheck],
     /// Its stable code in the C ABI (`ATTEST_VARIANT_*`; never reused).
     pub ffi_code: u32,
 }
@@ -209,6 +227,8 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        ek_certificate: true,
+        td_waivers: &[],
         ffi_code: 1,
     },
     VariantInfo {
@@ -222,6 +242,8 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        ek_certificate: true,
+        td_waivers: &[],
         ffi_code: 2,
     },
     VariantInfo {
@@ -235,6 +257,9 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        // NitroTPM: an EK, but no certificate for it.
+        ek_certificate: false,
+        td_waivers: &[],
         ffi_code: 3,
     },
     VariantInfo {
@@ -248,6 +273,8 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        ek_certificate: true,
+        td_waivers: &[],
         ffi_code: 4,
     },
     VariantInfo {
@@ -261,6 +288,8 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        ek_certificate: true,
+        td_waivers: &[],
         ffi_code: 5,
     },
     VariantInfo {
@@ -274,6 +303,8 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::Pcrs,
+        ek_certificate: true,
+        td_waivers: &[TdxCheck::SeptVeDisable],
         ffi_code: 6,
     },
     VariantInfo {
@@ -287,6 +318,8 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::TdQuote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::TdRegisters,
+        ek_certificate: false,
+        td_waivers: &[],
         ffi_code: 7,
     },
 ];

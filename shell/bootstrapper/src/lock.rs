@@ -71,6 +71,8 @@ pub enum PcrError {
     Tpm(attest_attester::tpm::Error),
     /// The TPM did not return the SHA-256 value of PCR 15.
     Missing,
+    /// The node's variant has no vTPM (`qemu-tdx`).
+    NoVtpm(attest_attester::issuer::HwIssuerError),
 }
 
 impl std::fmt::Display for PcrError {
@@ -78,6 +80,7 @@ impl std::fmt::Display for PcrError {
         match self {
             PcrError::Tpm(e) => write!(f, "PCR {BOOTSTRAP_PCR}: {e}"),
             PcrError::Missing => write!(f, "the TPM returned no SHA-256 value for PCR {BOOTSTRAP_PCR}"),
+            PcrError::NoVtpm(e) => write!(f, "PCR {BOOTSTRAP_PCR}: {e}"),
         }
     }
 }
@@ -86,6 +89,7 @@ impl std::error::Error for PcrError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             PcrError::Tpm(e) => Some(e),
+            PcrError::NoVtpm(e) => Some(e),
             PcrError::Missing => None,
         }
     }
@@ -179,14 +183,16 @@ impl PcrBackend for QemuVtpmIssuer {
     }
 }
 
-/// The TPM of the node's issuer, whatever its variant (the vTPM the quotes come from).
+/// The TPM of the node's issuer, whatever its variant (the vTPM the quotes come from). A variant without a
+/// vTPM (`qemu-tdx`) has no PCR 15: [`PcrError::NoVtpm`] (its lock binding is RTMR3, through
+/// `NodeIssuer::tdx_guest`).
 impl PcrBackend for attest_attester::issuer::NodeIssuer {
     fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
-        self.with_tpm(read_on)
+        self.with_tpm(read_on).map_err(PcrError::NoVtpm)?
     }
 
     fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
-        self.with_tpm(|tpm| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::Tpm)
+        self.with_tpm(|tpm| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::NoVtpm)?.map_err(PcrError::Tpm)
     }
 }
 

@@ -2,16 +2,21 @@
 //!
 //! A node that accepted a ticket from whoever answered would take a disk key an attacker chose and lock
 //! PCR 15 for good. So the join client checks the join service the way the join service checks it — against
-//! the same measurements file (signature-checked, [`attest_trust`]) and the same kind of evidence — and only
-//! then asks for a ticket:
+//! the same measurements file (signature-checked, [`attest_trust`]), with the validator of the service's
+//! variant from the one [`ValidatorFactory`] — and only then asks for a ticket:
 //!
 //! ```text
-//!  aTLS handshake (mutual): this node attests; the join service attests with its node's TPM
+//!  aTLS handshake (mutual): this node attests; the join service attests with its node's hardware (its variant)
 //!     │ its document fails the measurements / launch / revocation / nonce / key checks ──► refused (no call made)
 //!     ▼
-//!  qemu-vtpm: the service's AK is trusted only after TPM2 credential activation over this very connection
+//!  AK trust of the service's variant (its row of the variant table):
+//!     registry (qemu-vtpm): trusted only after TPM2 credential activation over this very connection
 //!     │ (GetIdentity, MakeCredential against its EK certificate, which must chain to --join-service-ek-ca;
 //!     │  the activated AK must be the one that signed this handshake) ──────────────────────────────► refused
+//!     every other variant: proven in the handshake by the evidence itself — a fresh SNP report binding the
+//!     AK and this handshake's nonce (aws-sev-snp, gcp-sev-snp), the HCL report's runtime data (azure-*),
+//!     Google's AK certificate (gcp-shielded-vm), the TD quote's REPORTDATA (qemu-tdx); no EK certificate
+//!     and no EK CA involved
 //!     ▼
 //!  IssueJoinTicket on the same connection ──► ticket checks ──► cluster id = HKDF(measurement secret, salt)
 //!     │ the service's quoted PCR 15 ≠ SHA-256(0³² ‖ cluster id): it is not a node of the cluster whose
@@ -19,6 +24,12 @@
 //!     ▼
 //!  lock (PCR 15), disk, state …
 //! ```
+//!
+//! Which variants a join service may attest with is the node's configuration (the bootstrapper's
+//! `--join-service-variant`, by default the node's own variant: a join service runs on a control-plane node
+//! of the cluster and attests with that node's hardware). A variant not configured has no validator, so a
+//! service cannot fall back to a weaker variant's path (say, an SNP node's join service presenting a bare
+//! `qemu-vtpm` document): the handshake finds no validator for its OID.
 //!
 //! PCR 15 is left out of the handshake's PCR policy for the join service: a join service necessarily runs
 //! on a bootstrapped control-plane node, whose PCR 15 holds its cluster id, which this node learns only from
@@ -158,15 +169,28 @@ impl ServerProof {
 #[derive(Debug)]
 pub struct JoinServiceTrust {
     verifier: Arc<Verifier>,
+    variants: Vec<Variant>,
     ek_ca: Option<EkCaBundle>,
     trust: Arc<Trust>,
+}
+
+/// What proves a join service's AK, by the variant's AK trust (its row of the variant table).
+fn ak_proof(variant: Variant) -> &'static str {
+    match variant.info().ak {
+        AkTrust::Registry => "TPM2 credential activation against its EK certificate (--join-service-ek-ca)",
+        AkTrust::HclRuntimeData => "the HCL runtime data its hardware report binds",
+        AkTrust::FreshReportBinding => "a fresh hardware report binding the AK and this handshake's nonce",
+        AkTrust::ProviderCertificate => "the cloud provider's AK certificate",
+        AkTrust::NoAk => "no AK: the hardware quote binds the handshake",
+    }
 }
 
 impl JoinServiceTrust {
     /// Verification of a join service of `variants` against `measurements` (PCR 15 left out, see the module
     /// docs), with the validators `factory` builds (its SNP verifier with the CRLs loaded, its policies), the
     /// AK of a variant trusted through a registry (`qemu-vtpm`) by credential activation against `ek_ca`.
-    /// `trust` is reported with every outcome.
+    /// `ek_ca` is needed for such a variant only ([`ServerTrustError::NoEkCa`] without it); the other variants
+    /// prove their AK in the evidence and never read it. `trust` is reported with every outcome.
     pub fn new(
         variants: &[Variant],
         measurements: &Document,
@@ -195,12 +219,23 @@ impl JoinServiceTrust {
                 .map_err(|e| ServerTrustError::Measurements { variant, reason: attest_util::error_chain(&e) })?;
             validators.push(Arc::new(EngineValidator::new(validator)));
         }
-        Ok(JoinServiceTrust { verifier: Arc::new(Verifier::new(validators)), ek_ca, trust })
+        Ok(JoinServiceTrust {
+            verifier: Arc::new(Verifier::new(validators)),
+            variants: variants.to_vec(),
+            ek_ca,
+            trust,
+        })
     }
 
     /// What is trusted and waived (for the log).
     pub fn trust(&self) -> &Arc<Trust> {
         &self.trust
+    }
+
+    /// How a join service of each configured variant is trusted, one clause per variant (for the log):
+    /// `aws-sev-snp: its SNP report binds the AK and the nonce`.
+    pub fn describe(&self) -> String {
+        self.variants.iter().map(|&v| format!("{v}: {}", ak_proof(v))).collect::<Vec<_>>().join("; ")
     }
 
     /// The mutual connector: this node attests with `issuer`, the service is verified.

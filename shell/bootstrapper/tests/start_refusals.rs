@@ -1,8 +1,9 @@
 //! `attest-bootstrapper` refuses to start (exit 3, before it touches the TPM, writing nothing) when it would
 //! otherwise run on trust it cannot have: no `kubeadm` for the kubeadm backend (never a silent dry run, also
 //! for `--backend auto`), a join service it could not verify — an unsigned or altered measurements file, an
-//! SNP join service variant without a pinned launch measurement, a `qemu-vtpm` join service without the CA
-//! of its EK certificate. A chosen dry run is announced.
+//! SNP join service variant without a pinned launch measurement (also an SNP node's own variant, which its join
+//! service is expected to attest with by default), a `qemu-vtpm` join service without the CA of its EK
+//! certificate. A chosen dry run is announced.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,8 +105,16 @@ fn a_join_service_that_cannot_be_verified_stops_the_start() {
     let (code, text) = run(&dir, &join(&[&m, &s, &k, "--join-service-variant=gcp-sev-snp"]));
     assert_eq!(code, Some(3), "{text}");
     assert!(text.contains("pins no launch measurement"), "{text}");
-    // A qemu-vtpm join service whose TPM the node has no EK CA for.
-    let (code, text) = run(&dir, &join(&[&m, &s, &k]));
+    // By default the join service is expected to attest with the node's own variant: an SNP node's service is
+    // an SNP service, whose launch must be pinned (and which needs no EK CA).
+    let (code, text) = run(&dir, &join(&[&m, &s, &k, "--variant=aws-sev-snp"]));
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("pins no launch measurement") && !text.contains("--join-service-ek-ca"), "{text}");
+    // A qemu-vtpm join service (a qemu-vtpm node's default) whose TPM the node has no EK CA for.
+    let (code, text) = run(&dir, &join(&[&m, &s, &k, "--variant=qemu-vtpm"]));
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("--join-service-ek-ca"), "{text}");
+    let (code, text) = run(&dir, &join(&[&m, &s, &k, "--join-service-variant=qemu-vtpm"]));
     assert_eq!(code, Some(3), "{text}");
     assert!(text.contains("--join-service-ek-ca"), "{text}");
     assert!(!dir.join("state/node-state.json").exists(), "nothing written");

@@ -162,15 +162,21 @@ impl VariantArgs {
     /// The validator factory of these flags: AMD's and Google's pinned roots, or (`--dangerous-test-roots`,
     /// feature builds only) the test roots of simulated hardware, described for every verdict.
     fn factory(&self) -> Result<(ValidatorFactory, Option<String>), UsageError> {
-        let (snp, gce, test_roots) = match &self.dangerous_test_roots {
-            None => (SnpVerifier::new(), GceVerifier::new(), None),
+        let (snp, gce, tdx, test_roots) = match &self.dangerous_test_roots {
+            None => (SnpVerifier::new(), GceVerifier::new(), None, None),
             Some(dir) => test_root_verifiers(dir)?,
         };
-        Ok((ValidatorFactory { snp: Arc::new(snp), gce: Arc::new(gce), ..ValidatorFactory::default() }, test_roots))
+        let mut factory = ValidatorFactory { snp: Arc::new(snp), gce: Arc::new(gce), ..ValidatorFactory::default() };
+        if let Some(tdx) = tdx {
+            factory.tdx = Arc::new(tdx);
+        }
+        Ok((factory, test_roots))
     }
 }
 
-type TestRootVerifiers = (SnpVerifier, GceVerifier, Option<String>);
+/// The SNP and GCE verifiers, the TDX verifier (with its collateral) when the test roots have an Intel-like
+/// root, and the roots' description.
+type TestRootVerifiers = (SnpVerifier, GceVerifier, Option<attest_engine::tdx::TdxVerifier>, Option<String>);
 
 #[cfg(feature = "dangerous-test-roots")]
 fn test_root_verifiers(dir: &Path) -> Result<TestRootVerifiers, UsageError> {
@@ -180,8 +186,9 @@ fn test_root_verifiers(dir: &Path) -> Result<TestRootVerifiers, UsageError> {
     } else {
         SnpVerifier::new()
     };
+    let tdx = roots.tdx_verifier().map_err(|e| UsageError::new(e.to_string()))?;
     eprintln!("attest: WARNING: {}", roots.describe());
-    Ok((snp, roots.gce_verifier().unwrap_or_default(), Some(roots.describe())))
+    Ok((snp, roots.gce_verifier().unwrap_or_default(), tdx, Some(roots.describe())))
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]

@@ -2,7 +2,7 @@
 //! quote's fields with a signatures-only check that is **not** a verdict (`show`).
 //!
 //! ```text
-//! attest tdx verify QUOTE --collateral FILE [--policy FILE] [--at TIME] [--report-data HEX]
+//! attest tdx verify QUOTE --collateral FILE [--policy FILE] [--at TIME] [--report-data HEX] [--event-log FILE]
 //!                        [--json | --format text|json|ear [--ear-key KEY]]
 //! attest tdx show QUOTE [--at TIME] [--json]
 //! ```
@@ -11,9 +11,10 @@
 //! `pck_crl`, `tcb_info_issuer_chain`, `tcb_info`, `tcb_info_signature`, `qe_identity_issuer_chain`,
 //! `qe_identity`, `qe_identity_signature`), as `attest pcs fetch --bundle` writes it. A quote is read as
 //! binary, or as hex or base64 text of it. Exit status: 0 accepted, 1 rejected (the quote, its collateral or
-//! the policy said no — a collateral whose signatures do not verify is a rejection too), 2 malformed input
-//! or usage (bytes that are not a TD quote, unreadable files, a collateral file that is not a bundle, a
-//! malformed policy or argument).
+//! the policy said no — a collateral whose signatures do not verify is a rejection too, as is an event log
+//! that replays to other RTMRs), 2 malformed input or usage (bytes that are not a TD quote — truncated,
+//! oversized, inconsistent lengths —, unreadable files, a collateral file that is not a bundle, an event log
+//! that does not parse, a malformed policy or argument).
 //!
 //! `verify` reports through [`super::evidence`]: text, one result object (`--json`, schema
 //! `attest-result/1`) or an EAR token (`--format ear`), rejections included. `input.micros` times the
@@ -55,6 +56,10 @@ pub struct VerifyArgs {
     /// The expected REPORTDATA: exactly 64 bytes as 128 hex digits.
     #[arg(long, value_name = "HEX")]
     pub report_data: Option<String>,
+    /// A CC event log (the CCEL log area, or its written part) to replay against the quote's RTMRs: a log
+    /// that does not parse is a usage error (exit 2), one that replays to other RTMRs a rejection (exit 1).
+    #[arg(long, value_name = "FILE")]
+    pub event_log: Option<PathBuf>,
     /// The trusted time and the output format.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -165,6 +170,15 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     // Everything that can be a usage error is resolved before the engine runs.
     let quote = read_quote(&a.quote)?;
     let collateral = read_collateral(&a.collateral)?;
+    let event_log = match &a.event_log {
+        None => None,
+        Some(path) => {
+            let log = input::read_file(path, "--event-log")?;
+            attest_engine::tdx::ccel::replay(attest_engine::crypto::default_provider(), &log)
+                .map_err(|e| UsageError(format!("--event-log {}: not a CC event log: {e}", path.display())))?;
+            Some(log)
+        }
+    };
     let policy = load_policy(a.policy.as_deref())?;
     let report_data = a.report_data.as_deref().map(input::parse_report_data).transpose()?;
     let output = a.output.resolve()?;
@@ -173,34 +187,57 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let mut subject = Subject::new("tdx", "tdx", "TDX quote", format!("QUOTE {}", a.quote.display()));
     subject.structure_check = TdxCheck::QuoteStructure.name();
     subject.policy_example = Some("examples/policies/tdx.toml");
+    // A quote that does not even parse (truncated, oversized, inconsistent lengths) is malformed input
+    // (exit 2, a result object of class `malformed` with --json), not a verdict.
+    if let Err(e) = TdQuote::parse_prefix(&quote) {
+        return output.report(&subject, Err(Rejection::from(e)), None);
+    }
+    let req = TdxRequest { quote: &quote, report_data: report_data.as_ref().map(<[u8; 64]>::as_slice), time };
     let verifier = TdxVerifier::new();
     let start = Instant::now();
-    let result = verifier.set_collateral(&collateral).and_then(|installed| {
-        subject.facts.insert(
-            "collateral".into(),
-            json!({
-                "fmspc": hex::encode(installed.fmspc),
-                "tcb_evaluation_data_number": installed.tcb_evaluation_data_number,
-                "valid_from": installed.valid_from.to_string(),
-                "expires": installed.expires.to_string(),
-                "crls": installed.has_crls,
-            }),
-        );
-        let req = TdxRequest { quote: &quote, report_data: report_data.as_ref().map(<[u8; 64]>::as_slice), time };
-        verifier.verify(&req, &policy).map(|ok| {
-            let mut appraisal = Appraisal::from_tdx(&ok);
-            appraisal.claims.insert("pck".into(), pck_json(ok.pck()));
-            appraisal.claims.insert("quote".into(), Value::Object(quote_json(ok.quote())));
-            appraisal
-        })
-    });
+    let result = judge(&verifier, &collateral, &req, &policy, event_log.as_deref(), &mut subject);
     subject.facts.insert("micros".into(), micros(start).into());
-    // The TDX verifier records no partial verdict: a rejection lists every check, the failed one `failed`.
-    let result = result.map_err(|error| Rejection {
-        error,
-        checks: TdxCheck::ALL.iter().map(|c| (c.name(), CheckOutcome::NotRun)).collect(),
-    });
     output.report(&subject, result, None)
+}
+
+/// Installs the collateral, verifies the quote and replays the event log against it. The TDX verifier
+/// records no partial verdict: a rejection before the verdict lists every check `not-run`, the failed one
+/// `failed`; an event log that replays to other RTMRs keeps the quote's checks and fails `ccel_replay`.
+fn judge(
+    verifier: &TdxVerifier,
+    collateral: &Collateral,
+    req: &TdxRequest<'_, '_>,
+    policy: &TdxPolicy,
+    event_log: Option<&[u8]>,
+    subject: &mut Subject,
+) -> Result<Appraisal, Rejection> {
+    let not_run =
+        |error| Rejection { error, checks: TdxCheck::ALL.iter().map(|c| (c.name(), CheckOutcome::NotRun)).collect() };
+    let installed = verifier.set_collateral(collateral).map_err(not_run)?;
+    subject.facts.insert(
+        "collateral".into(),
+        json!({
+            "fmspc": hex::encode(installed.fmspc),
+            "tcb_evaluation_data_number": installed.tcb_evaluation_data_number,
+            "valid_from": installed.valid_from.to_string(),
+            "expires": installed.expires.to_string(),
+            "crls": installed.has_crls,
+        }),
+    );
+    let ok = verifier.verify(req, policy).map_err(not_run)?;
+    let mut appraisal = Appraisal::from_tdx(&ok);
+    appraisal.claims.insert("pck".into(), pck_json(ok.pck()));
+    appraisal.claims.insert("quote".into(), Value::Object(quote_json(ok.quote())));
+    if let Some(log) = event_log {
+        match attest_engine::tdx::ccel::check_against(attest_engine::crypto::default_provider(), log, &ok.body()) {
+            Ok(r) => {
+                subject.facts.insert("event_log".into(), json!({"events": r.events, "rtmrs_replayed": r.touched}));
+                appraisal.checks.push(("ccel_replay", CheckOutcome::Passed));
+            }
+            Err(error) => return Err(Rejection { error, checks: appraisal.checks }),
+        }
+    }
+    Ok(appraisal)
 }
 
 /// The note every signatures-only result carries.

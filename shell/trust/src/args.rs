@@ -90,18 +90,7 @@ impl TrustArgs {
     pub fn snp_policy(&self, file: Option<&std::path::Path>) -> Result<SnpPolicy, TrustError> {
         let mut policy = match file {
             None => SnpPolicy::default(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| TrustError::Io {
-                    what: "SNP policy",
-                    path: path.to_owned(),
-                    source,
-                })?;
-                SnpPolicy::from_text(&text).map_err(|e| TrustError::Invalid {
-                    what: "SNP policy",
-                    path: path.to_owned(),
-                    reason: e.to_string(),
-                })?
-            }
+            Some(path) => policy_file("SNP policy", path, SnpPolicy::from_text)?,
         };
         self.apply_to_policy(&mut policy);
         Ok(policy)
@@ -166,4 +155,15 @@ pub fn crl_wanted(variants: &[Variant], policy: &SnpPolicy) -> Vec<CrlWanted> {
         out.extend(products.iter().map(|&product| CrlWanted { product, kind }));
     }
     out
+}
+
+/// A policy file (`what`) at `path`, parsed by `parse`.
+pub(crate) fn policy_file<P, E: std::fmt::Display>(
+    what: &'static str,
+    path: &std::path::Path,
+    parse: impl FnOnce(&str) -> Result<P, E>,
+) -> Result<P, TrustError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| TrustError::Io { what, path: path.to_owned(), source })?;
+    parse(&text).map_err(|e| TrustError::Invalid { what, path: path.to_owned(), reason: e.to_string() })
 }

@@ -4,7 +4,7 @@
 //! the join service it joins through), `attest init` / `attest verify` and the C ABI.
 //!
 //! **May depend on:** `attest-engine`, `attest-measurements`; with the feature `service` (default) also
-//! `attest-kds` (CRL supply), clap (the shared flags), tokio and tracing. **Must not depend on:** gRPC, aTLS,
+//! `attest-kds` (CRL and TDX collateral supply), clap (the shared flags), tokio, tracing and hex. **Must not depend on:** gRPC, aTLS,
 //! any service or the attester side: it decides what a verifier trusts, never how it talks. Without
 //! `service` (the C ABI's build) it is the [`ValidatorFactory`] and the signed measurements only: no HTTP
 //! client, no async runtime.
@@ -14,6 +14,7 @@
 //! | measurements file | signature required ([`MeasurementsTrust`]) | unsigned, badly signed, unreadable | `--dangerously-skip-measurements-signature` |
 //! | launch of a confidential-hardware variant ([`LaunchPin`](attest_engine::variant::LaunchPin)) | pinned by the SNP policy or the TDX policy's MRTD (`check_launch`) | no MEASUREMENT / ID-key / MRTD allow-list | `--dangerous-allow-unpinned-launch` |
 //! | AMD CRLs (SEV-SNP variants) | loaded at start from the KDS store, then KDS; kept fresh (`attest_kds::CrlKeeper`) | stale or missing | `--allow-stale-crl` (stale only) |
+//! | Intel TDX collateral (TDX variants, `tdx`) | loaded at start from the PCS store, then Intel's PCS, per `--tdx-platform`; kept fresh | missing for a configured platform | — |
 //!
 //! [`ValidatorFactory`] builds the engine's validator of any variant from these inputs — the one place every
 //! consumer gets its validators from. `TrustArgs` are the flags; `Trust` is what a running consumer holds and
@@ -29,6 +30,8 @@ mod factory;
 pub mod measurements;
 #[cfg(feature = "service")]
 mod report;
+#[cfg(feature = "service")]
+pub mod tdx;
 #[cfg(feature = "service")]
 pub mod variant_arg;
 

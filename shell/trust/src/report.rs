@@ -22,6 +22,10 @@ pub fn check_launch<'a>(
             tracing::warn!(%variant, waiver = "dangerous-allow-unpinned-launch",
                 "LAUNCH NOT PINNED: any guest image that binds its own key is admitted for this variant");
         }
+        for check in variant.info().td_waivers {
+            tracing::warn!(%variant, waived = check.name(),
+                "TD-attribute check waived for this variant's platform (its row of the variant table)");
+        }
         out.push((variant, pinning));
     }
     Ok(out)
@@ -45,7 +49,8 @@ impl Trust {
     }
 
     /// The waivers in effect, by name (empty: nothing waived): `measurements-unsigned`,
-    /// `launch-unpinned:<variant>`, `revocation-stale`, `revocation-missing`.
+    /// `launch-unpinned:<variant>`, `td-platform:<variant>:<check>` (a TD-attribute check the variant's
+    /// platform cannot pass, waived by its row of the variant table), `revocation-stale`, `revocation-missing`.
     pub fn waivers(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.measurements == SignatureState::DangerouslyUnsigned {
@@ -54,6 +59,9 @@ impl Trust {
         for (v, p) in &self.launch {
             if *p == LaunchPinning::DangerouslyUnpinned {
                 out.push(format!("launch-unpinned:{v}"));
+            }
+            for check in v.info().td_waivers {
+                out.push(format!("td-platform:{v}:{check}"));
             }
         }
         match self.revocation_state() {

@@ -88,6 +88,12 @@ pub fn auto_or_any(auto_help: &'static str) -> AutoOrVariant {
     AutoOrVariant { variants: any(), auto_help }
 }
 
+/// A node's own variant (the bootstrapper's `--variant`, the join service's `--node-variant`): `auto`, detected
+/// from the machine by the attester (which never detects `qemu-vtpm`), or any variant of the table.
+pub fn node_variant() -> AutoOrVariant {
+    auto_or_any("detected from the machine (never qemu-vtpm)")
+}
+
 impl TypedValueParser for AutoOrVariant {
     type Value = Option<Variant>;
 
@@ -198,7 +204,8 @@ mod tests {
 
     #[test]
     fn auto_or_a_variant() {
-        // As a command uses it: mapped into its own choice type (clap reads a bare `Option` field as optional).
+        // As the binaries take it: mapped into a type of their own (a bare `Option` field would make clap
+        // expect a parser of the inner type).
         #[derive(Clone, Debug, PartialEq)]
         struct Picked(Option<Variant>);
         #[derive(Debug, Parser)]
@@ -207,8 +214,8 @@ mod tests {
             variant: Picked,
         }
         assert_eq!(Choice::try_parse_from(["x", "--variant", "auto"]).unwrap().variant, Picked(None));
-        let td = Choice::try_parse_from(["x", "--variant", "qemu-tdx"]).unwrap().variant;
-        assert_eq!(td, Picked(Some(Variant::QemuTdx)));
+        let tdx = Choice::try_parse_from(["x", "--variant", "qemu-tdx"]).unwrap().variant;
+        assert_eq!(tdx, Picked(Some(Variant::QemuTdx)));
         let listed: Vec<String> =
             auto_or_any("detect").possible_values().unwrap().map(|p| p.get_name().to_owned()).collect();
         assert_eq!(listed.len(), TABLE.len() + 1);
