@@ -1068,7 +1068,7 @@ def check_result_schema(root, name, out, accepted):
         return
     path = root / f"{name}.result.json"
     path.write_text(json.dumps(result))
-    r = subprocess.run([str(python), str(repo / "shell/cli/tests/schema/validate_result.py"),
+    r = subprocess.run([str(python), str(repo / "schemas/validate_result.py"),
                         str(repo / "schemas/result-v1.schema.json"), str(path)], capture_output=True, text=True)
     if r.returncode != 0:
         raise Failure(f"{name}: the result object does not conform to the schema: {r.stderr}")

@@ -70,7 +70,7 @@ pub fn validate_results(files: &[PathBuf]) {
     let Some(py) = venv("jsonschema") else { return };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(py)
-        .arg(dir.join("tests/schema/validate_result.py"))
+        .arg(dir.join("../../schemas/validate_result.py"))
         .arg(dir.join("../../schemas/result-v1.schema.json"))
         .args(files)
         .output()
