@@ -17,6 +17,30 @@ echo "check-packaging: cargo install ok: $version"
   exit 1
 }
 "$root/bin/attest" --help | grep -q "Exit status:" || { echo "check-packaging: --help lacks the exit-status table" >&2; exit 1; }
+# README's "Verify your first report", command by command as a new user runs it, with the installed attest
+# first on PATH and its scratch directory in place of /tmp/first: each command must exit as its comment
+# says ("exit N"; no comment: 0), so the first screen of README cannot drift from what the CLI does.
+first=$(mktemp -d)
+trap 'rm -rf "$root" "$first"' EXIT
+block=$(awk '/^## Verify your first report/ {s = 1} s && /^```sh/ {b = 1; next} b && /^```/ {exit} b' README.md)
+[ -n "$block" ] || { echo "check-packaging: README has no 'Verify your first report' block" >&2; exit 1; }
+ran=0
+while IFS= read -r cmd; do
+  [ -n "$cmd" ] || continue
+  want=$(grep -o 'exit [0-9]' <<<"$cmd" | tail -n 1 | cut -d' ' -f2 || true)
+  set +e
+  PATH="$root/bin:$PATH" bash -c "${cmd//\/tmp\/first/$first}" >"$first/out" 2>&1
+  got=$?
+  set -e
+  if [ "$got" != "${want:-0}" ]; then
+    echo "check-packaging: README's first report: exit $got (README says ${want:-0}): $cmd" >&2
+    cat "$first/out" >&2
+    exit 1
+  fi
+  ran=$((ran + 1))
+done < <(sed -e ':a' -e '/\\$/{N;s/\\\n//;ba' -e '}' <<<"$block")
+[ "$ran" -ge 3 ] || { echo "check-packaging: README's first report has $ran commands, expected 3" >&2; exit 1; }
+echo "check-packaging: README's first report ok ($ran commands)"
 cargo package --quiet --locked --allow-dirty -p attest-engine -p attest-measurements -p attest-proto
 for c in attest-engine attest-measurements attest-proto; do
   ls "target/package/$c-"*.crate >/dev/null
