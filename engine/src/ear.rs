@@ -389,6 +389,12 @@ impl Appraisal {
         }
     }
 
+    /// The checks of a refused TD quote: the TDX verifier records no partial verdict, so every TDX check is
+    /// `not-run` ([`Self::failed`] then marks the failed one).
+    pub fn tdx_checks_not_run() -> Vec<(&'static str, CheckOutcome)> {
+        crate::tdx::TdxCheck::ALL.iter().map(|c| (c.name(), CheckOutcome::NotRun)).collect()
+    }
+
     /// A verified TD quote: every TDX check's outcome, the TCB status and advisory IDs, the measurements.
     pub fn from_tdx(verified: &crate::tdx::VerifiedTdQuote<'_>) -> Self {
         use crate::tdx::TdxCheck;

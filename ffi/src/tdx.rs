@@ -18,7 +18,7 @@ use crate::handle::OutPtr;
 use crate::result::attest_result;
 use crate::verdict::{Verdict, attest_evidence_kind, attest_verdict};
 use crate::verifier::{
-    TDX, attest_verifier, call, finish, input, misuse, out_param, required, trusted_time, verify_call,
+    Failure, TDX, attest_verifier, call, finish, input, misuse, out_param, required, trusted_time, verify_call,
 };
 use attest_engine::ear::Appraisal;
 use attest_engine::tdx::{Collateral, TdxPolicy, TdxRequest};
@@ -119,7 +119,11 @@ pub extern "C" fn attest_verifier_verify_td_quote(
         let out = out_param(out)?;
         let time = trusted_time(time)?;
         let req = TdxRequest { quote, report_data: (!report_data.is_empty()).then_some(report_data), time };
-        let ok = v.tdx.verify(&req, &v.tdx_policy())?;
+        // As the CLI reports it: a refusal lists every TDX check, the failed one `failed`.
+        let ok = v
+            .tdx
+            .verify(&req, &v.tdx_policy())
+            .map_err(|e| Failure::with_checks(e, Appraisal::tdx_checks_not_run()))?;
         finish(
             v,
             out,

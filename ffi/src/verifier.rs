@@ -24,7 +24,7 @@ use attest_engine::ear::{Appraisal, CheckOutcome};
 use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, verify_azure_snp_evidence};
 use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::formats::tpm::{AkKey, AzureQuoteBin, HexQuote, TrusteeTpmEvidence};
-use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerifier};
+use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerdict, GceVerifier};
 use attest_engine::snp::Report;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::tpm::alg::hash_from_tpm;
@@ -213,23 +213,38 @@ pub(crate) struct Failure {
     pub(crate) message: String,
     /// The engine's error, when the failure is one (for the refusal's result object).
     pub(crate) error: Option<Error>,
+    /// The checks the verifier recorded before it stopped (the refusal's result object keeps them, as the
+    /// CLI's does); empty when it records none.
+    pub(crate) checks: Vec<(&'static str, CheckOutcome)>,
+}
+
+impl Failure {
+    /// An engine error with the checks recorded before it.
+    pub(crate) fn with_checks(error: Error, checks: Vec<(&'static str, CheckOutcome)>) -> Self {
+        Self { checks, ..error.into() }
+    }
 }
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Self { code: (&e).into(), message: e.to_string(), error: Some(e) }
+        Self { code: (&e).into(), message: e.to_string(), error: Some(e), checks: Vec::new() }
     }
 }
 
 impl From<attest_result> for Failure {
     fn from(code: attest_result) -> Self {
-        Self { code, message: code.text().to_owned(), error: None }
+        Self { code, message: code.text().to_owned(), error: None, checks: Vec::new() }
     }
 }
 
 impl From<attest_measurements::Error> for Failure {
     fn from(e: attest_measurements::Error) -> Self {
-        Self { code: attest_result::MeasurementsFile, message: format!("measurements file: {e}"), error: None }
+        Self {
+            code: attest_result::MeasurementsFile,
+            message: format!("measurements file: {e}"),
+            error: None,
+            checks: Vec::new(),
+        }
     }
 }
 
@@ -253,13 +268,14 @@ impl From<document::DocError> for Failure {
                     format: "attestation document",
                     reason: "a malformed message or field",
                 }),
+                checks: Vec::new(),
             },
         }
     }
 }
 
 pub(crate) fn misuse(what: &str) -> Failure {
-    Failure { code: attest_result::InvalidParameter, message: what.to_owned(), error: None }
+    Failure { code: attest_result::InvalidParameter, message: what.to_owned(), error: None, checks: Vec::new() }
 }
 
 /// Runs a verifier call: panic boundary, NULL verifier check, per-thread detailed error.
@@ -282,7 +298,12 @@ pub(crate) fn input<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], Failure
 /// A required, non-empty input.
 pub(crate) fn required<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Failure> {
     if ptr.is_null() {
-        return Err(Failure { code: attest_result::NullParameter, message: format!("{what} is NULL"), error: None });
+        return Err(Failure {
+            code: attest_result::NullParameter,
+            message: format!("{what} is NULL"),
+            error: None,
+            checks: Vec::new(),
+        });
     }
     input(ptr, len)
 }
@@ -303,6 +324,7 @@ fn check_nonce_with(nonce: &[u8], flags: u32, extra: u32) -> Result<(), Failure>
             message: "the nonce is empty; pass ATTEST_VERIFY_ALLOW_EMPTY_NONCE to verify evidence without freshness"
                 .to_owned(),
             error: None,
+            checks: Vec::new(),
         });
     }
     Ok(())
@@ -420,9 +442,9 @@ pub(crate) fn verify_call(
         let key = std::ptr::from_ref(verifier) as usize;
         boundary::record_result(key, None);
         let r = f(verifier);
-        if let Err(Failure { error: Some(e), .. }) = &r {
+        if let Err(Failure { error: Some(e), checks, .. }) = &r {
             let time = trusted_time(time).unwrap_or(UnixTime::from_secs(time));
-            let a = Appraisal::failed(subject.verifier, e, subject.structure, Vec::new());
+            let a = Appraisal::failed(subject.verifier, e, subject.structure, checks.clone());
             boundary::record_result(
                 key,
                 Some(a.result_json(subject.verifier, subject.what, &Map::new(), time).to_string()),
@@ -655,7 +677,10 @@ pub extern "C" fn attest_verifier_verify_snp(
             report_data: (!report_data.is_empty()).then_some(report_data),
             time,
         };
-        let ok = evidence.verify(&v.snp, &req, &v.policy(), &mut attest_engine::Verdict::default())?;
+        let mut verdict = attest_engine::Verdict::default();
+        let ok = evidence.verify(&v.snp, &req, &v.policy(), &mut verdict).map_err(|e| {
+            Failure::with_checks(e, verdict.iter().map(|(c, o)| (c.name(), CheckOutcome::from(o))).collect())
+        })?;
         if cached.is_none() {
             v.leaves.lock().unwrap_or_else(PoisonError::into_inner).remember(LeafKey::of(ok.report()), &leaf);
         }
@@ -845,6 +870,7 @@ pub extern "C" fn attest_verifier_verify_document(
             code: attest_result::UnsupportedVariant,
             message: format!("unsupported attestation variant {:?}", String::from_utf8_lossy(variant)),
             error: None,
+            checks: Vec::new(),
         })?;
         let measurements = attest_measurements::parse_any(measurements)?;
         let factory = v.factory();
@@ -905,6 +931,7 @@ pub extern "C" fn attest_verifier_set_gce_policy_json(
             code: attest_result::PolicyFile,
             message: format!("GCE policy JSON: {e}"),
             error: None,
+            checks: Vec::new(),
         })?;
         *v.gce_policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
         Ok(())
@@ -939,7 +966,11 @@ pub extern "C" fn attest_verifier_verify_gce(
         let att = attest_proto::gce::decode(bytes)?;
         let ev = attest_proto::gce::evidence(&att)?;
         let expected = if nonce.is_empty() { ExpectedNonce::DangerousNone } else { ExpectedNonce::Exactly(nonce) };
-        let ok = v.gce.verify(&ev, &GceRequest { nonce: expected, time }, &v.gce_policy())?;
+        let mut verdict = GceVerdict::default();
+        let ok =
+            v.gce.verify_recording(&ev, &GceRequest { nonce: expected, time }, &v.gce_policy(), &mut verdict).map_err(
+                |e| Failure::with_checks(e, verdict.iter().map(|(c, o)| (c.name(), CheckOutcome::from(o))).collect()),
+            )?;
         finish(v, out, Verdict::new(attest_evidence_kind::Gce).with_gce(&ok), &Appraisal::from_gce(&ok), &GCE, time);
         Ok(())
     })

@@ -23,7 +23,10 @@ const T_2023_07_01: u64 = 1_688_169_600;
 /// The text a getter writes (sized first, as a C caller does).
 fn text(get: impl Fn(*mut std::ffi::c_char, usize, *mut usize) -> attest_result) -> String {
     let mut n = 0usize;
-    assert_eq!(get(std::ptr::null_mut(), 0, &raw mut n), attest_result::InsufficientSize);
+    match get(std::ptr::null_mut(), 0, &raw mut n) {
+        attest_result::Ok if n == 0 => return String::new(),
+        rc => assert_eq!(rc, attest_result::InsufficientSize),
+    }
     let mut buf = vec![0u8; n];
     assert_eq!(get(buf.as_mut_ptr().cast(), buf.len(), &raw mut n), attest_result::Ok);
     buf.truncate(n);
@@ -43,7 +46,8 @@ fn result(v: *const attest_verifier, rc: attest_result, vd: &mut *mut attest_ver
     } else {
         assert!(vd.is_null(), "no verdict for a refusal");
     }
-    (rc, serde_json::from_str(&last).expect("a result object is JSON"))
+    // No result object: the call judged no evidence (a parameter error); Null, which no check accepts.
+    (rc, if last.is_empty() { Value::Null } else { serde_json::from_str(&last).expect("a result object is JSON") })
 }
 
 fn new_verifier() -> *mut attest_verifier {
@@ -163,6 +167,13 @@ fn ffi_result_objects_conform_to_the_schema() {
     assert_eq!(by("snp refused")["failure"]["check"], "report_data");
     assert_eq!(by("tdx refused")["failure"]["policy_key"], "allow_debug");
     assert_eq!(by("gce refused")["failure"]["check"], "nonce");
+    // Refusals keep the checks that ran before them, as the CLI's results do: SNP and GCE their partial
+    // verdicts, TDX every check (not-run but the failed one).
+    assert_eq!(by("snp refused")["checks"]["report_signature"], "passed", "{}", by("snp refused"));
+    assert_eq!(by("gce refused")["checks"]["ak_certificate_chain"], "passed", "{}", by("gce refused"));
+    let tdx_checks = by("tdx refused")["checks"].as_object().unwrap();
+    assert_eq!(tdx_checks.len(), attest_engine::tdx::TdxCheck::ALL.len(), "{tdx_checks:?}");
+    assert_eq!(tdx_checks.values().filter(|o| *o == "failed").count(), 1, "{tdx_checks:?}");
     if let Some(py) = venv() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let out = Command::new(py)
@@ -175,4 +186,106 @@ fn ffi_result_objects_conform_to_the_schema() {
         assert!(out.status.success(), "result objects do not conform to the schema:\n{stderr}");
     }
     std::fs::remove_dir_all(&scratch).ok();
+}
+
+/// A deterministic byte stream (xorshift64), the same on every run.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// The CLI's exit-status table (`shell/cli/tests/cli_contracts.rs`) through the C ABI: random and truncated
+/// inputs to every evidence call are refused with a result object of class `malformed` (the CLI's exit 2),
+/// never accepted and never a verdict.
+#[test]
+fn random_and_truncated_inputs_are_malformed_through_the_c_abi() {
+    let Some(dir) = attest_test_support::testdata::dir() else { return };
+    let read = |rel: &str| attest_test_support::testdata::read(&dir, rel);
+    let v = new_verifier();
+    let bundle = read("go-tdx-guest/collateral_SPR_E4.json");
+    assert_eq!(
+        attest_verifier_set_tdx_collateral(v, bundle.as_ptr(), bundle.len(), std::ptr::null_mut()),
+        attest_result::Ok
+    );
+    let vcek = read("constellation-azure-snp/vcek.cert");
+    let measurements = format!(r#"{{"4": {{"expected": "{}", "warnOnly": false}}}}"#, "11".repeat(32));
+    let measurements = measurements.as_bytes();
+    type Call<'a> = Box<dyn Fn(&[u8], &mut *mut attest_verdict) -> attest_result + 'a>;
+    let rows: Vec<(&str, Vec<u8>, Call<'_>)> = vec![
+        (
+            "snp",
+            read("constellation-azure-snp/attestation.bin"),
+            Box::new(|r: &[u8], vd: &mut *mut attest_verdict| {
+                let (c, cl) = (vcek.as_ptr(), vcek.len());
+                let n = std::ptr::null();
+                attest_verifier_verify_snp(v, r.as_ptr(), r.len(), c, cl, n, 0, n, 0, T_2025_06_01, vd)
+            }),
+        ),
+        (
+            "tdx",
+            read("trustee-tdx/tdx_quote_4.dat"),
+            Box::new(|q: &[u8], vd: &mut *mut attest_verdict| {
+                attest_verifier_verify_td_quote(v, q.as_ptr(), q.len(), std::ptr::null(), 0, T_2023_07_01, vd)
+            }),
+        ),
+        (
+            "gce",
+            read("go-tpm-tools/gce-cos-85-no-nonce.pb"),
+            Box::new(|a: &[u8], vd: &mut *mut attest_verdict| {
+                let flags = ATTEST_VERIFY_ALLOW_EMPTY_NONCE;
+                attest_verifier_verify_gce(v, a.as_ptr(), a.len(), std::ptr::null(), 0, T_2025_06_01, flags, vd)
+            }),
+        ),
+        (
+            "document",
+            noise(300, 9),
+            Box::new(|d: &[u8], vd: &mut *mut attest_verdict| {
+                let variant = b"gcp-shielded-vm";
+                attest_ffi::attest_verifier_verify_document(
+                    v,
+                    variant.as_ptr(),
+                    variant.len(),
+                    d.as_ptr(),
+                    d.len(),
+                    measurements.as_ptr(),
+                    measurements.len(),
+                    std::ptr::null(),
+                    0,
+                    T_2025_06_01,
+                    ATTEST_VERIFY_ALLOW_EMPTY_NONCE,
+                    vd,
+                )
+            }),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (name, original, call) in &rows {
+        let n = original.len();
+        let inputs = [
+            ("random, same length", noise(n, 1)),
+            ("random, 0x4A0 bytes", noise(0x4A0, 2)),
+            ("random, 17 bytes", noise(17, 3)),
+            ("empty", Vec::new()),
+            ("first 16 bytes", original[..16].to_vec()),
+            ("truncated to 1/3", original[..n / 3].to_vec()),
+            ("cut after half", original[..=(n / 2)].to_vec()),
+        ];
+        for (what, bytes) in inputs {
+            let mut vd = std::ptr::null_mut();
+            let rc = call(&bytes, &mut vd);
+            let (rc, json) = result(v, rc, &mut vd);
+            if rc == attest_result::Ok || json["failure"]["class"] != "malformed" {
+                wrong.push(format!("{name} {what}: {rc:?} {json}"));
+            }
+        }
+    }
+    attest_verifier_free(v);
+    assert!(wrong.is_empty(), "malformed input must be refused as malformed:\n{}", wrong.join("\n"));
 }

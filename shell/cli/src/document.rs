@@ -14,8 +14,6 @@ use super::node::VariantArgs;
 use super::{Status, UsageError, input};
 use attest_engine::ear::Appraisal;
 use attest_engine::variant::{AkRegistry, AkTrust, StaticAkRegistry, Variant};
-use attest_proto::attest::v1::AttestationDocument;
-use prost::Message as _;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -139,9 +137,12 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         subject.facts.insert("nonce".into(), json!("none (DANGEROUS: the document can be a replay)"));
     }
     // A document that does not decode is malformed input (exit 2); a handshake refuses it as well.
-    let decoded = AttestationDocument::decode(&input.document[..]).map_err(|_| attest_engine::Error::EvidenceFormat {
+    let decoded = attest_proto::document::decode(&input.document).map_err(|e| attest_engine::Error::EvidenceFormat {
         format: "attestation document",
-        reason: "not a valid protobuf message",
+        reason: match e {
+            attest_proto::document::DocumentError::NoVariant => "names no attestation variant (empty or all-default)",
+            _ => "not a valid protobuf message",
+        },
     });
     let result = decoded.and_then(|doc| {
         let pcrs = attest_proto::document::pcr_values(&doc).map_err(|e| match e {

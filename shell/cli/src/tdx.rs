@@ -211,8 +211,7 @@ fn judge(
     event_log: Option<&[u8]>,
     subject: &mut Subject,
 ) -> Result<Appraisal, Rejection> {
-    let not_run =
-        |error| Rejection { error, checks: TdxCheck::ALL.iter().map(|c| (c.name(), CheckOutcome::NotRun)).collect() };
+    let not_run = |error| Rejection { error, checks: Appraisal::tdx_checks_not_run() };
     let installed = verifier.set_collateral(collateral).map_err(not_run)?;
     subject.facts.insert(
         "collateral".into(),

@@ -51,11 +51,7 @@ fn args(dir: &Path, a: &[&str]) -> Vec<String> {
 }
 
 fn cases(dir: &Path) -> Vec<Case> {
-    let rd = {
-        let runtime = std::fs::read(dir.join("constellation-azure-snp/runtimedata.bin")).unwrap();
-        let digest = attest_engine::crypto::default_provider().digests.sha256(&runtime);
-        format!("{}{}", hex::encode(digest), "00".repeat(32))
-    };
+    let rd = common::constellation_report_data(dir);
     let snp_policy = common::example_policy("snp.toml").display().to_string();
     let snp = [
         "snp",
@@ -373,7 +369,9 @@ fn random_and_truncated_inputs_exit_2_through_every_verifier() {
         ),
     ];
     let measurements = scratch("contracts-measurements.json");
-    std::fs::write(&measurements, "{}").unwrap();
+    // A valid measurements file: the document row must fail on the document, not on its measurements.
+    std::fs::write(&measurements, format!(r#"{{"4": {{"expected": "{}", "warnOnly": false}}}}"#, "11".repeat(32)))
+        .unwrap();
     let mut table = String::new();
     let mut wrong = Vec::new();
     for (row, real) in rows {
@@ -404,13 +402,15 @@ fn random_and_truncated_inputs_exit_2_through_every_verifier() {
             let line = format!("{:<18} {:<22} exit {}", format!("{} {}", row[0], row[1]), what, r.code);
             table.push_str(&line);
             table.push('\n');
-            if r.code != 2 || r.stderr.contains("panicked") || r.stderr.is_empty() {
+            // Exit 2, and the message names the input that is malformed (not another flag's file).
+            let names_input = r.stderr.contains(&f.display().to_string());
+            if r.code != 2 || r.stderr.contains("panicked") || !names_input {
                 wrong.push(format!("{line} ({real}): {}", r.stderr.trim()));
             }
         }
     }
     println!("{table}");
-    assert!(wrong.is_empty(), "malformed input must exit 2 with a message:\n{}", wrong.join("\n"));
+    assert!(wrong.is_empty(), "malformed input must exit 2 with a message naming it:\n{}", wrong.join("\n"));
     let _ = std::fs::remove_file(measurements);
 }
 

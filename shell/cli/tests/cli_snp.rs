@@ -5,17 +5,9 @@ mod common;
 
 use common::{attest, example_policy, scratch};
 use serde_json::Value;
-use std::path::Path;
 
 fn cloud() -> String {
     example_policy("snp-cloud.toml").display().to_string()
-}
-
-/// SHA-256 of constellation-azure-snp/runtimedata.bin followed by 32 zero bytes: the expected REPORT_DATA.
-fn constellation_report_data(dir: &Path) -> String {
-    let runtime = std::fs::read(dir.join("constellation-azure-snp/runtimedata.bin")).unwrap();
-    let digest = attest_engine::crypto::default_provider().digests.sha256(&runtime);
-    format!("{}{}", hex::encode(digest), "00".repeat(32))
 }
 
 #[track_caller]
@@ -45,7 +37,7 @@ fn assert_rejected(run: &common::Run, error: &str, check: Option<&str>) -> Value
 #[test]
 fn constellation_azure_accepts_with_runtime_data_and_strict_policy() {
     let Some(dir) = common::testdata() else { return };
-    let rd = constellation_report_data(&dir);
+    let rd = common::constellation_report_data(&dir);
     let base = [
         "snp",
         "verify",

@@ -77,3 +77,11 @@ pub fn validate_results(files: &[PathBuf]) {
         .unwrap();
     assert!(out.status.success(), "results do not conform to the schema:\n{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// SHA-256 of constellation-azure-snp/runtimedata.bin followed by 32 zero bytes: the REPORT_DATA Azure's
+/// paravisor put in that report.
+pub fn constellation_report_data(dir: &Path) -> String {
+    let runtime = std::fs::read(dir.join("constellation-azure-snp/runtimedata.bin")).unwrap();
+    let digest = attest_engine::crypto::default_provider().digests.sha256(&runtime);
+    format!("{}{}", hex::encode(digest), "00".repeat(32))
+}
