@@ -102,8 +102,7 @@ fn ffi_result_objects_conform_to_the_schema() {
     results.push(("snp accepted", rc, result(v, rc, &mut vd).1));
     let rc = snp(&report, &[1; 64], &mut vd);
     results.push(("snp refused", rc, result(v, rc, &mut vd).1));
-    let noise: Vec<u8> = (0..0x4A0u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    let rc = snp(&noise, &[], &mut vd);
+    let rc = snp(&attest_test_support::noise(0x4A0, 4), &[], &mut vd);
     results.push(("snp malformed", rc, result(v, rc, &mut vd).1));
 
     // TDX: refused by the strict default (a debug TD), accepted with allow_debug, malformed (truncated).
@@ -188,19 +187,6 @@ fn ffi_result_objects_conform_to_the_schema() {
     std::fs::remove_dir_all(&scratch).ok();
 }
 
-/// A deterministic byte stream (xorshift64), the same on every run.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()[0]
-        })
-        .collect()
-}
-
 /// The CLI's exit-status table (`shell/cli/tests/cli_contracts.rs`) through the C ABI: random and truncated
 /// inputs to every evidence call are refused with a result object of class `malformed` (the CLI's exit 2),
 /// never accepted and never a verdict.
@@ -245,7 +231,7 @@ fn random_and_truncated_inputs_are_malformed_through_the_c_abi() {
         ),
         (
             "document",
-            noise(300, 9),
+            attest_test_support::noise(300, 9),
             Box::new(|d: &[u8], vd: &mut *mut attest_verdict| {
                 let variant = b"gcp-shielded-vm";
                 attest_ffi::attest_verifier_verify_document(
@@ -267,16 +253,7 @@ fn random_and_truncated_inputs_are_malformed_through_the_c_abi() {
     ];
     let mut wrong = Vec::new();
     for (name, original, call) in &rows {
-        let n = original.len();
-        let inputs = [
-            ("random, same length", noise(n, 1)),
-            ("random, 0x4A0 bytes", noise(0x4A0, 2)),
-            ("random, 17 bytes", noise(17, 3)),
-            ("empty", Vec::new()),
-            ("first 16 bytes", original[..16].to_vec()),
-            ("truncated to 1/3", original[..n / 3].to_vec()),
-            ("cut after half", original[..=(n / 2)].to_vec()),
-        ];
+        let inputs = attest_test_support::malformed_inputs(original);
         for (what, bytes) in inputs {
             let mut vd = std::ptr::null_mut();
             let rc = call(&bytes, &mut vd);

@@ -306,19 +306,6 @@ fn ear_tokens_verify_with_pyjwt_for_every_verifier() {
     }
 }
 
-/// A deterministic byte stream (xorshift64): "random" inputs that are the same on every run.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()[0]
-        })
-        .collect()
-}
-
 #[test]
 fn random_and_truncated_inputs_exit_2_through_every_verifier() {
     let Some(dir) = common::testdata() else { return };
@@ -375,18 +362,10 @@ fn random_and_truncated_inputs_exit_2_through_every_verifier() {
     let mut table = String::new();
     let mut wrong = Vec::new();
     for (row, real) in rows {
-        let original = if real.is_empty() { noise(300, 9) } else { std::fs::read(dir.join(real)).unwrap() };
+        let original =
+            if real.is_empty() { attest_test_support::noise(300, 9) } else { std::fs::read(dir.join(real)).unwrap() };
         // A text file's trailing newline is not part of its structure; cut inside the structure.
-        let n = original.trim_ascii_end().len();
-        let inputs: Vec<(String, Vec<u8>)> = vec![
-            ("random, same length".into(), noise(n, 1)),
-            ("random, 0x4A0 bytes".into(), noise(0x4A0, 2)),
-            ("random, 17 bytes".into(), noise(17, 3)),
-            ("empty".into(), Vec::new()),
-            ("first 16 bytes".into(), original[..16.min(n)].to_vec()),
-            ("truncated to 1/3".into(), original[..n / 3].to_vec()),
-            ("cut after half".into(), original[..=(n / 2)].to_vec()),
-        ];
+        let inputs = attest_test_support::malformed_inputs(original.trim_ascii_end());
         for (what, bytes) in inputs {
             let f = scratch("contracts-input.bin");
             std::fs::write(&f, &bytes).unwrap();
