@@ -230,7 +230,9 @@ fn a_generation_conflict_is_refused() {
                         ("outblob", b"stale"),
                         ("provider", b"tdx_guest\n"),
                     ] {
-                        std::fs::write(p.join(name), data).unwrap();
+                        // Each whole at once, as the kernel shows them (the attester waits for `provider`).
+                        std::fs::write(p.join(".tmp"), data).unwrap();
+                        std::fs::rename(p.join(".tmp"), p.join(name)).unwrap();
                     }
                     return;
                 }
@@ -242,4 +244,87 @@ fn a_generation_conflict_is_refused() {
     watcher.join().unwrap();
     let e = entry.request(&[1; 64], &[]).unwrap_err();
     assert!(matches!(e, TsmError::Conflict { before: 7, after: 7, writes: 1 }), "{e}");
+}
+
+/// `qemu-tdx`'s node lock is RTMR3 (no vTPM): a fresh TD has it zero (what the join service's default
+/// measurements expect); locking it binds the TD to its cluster in every later quote. Refused afterwards: the
+/// locked TD where an unbound node is expected (a bound node joining again, or another cluster), the locked TD
+/// checked against another cluster's id, and a quote recorded before the lock (RTMR3 zero) replayed for a new
+/// nonce — a replayed lock register. A restart in the same boot finds the lock taken; a reboot (a new TD on the
+/// same platform) finds RTMR3 zero again.
+#[test]
+fn a_locked_tds_rtmr3_binds_it_to_its_cluster_and_cannot_be_replayed() {
+    use attest_bootstrapper::lock::{LockHolder, NodeLock, PcrBackend};
+    use attest_engine::crypto::default_provider;
+    use attest_engine::variant::LockRegister;
+    let rtmr3 = LockRegister::Rtmr(LOCK_RTMR);
+    let td = start(TD_ATTRIBUTES);
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&td.root);
+    let issuer = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap());
+    let expecting = |value: [u8; 48]| {
+        validator(tdx_verifier(&td.roots), Variant::QemuTdx, TdxPolicy { rtmr3: Some(Hex(value)), ..pinned() })
+    };
+    let (cluster, other) = ([0xC1; 32], [0xC2; 32]);
+    let bound = |id: &[u8; 32]| <[u8; 48]>::try_from(rtmr3.bound(default_provider(), id).as_bytes()).unwrap();
+
+    // Fresh: unbound, and what the join default expects.
+    let lock = NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>).unwrap();
+    assert_eq!((lock.is_locked(), lock.register()), (false, rtmr3));
+    let before_nonce = random32();
+    let before = issuer.issue(&before_nonce, b"user", &[]).unwrap();
+    validate(&expecting([0; 48]), &before, &before_nonce).unwrap();
+
+    lock.try_lock(LockHolder::Join, &cluster).unwrap();
+    assert_eq!(td.td.state().rtmrs[3], bound(&cluster), "the lock's extend is in the TD's RTMR3");
+    let nonce = random32();
+    let after = issuer.issue(&nonce, b"user", &[]).unwrap();
+    let refused =
+        |v: &Validator, doc: &AttestationDocument, nonce: &[u8]| validate(v, doc, nonce).unwrap_err().check_tdx();
+    // A bound TD where an unbound node is expected (joining again, or joining another cluster).
+    assert_eq!(refused(&expecting([0; 48]), &after, &nonce), Some(TdxCheck::Rtmr3));
+    // `attest verify --cluster-id`: this cluster's, not another's.
+    validate(&expecting(bound(&cluster)), &after, &nonce).unwrap();
+    assert_eq!(refused(&expecting(bound(&other)), &after, &nonce), Some(TdxCheck::Rtmr3));
+    // The unbound quote of before the lock, replayed for a new nonce: its REPORTDATA binds the old one.
+    assert_eq!(refused(&expecting([0; 48]), &before, &nonce), Some(TdxCheck::ReportData));
+
+    // A restart in the same boot: locked, RTMR3 bound; no second extend.
+    let again = NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>).unwrap();
+    assert!(again.is_locked());
+    assert_eq!(again.initial_pcr().as_bytes(), bound(&cluster));
+    assert!(again.try_lock(LockHolder::Init, &other).is_err());
+    assert_eq!(td.td.state().rtmrs[3], bound(&cluster));
+
+    // A reboot: a new TD on the same platform, RTMR3 zero, the lock open again.
+    let reboot_root = td.root.with_file_name("rebooted");
+    let config_td = attest_hwsim::tdx::TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
+    let rebooted = Arc::new(SimulatedTd::boot(Arc::clone(td.td.platform()), &reboot_root, &config_td).unwrap());
+    let _server = TdServer::start(&rebooted).unwrap();
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&reboot_root);
+    let issuer = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap());
+    assert!(!NodeLock::open(issuer as Arc<dyn PcrBackend>).unwrap().is_locked());
+}
+
+/// A TD on an out-of-date TDX module (its TEE_TCB_SVN matches the collateral's `OutOfDate` level) is refused
+/// by the default policy's TCB status check; the same TD on an up-to-date module passes.
+#[test]
+fn a_td_on_an_out_of_date_tdx_module_is_refused() {
+    use attest_hwsim::tdx::{OUTDATED_TEE_TCB_SVN, TdConfig};
+    let td = start(TD_ATTRIBUTES);
+    let mut config_td = TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
+    config_td.tee_tcb_svn = OUTDATED_TEE_TCB_SVN;
+    let root = td.root.with_file_name("outdated");
+    let outdated = Arc::new(SimulatedTd::boot(Arc::clone(td.td.platform()), &root, &config_td).unwrap());
+    let _server = TdServer::start(&outdated).unwrap();
+    let v = validator(tdx_verifier(&td.roots), Variant::QemuTdx, pinned());
+    for (root, want) in [(&td.root, None), (&root, Some(TdxCheck::TcbStatus))] {
+        let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+        config.tdx = TdxPaths::under(root);
+        let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+        let nonce = random32();
+        let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+        assert_eq!(validate(&v, &doc, &nonce).err().and_then(|e| e.check_tdx()), want, "{}", root.display());
+    }
 }
