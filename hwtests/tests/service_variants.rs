@@ -88,7 +88,7 @@ struct Platform {
     snp: Option<SnpServer>,
     td: Option<(Arc<SimulatedTd>, TdServer, QuoteEndpointServer)>,
     /// A TD without a vTPM (`qemu-tdx`): the platform each machine boots a TD of its own on (its own RTMR3).
-    td_platform: Option<Arc<TdPlatform>>,
+    td_host: Option<Arc<TdPlatform>>,
 }
 
 /// One machine of a platform: its TPM (manufactured as the variant's cloud manufactures it) and where its
@@ -105,7 +105,7 @@ impl Platform {
     fn start(variant: Variant) -> Platform {
         let dir = attest_test_support::TempDir::new("svcvar");
         let roots = dir.path().join("roots");
-        let (mut snp, mut td, mut td_platform) = (None, None, None);
+        let (mut snp, mut td, mut td_host) = (None, None, None);
         match variant.info().hardware {
             Hardware::None => {}
             Hardware::SevSnp { signer } => {
@@ -117,7 +117,7 @@ impl Platform {
                 snp = Some(SnpServer::start(sim, &dir.path().join("sev-guest.sock")).unwrap());
             }
             Hardware::Tdx if !variant.info().has_vtpm() => {
-                td_platform = Some(Arc::new(TdPlatform::generate(&roots).unwrap()));
+                td_host = Some(Arc::new(TdPlatform::generate(&roots).unwrap()));
             }
             Hardware::Tdx => {
                 // Azure's TD partitions run without SEPT_VE_DISABLE (the row waives it); other TDs have it.
@@ -129,7 +129,7 @@ impl Platform {
                 td = Some((sim, tsm, endpoint));
             }
         }
-        Platform { variant, dir, snp, td, td_platform }
+        Platform { variant, dir, snp, td, td_host }
     }
 
     fn roots(&self) -> PathBuf {
@@ -148,7 +148,7 @@ impl Platform {
         if !info.has_vtpm() {
             // A TD without a vTPM, booted on the platform: the image measured into RTMR2 (the firmware and the
             // kernel into RTMR0-1), the cluster binding in RTMR3 as the node lock extends it.
-            let platform = self.td_platform.as_ref().expect("a TDX platform");
+            let platform = self.td_host.as_ref().expect("a TDX platform");
             let mut td_config = TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
             td_config.events.extend(image.iter().map(|(_, blob)| (2, blob.to_vec())));
             let root = self.dir.path().join(format!("td-{name}"));
