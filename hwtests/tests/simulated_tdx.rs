@@ -328,3 +328,39 @@ fn a_td_on_an_out_of_date_tdx_module_is_refused() {
         assert_eq!(validate(&v, &doc, &nonce).err().and_then(|e| e.check_tdx()), want, "{}", root.display());
     }
 }
+
+/// One simulated platform shared by several processes (the demo's nodes): saved once (owner-only), loaded by
+/// each TD's process, whose quotes then verify against the one test root the platform wrote; a damaged file is
+/// a typed error, never a panic or a new platform.
+#[test]
+fn a_saved_platform_serves_tds_of_several_processes_under_one_test_root() {
+    use attest_hwsim::tdx::{TdConfig, TdPlatform};
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = attest_test_support::TempDir::new("hwsim-tdx-platform");
+    let (roots, file) = (dir.path().join("roots"), dir.path().join("platform.json"));
+    let (_, generated) = TdPlatform::open_or_generate(&file, &roots).unwrap();
+    assert!(generated);
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let v = validator(tdx_verifier(&roots), Variant::QemuTdx, pinned());
+    for name in ["td-a", "td-b"] {
+        // As another process would: the platform from the file, not regenerated.
+        let (platform, generated) = TdPlatform::open_or_generate(&file, &roots).unwrap();
+        assert!(!generated, "{name}");
+        let root = dir.path().join(name);
+        let td = Arc::new(
+            SimulatedTd::boot(Arc::new(platform), &root, &TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES)).unwrap(),
+        );
+        let _server = TdServer::start(&td).unwrap();
+        let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+        config.tdx = TdxPaths::under(&root);
+        let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+        let nonce = random32();
+        let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+        validate(&v, &doc, &nonce).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    for damaged in [&b"{}"[..], b"not json", &[b'x'; 70 * 1024]] {
+        std::fs::write(&file, damaged).unwrap();
+        let e = TdPlatform::open_or_generate(&file, &roots).err().expect("a damaged platform file is refused");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
+    }
+}
