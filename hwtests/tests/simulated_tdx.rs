@@ -364,3 +364,57 @@ fn a_saved_platform_serves_tds_of_several_processes_under_one_test_root() {
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
     }
 }
+
+/// `attest verify --service … --cluster-id` on a locked `qemu-tdx` node (no vTPM): its verify service
+/// attests with the TD quote, and the CLI's validator — the node's measurements with RTMR3 replaced by the
+/// cluster id's bound value — accepts this cluster's id, refuses another's by RTMR3, and the default join
+/// expectation (RTMR3 = 0) refuses the bound node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attest_verify_checks_a_tds_cluster_id_in_rtmr3() {
+    use attest_bootstrapper::lock::{LockHolder, NodeLock, PcrBackend};
+    use attest_cli::verifysvc::{VerifyVia, verify_via_service, with_cluster_id};
+    let td = start(TD_ATTRIBUTES);
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&td.root);
+    let issuer = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap());
+    let id = [0xC1; 32];
+    NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>).unwrap().try_lock(LockHolder::Init, &id).unwrap();
+    let servers = attest_bootstrapper::verifysvc::serve_verify(
+        Arc::clone(&issuer) as Arc<dyn attest_atls::AttestationIssuer>,
+        Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
+        Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
+    )
+    .unwrap();
+    // The join default: the node's image (MRTD pinned) and RTMR3 = 0.
+    let unbound = attest_trust::Expected::TdRegisters(Box::new(TdxPolicy { rtmr3: Some(Hex([0; 48])), ..pinned() }));
+    let roots = td.roots.clone();
+    let verify = move |addr, via, expected: attest_trust::Expected| {
+        let roots = roots.clone();
+        tokio::task::spawn_blocking(move || {
+            let attest_trust::Expected::TdRegisters(policy) = expected else { unreachable!("TD registers") };
+            let validator = attest_cli::node::NodeValidator {
+                validator: validator(tdx_verifier(&roots), Variant::QemuTdx, *policy),
+                test_roots: None,
+            };
+            verify_via_service(addr, via, validator).unwrap()
+        })
+    };
+    for (via, addr) in [(VerifyVia::Grpc, servers.grpc_addr.unwrap()), (VerifyVia::Http, servers.http_addr.unwrap())] {
+        let right = with_cluster_id(Variant::QemuTdx, unbound.clone(), Some(&id));
+        let (status, verdict) = verify(addr, via, right).await.unwrap();
+        assert_eq!(status, attest_cli::Status::Accepted, "{via:?}: {verdict:?}");
+        let summary = verdict.unwrap();
+        assert!(summary.ak_basis.is_none(), "no vTPM, no AK");
+        assert!(summary.td.unwrap().registers_checked.contains(&"rtmr3"), "{via:?}");
+
+        let wrong = with_cluster_id(Variant::QemuTdx, unbound.clone(), Some(&[0xEE; 32]));
+        let (status, verdict) = verify(addr, via, wrong).await.unwrap();
+        assert_eq!(status, attest_cli::Status::Rejected, "{via:?}: another cluster's id");
+        let (attested, why) = verdict.unwrap_err();
+        assert!(attested && why.contains("rtmr3"), "{why}");
+
+        let (status, _) = verify(addr, via, unbound.clone()).await.unwrap();
+        assert_eq!(status, attest_cli::Status::Rejected, "{via:?}: the join default refuses a bound TD");
+    }
+    servers.shutdown(std::time::Duration::from_secs(1)).await;
+}
