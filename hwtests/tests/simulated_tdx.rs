@@ -358,9 +358,10 @@ fn a_saved_platform_serves_tds_of_several_processes_under_one_test_root() {
         let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
         validate(&v, &doc, &nonce).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
-    for damaged in [&b"{}"[..], b"not json", &[b'x'; 70 * 1024]] {
+    let oversized = vec![b'x'; 70 * 1024];
+    for damaged in [&b"{}"[..], b"not json", &oversized] {
         std::fs::write(&file, damaged).unwrap();
-        let e = TdPlatform::open_or_generate(&file, &roots).err().expect("a damaged platform file is refused");
+        let e = TdPlatform::open_or_generate(&file, &roots).expect_err("a damaged platform file is refused");
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
     }
 }
