@@ -4,7 +4,7 @@
 use attest_engine::snp::SigningKey;
 use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{
-    AkTrust, Hardware, IdentitySource, LaunchPin, Measured, NonceCarrier, TABLE, Variant, VariantInfo,
+    AkTrust, Hardware, IdentitySource, LaunchPin, LockRegister, Measured, NonceCarrier, TABLE, Variant, VariantInfo,
 };
 
 #[test]
@@ -94,6 +94,12 @@ fn every_row_is_a_coherent_trust_path() {
         };
         assert_eq!(row.identity, identity, "{n}: its node identity is not what its trust path verifies");
         assert_eq!(row.is_tdx(), row.hardware == Hardware::Tdx, "{n}");
+        // The lock binds the cluster id into a register the variant's measurements speak of: the vTPM's PCR
+        // 15, or (no vTPM) RTMR3 — never a register the firmware or boot chain extends.
+        match (row.measured, row.lock) {
+            (Measured::Pcrs, LockRegister::Pcr(15)) | (Measured::TdRegisters, LockRegister::Rtmr(3)) => {}
+            (m, l) => panic!("{n}: a node lock in {l} for a variant measured by {m:?}"),
+        }
     }
 }
 
@@ -147,6 +153,7 @@ fn the_documented_table_matches_the_rows() {
                 Measured::TdRegisters => "MRTD, RTMR0–3",
             }
             .to_owned(),
+            row.lock.to_string(),
             match (row.ek_certificate, row.has_vtpm()) {
                 (true, _) => "yes",
                 (false, true) => "none",

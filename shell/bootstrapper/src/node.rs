@@ -175,7 +175,7 @@ impl Node {
             Ok(HeaderState::Unsupported) => self.store.load()?,
             Err(e) => return Err(StateError::Header { reason: e.to_string() }),
         };
-        let result = check_startup(&self.lock.initial_pcr(), state);
+        let result = check_startup(self.lock.register(), &self.lock.initial_pcr(), state);
         if let Ok(Startup::Rejoin(s)) = &result {
             // "Whose state disk exists": the disk the state names must be this node's.
             let disk_uuid = self.disk.disk_uuid().map_err(|e| StateError::Header { reason: e.to_string() })?;

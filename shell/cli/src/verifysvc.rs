@@ -7,6 +7,8 @@
 //!  grpc: GetAttestation{nonce} ─▶ {attestation}      http: GET /?nonce=<base64url> ─▶ {"attestation": base64}
 //!  validate (qemu-vtpm): AK from the registry, quote signature, extraData = f(nonce, user data),
 //!            PCRs against the measurements (+ PCR 15 = SHA-256(0³² ‖ cluster id) with --cluster-id)
+//!  validate (qemu-tdx):  TD quote (PCK chain, collateral, REPORTDATA = f(nonce, user data)), MRTD and RTMRs
+//!            against the measurements (+ RTMR3 = SHA-384(0⁴⁸ ‖ SHA-384(cluster id)) with --cluster-id)
 //!  user data = SHA-256(VERIFY_USER_DATA_CONTEXT)  (a verify-service document, never an aTLS one)
 //! ```
 //!
@@ -14,16 +16,19 @@
 //!
 //! # The cluster id
 //!
-//! The node lock extends PCR 15 once, from zero, with the 32-byte cluster id, so a node of cluster `C` has
-//! PCR 15 = SHA-256(0³² ‖ C). `--cluster-id` replaces whatever the measurements file expects of PCR 15 (the
-//! default join measurements expect 0: a node not yet bound to any cluster) by that value, enforced.
+//! The node lock extends its variant's lock register once, from zero, with the cluster id (the variant
+//! table's `lock` column, `attest_engine::variant::LockRegister`): PCR 15 with the 32-byte id wherever there
+//! is a vTPM, so a node of cluster `C` has PCR 15 = SHA-256(0³² ‖ C); a TD without a vTPM (`qemu-tdx`) RTMR3
+//! with SHA-384(C) — measurement index 4 —, so RTMR3 = SHA-384(0⁴⁸ ‖ SHA-384(C)). `--cluster-id` replaces
+//! whatever the measurements file expects of that register (the default join measurements expect 0: a node
+//! not yet bound to any cluster) by that value, enforced.
 
 use super::node::{self, CONNECT_TIMEOUT, RecordingValidator, reason};
 pub use super::node::{cluster_pcr15, with_cluster_id};
 use super::{Status, UsageError};
 use attest_atls::AttestationValidator;
 #[cfg(test)]
-use attest_engine::variant::{PcrExpectation, PcrPolicy};
+use attest_engine::variant::{PcrExpectation, PcrPolicy, Variant};
 use attest_grpc::{Channel, ChannelConfig, Metadata};
 use attest_proto::paths;
 use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
@@ -117,6 +122,11 @@ pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32
     })?;
     let expected = openssl::sha::sha256(attest_proto::VERIFY_USER_DATA_CONTEXT);
     if user_data != expected {
+        validator.record_refusal(&attest_engine::Error::PlatformPolicy {
+            check: "verify_service_binding",
+            expected: attest_engine::error::Value::Text("the verify service's user data"),
+            found: attest_engine::error::Value::Text("another value"),
+        });
         return Err("the document's user data is not the verify service's (a document made for another purpose)".into());
     }
     Ok(())
@@ -125,12 +135,15 @@ pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32
 /// What the node proved, or (whether it answered with a document, why it is refused).
 pub type Verdict = Result<node::AttestationSummary, (bool, String)>;
 
+/// The result object (schema `attest-result/1`) of the document the engine judged, if it judged one.
+pub type ResultObject = Option<serde_json::Value>;
+
 /// `attest verify --service grpc|http`: the verdict (printed by the caller) of the node at `addr`.
 pub fn verify_via_service(
     addr: SocketAddr,
     via: VerifyVia,
     validator: node::NodeValidator,
-) -> Result<(Status, Verdict), UsageError> {
+) -> Result<(Status, Verdict, ResultObject), UsageError> {
     let rt = super::runtime()?;
     let nonce = attest_atls::nonce::fresh().map_err(|e| UsageError::new(format!("nonce: {e}")))?;
     let validator = RecordingValidator::for_node(validator);
@@ -141,7 +154,7 @@ pub fn verify_via_service(
             Ok(()) => validator.last().ok_or((true, "no attestation verified".to_owned())),
         },
     };
-    Ok((if verdict.is_ok() { Status::Accepted } else { Status::Rejected }, verdict))
+    Ok((if verdict.is_ok() { Status::Accepted } else { Status::Rejected }, verdict, validator.last_result()))
 }
 
 /// Runs `attest verify --service grpc|http` and prints the verdict as `attest verify` does, with the
@@ -157,7 +170,8 @@ pub fn run(
     cluster_id: Option<&[u8; 32]>,
     stdout: &mut dyn std::io::Write,
 ) -> Result<Status, UsageError> {
-    let (status, verdict) = verify_via_service(addr, via_service, validator)?;
+    let register = validator.validator.variant().info().lock;
+    let (status, verdict, result) = verify_via_service(addr, via_service, validator)?;
     let via = match via_service {
         VerifyVia::Grpc => "verify service (gRPC)",
         VerifyVia::Http => "verify service (HTTP)",
@@ -173,11 +187,12 @@ pub fn run(
                 v["via"] = serde_json::json!(via);
                 v["clusterId"] = serde_json::json!(cluster);
                 v["trust"] = trust.to_json();
+                v["result"] = result.unwrap_or_default();
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(stdout, "VERIFIED {endpoint} ({via})\n{}", summary.describe());
                 if let Some(c) = &cluster {
-                    let _ = writeln!(stdout, "cluster      {c} (PCR 15 ✓)");
+                    let _ = writeln!(stdout, "cluster      {c} ({register} ✓)");
                 }
             }
         }
@@ -185,7 +200,7 @@ pub fn run(
             let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
             if json {
                 let v = serde_json::json!({"verified": false, "endpoint": endpoint, "via": via,
-                    "refused": attested, "error": why, "clusterId": cluster});
+                    "refused": attested, "error": why, "clusterId": cluster, "result": result});
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(stdout, "{kind} {endpoint} ({via})");
@@ -206,9 +221,11 @@ mod tests {
         let nine = PcrExpectation { index: 9, expected: [9; 32], warn_only: false };
         let policy = PcrPolicy { entries: vec![zero, nine] };
         let expected = attest_trust::Expected::Pcrs(policy);
-        assert_eq!(with_cluster_id(expected.clone(), None), expected);
+        assert_eq!(with_cluster_id(Variant::QemuVtpm, expected.clone(), None), expected);
         let id = [0xc1; 32];
-        let attest_trust::Expected::Pcrs(p) = with_cluster_id(expected, Some(&id)) else { panic!("PCRs") };
+        let attest_trust::Expected::Pcrs(p) = with_cluster_id(Variant::QemuVtpm, expected, Some(&id)) else {
+            panic!("PCRs")
+        };
         assert_eq!(p.entries.len(), 2);
         assert_eq!(p.entries[0], nine);
         assert_eq!(p.entries[1], PcrExpectation { index: 15, expected: cluster_pcr15(&id), warn_only: false });
@@ -216,6 +233,17 @@ mod tests {
         let mut input = vec![0u8; 32];
         input.extend_from_slice(&id);
         assert_eq!(cluster_pcr15(&id), openssl::sha::sha256(&input));
+        // A TD without a vTPM: RTMR3 (measurement index 4) = SHA-384(0^48 || SHA-384(id)).
+        let zero = attest_engine::policy::Hex([0; 48]);
+        let td = attest_engine::tdx::TdxPolicy { rtmr3: Some(zero), ..attest_engine::tdx::TdxPolicy::default() };
+        let attest_trust::Expected::TdRegisters(bound) =
+            with_cluster_id(Variant::QemuTdx, attest_trust::Expected::TdRegisters(Box::new(td)), Some(&id))
+        else {
+            panic!("TD registers")
+        };
+        let mut input = vec![0u8; 48];
+        input.extend_from_slice(&openssl::sha::sha384(&id));
+        assert_eq!(bound.rtmr3.unwrap().0, openssl::sha::sha384(&input));
         assert!(parse_cluster_id("zz").is_err());
         assert_eq!(parse_cluster_id(&hex::encode(id)).unwrap(), id);
     }
