@@ -352,7 +352,8 @@ def containers(root, bins, procs, runc, passed):
     kube_config = root / "kubernetes.json"
     kube_config.write_text(json.dumps({"kubernetesVersion": "v1.31.1", "components": []}))
     config_dir = secret_dir(root, "join-config", {"measurements.json": measurements, "measurements.json.sig": sig,
-                                                  "measurements.pub": pub, "kubernetes.json": kube_config}, 0)
+                                                  "measurements.pub": pub, "kubernetes.json": kube_config,
+                                                  "cluster-state.json": out / "cluster-state.json"}, 0)
     salt_dir = secret_dir(root, "join-salt", {"measurementSalt": salt}, 0)
     kms_tls = secret_dir(root, "join-kms-tls", {"ca.crt": pki / "ca.crt", "tls.crt": pki / "join-service.crt",
                                                 "tls.key": pki / "join-service.key"}, 0)
@@ -377,7 +378,10 @@ def containers(root, bins, procs, runc, passed):
                  "--ek-ca=/var/run/attest/ek-ca/ek-root.pem", "--ek-ca=/var/run/attest/ek-ca/ek-intermediate.pem",
                  "--pki-dir=/etc/kubernetes/pki", "--api-server-endpoint=127.0.0.1:6443",
                  # No Kubernetes API here: the tokens are written (announced) into the state mount.
-                 "--token-issuer=dry-run", "--dry-run-dir=/var/lib/attest/tokens"]
+                 "--token-issuer=dry-run", "--dry-run-dir=/var/lib/attest/tokens",
+                 # The cluster state attest init wrote, copied into the state mount at the first start.
+                 "--cluster-state=/var/lib/attest/cluster-state.json",
+                 "--cluster-state-seed=/var/run/attest/config/cluster-state.json"]
     join_mounts = [(kms_tls, "/var/run/attest/kms-tls", False), (config_dir, "/var/run/attest/config", False),
                    (salt_dir, "/var/run/attest/salt", False), (ek_ca, "/var/run/attest/ek-ca", False),
                    (first.state_dir / "pki", "/etc/kubernetes/pki", False), (state, "/var/lib/attest", True)]

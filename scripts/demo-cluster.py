@@ -341,15 +341,15 @@ def main():
     return 0 if ok else 1
 
 
-def sign_measurements(root, measurements):
-    """The operator's signing key and the detached signature of the measurements file (openssl, P-256)."""
+def sign_measurements(root, measurements, bins):
+    """The operator's signing key (openssl, P-256) and the measurements file signed with it as version 1
+    (`attest measurements sign`: the signed file carries its monotonic version; verifiers refuse older ones)."""
     key = root / "measurements-signing.key"
     run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key])
     pub = root / "measurements.pub"
     run(["openssl", "ec", "-in", key, "-pubout", "-out", pub])
-    sig = root / "measurements.json.sig"
-    run(["openssl", "dgst", "-sha256", "-sign", key, "-out", sig, measurements])
-    return pub, sig
+    run([bins["attest"], "measurements", "sign", measurements, "--key", key, "--version", "1", "-o", measurements])
+    return pub, measurements.with_name(measurements.name + ".sig")
 
 
 def signature_args(measurements, sig, pub):
@@ -372,8 +372,9 @@ def operator_inputs(root, bins):
     measurements.write_text(json.dumps(
         {str(pcr): {"expected": value, "warnOnly": False} for pcr, value in sorted(expected.items())},
         indent=2))
-    pub, sig = sign_measurements(root, measurements)
-    log(f"measurements: PCRs {sorted(expected)} enforced, PCR 15 = 0 ({measurements.name}, signed: {sig.name})")
+    pub, sig = sign_measurements(root, measurements, bins)
+    log(f"measurements: PCRs {sorted(expected)} enforced, PCR 15 = 0 ({measurements.name}, signed as version 1: "
+        f"{sig.name})")
 
     # Master secret and init secret, as an operator would create them.
     master_secret = root / "master-secret.json"
@@ -444,8 +445,16 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     kms_addr = wait_for_line(root / "key-service.out", r"listening on (\S+)", kms).group(1)
     log(f"key service on {kms_addr} (mutual TLS: only the join service's certificate of the cluster CA)")
 
+    # The operator's admission key: control-plane joins beyond the init node need an admission it signs.
+    run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", root / "admission.key"])
+    run(["openssl", "ec", "-in", root / "admission.key", "-pubout", "-out", root / "admission.pub"])
+    (root / "admissions").mkdir()
+    state = json.loads((out / "cluster-state.json").read_text())
+    log(f"cluster state from attest init: measurements version {state['measurementsVersion']}, the init node "
+        f"{state['nodes'][0]['names'][0]} bound to {state['nodes'][0]['identity'][:24]}… (control plane)")
+
     # The join service, configured from what init produced: the cluster PKI, the measurement salt, the
-    # key-service client certificate; it attests as node-1, with node-1's hardware and variant.
+    # key-service client certificate, the cluster state; it attests as node-1, with node-1's hardware and variant.
     salt_file = root / "measurement-salt"
     salt_file.write_bytes(bytes.fromhex(init["measurementSalt"]))
     kube_config = root / "kubernetes.json"
@@ -502,7 +511,7 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     cluster = Cluster(root=root, bins=bins, procs=procs, ca=ca, nodes=nodes, join=join, join_addr=join_addr,
                       metrics_addr=metrics_addr, kms_addr=kms_addr, pki=pki, measurements=measurements, sig=sig,
                       pub=pub, salt_file=salt_file, kube_config=kube_config, init_secret_hash=init_secret_hash,
-                      init=init, sim=sim, snp_ctx=None, snp_bins=snp_bins)
+                      init=init, sim=sim, snp_ctx=None, snp_bins=snp_bins, version=1, attacker_rebooted=False)
     if sim:
         import demo_variants
         cluster.snp_ctx = demo_variants.AttackContext(sys.modules[__name__], root, bins, procs, ca, sim, join_addr,
@@ -543,7 +552,10 @@ def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, s
             *signature_args(measurements, sig, pub), "--measurement-salt", salt_file,
             "--ak-registry", root / f"join-ak-registry{tag}.json", "--pki-dir", node.state_dir / "pki",
             "--api-server-endpoint", "127.0.0.1:6443", "--kubernetes-config", kube_config,
-            "--token-issuer", "dry-run", "--dry-run-dir", root / f"tokens{tag}", "--kds-url", "offline"]
+            "--token-issuer", "dry-run", "--dry-run-dir", root / f"tokens{tag}", "--kds-url", "offline",
+            "--cluster-state", root / f"cluster-state{tag}.json",
+            "--cluster-state-seed", root / "cluster" / "cluster-state.json",
+            "--admissions", root / "admissions", "--admission-public-key", root / "admission.pub"]
 
 
 def join_service_addrs(out, argv, proc):
@@ -691,7 +703,9 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
         print(f"    state disk   {disk}")
         print(f"    node lock    {lock}")
     wanted = ("attest_join_tickets_issued_total", "attest_join_refused_total", "attest_join_attestations_total",
-              "attest_join_measurements_reloads_total", "attest_join_dry_run", "attest_join_waiver")
+              "attest_join_measurements_reloads_total", "attest_join_dry_run", "attest_join_waiver",
+              "attest_join_measurements_version", "attest_join_measurements_rollbacks_total",
+              "attest_atls_handshakes_refused_total")
     shown = [l for l in metrics_text.splitlines() if l.startswith(wanted) and not l.endswith(" 0")]
     print()
     print("join service /metrics (non-zero samples):")
@@ -737,7 +751,11 @@ def attack_section(c):
     results = []
     for attack in (attack_unpinned_launch_at_start, attack_key_service_without_client_certificate,
                    attack_key_service_plaintext_h2c, attack_unsigned_measurements, attack_impostor_join_service,
-                   attack_replayed_snp_report, attack_revoked_vcek):
+                   attack_replayed_snp_report, attack_revoked_vcek,
+                   # Issue 24: an attested node that lies (node-3, rebooted: genuine, attested, a member).
+                   attack_other_nodes_disk_key, attack_control_plane_as_worker, attack_other_nodes_name,
+                   attack_unproven_csr_key, attack_rollback_on_reload, attack_rollback_at_restart,
+                   attack_tls12_client):
         try:
             r = attack(c)
         except Failure as e:
@@ -749,6 +767,8 @@ def attack_section(c):
         print(f"  [{'REFUSED' if refused else 'NOT REFUSED'}] {name}: {detail}")
         results.append(refused)
     n = sum(results)
+    if c.attacker_rebooted:
+        print(f"  [control] {rejoin_attacker(c)}")
     print(f"attacks refused: {n}/{len(results)}")
     return n == len(results)
 
@@ -971,6 +991,190 @@ def attack_impostor_join_service(c):
             f"{'no ticket issued' if no_ticket else 'A TICKET WAS ISSUED'}")
 
 
+# ---- An attested node that lies (issue 24) --------------------------------------------------------------------
+# node-3 joined as a worker. Its workload is compromised: with root on node-3 and node-3's genuine TPM (after a
+# reboot: PCR 15 = 0 again, as every node that rejoins), the attacker runs its own join client (attest-hwsim's
+# attack client) and asks for what is not node-3's. The join service binds disks, names and roles to the
+# identity node-3's evidence names (qemu-vtpm: its registered AK) and refuses; nothing is issued.
+
+def attacker(c):
+    """node-3 (rebooted once, on first use) and the attack client's command line playing it."""
+    n3 = c.nodes[2]
+    if not c.attacker_rebooted:
+        reboot(n3, c.procs)
+        if c.sim:
+            c.sim.provision(n3)
+        c.attacker_rebooted = True
+    hwsim = c.bins["attest-hwsim"] if c.sim else (c.snp_bins / "attest-hwsim" if c.snp_bins else None)
+    if hwsim is None or not Path(hwsim).is_file():
+        raise Failure("the attack client attest-hwsim is needed (make demo builds it; --snp-attacks DIR)")
+    variant = c.sim.variant if c.sim else "qemu-vtpm"
+    target = ["--variant", variant, "--tpm", n3.tcti]
+    if c.sim:
+        target += ["--snp-leaf", c.sim.leaf] if c.sim.variant == "azure-sev-snp" else ["--snp-device", c.sim.device]
+    return n3, hwsim, target
+
+
+def disk_uuid_of(node):
+    return json.loads((node.state_dir / "node-state.json").read_text())["disk_uuid"]
+
+
+def issued_tickets(c):
+    m = re.findall(r'^attest_join_tickets_issued_total\{kind="(\w+)"\} (\d+)$', scrape(c.metrics_addr), re.M)
+    return {k: int(v) for k, v in m}
+
+
+def lying_node_attack(c, name, args, reason_label):
+    """Runs the attack client as node-3 with `args`; refused = the client was refused, the join service logged
+    the refusal with `reason_label`, and nothing was issued (no ticket counted, no token, no key derived)."""
+    n3, hwsim, target = attacker(c)
+    tokens_before, issued_before, keys_before = token_files(c), issued_tickets(c), keys_derived(c)
+    log_file = c.root / "join-service.log"
+    since = len(log_file.read_text(errors="replace"))
+    r = run([hwsim, "attack", *args[:1], "--join-service", c.join_addr, *target, *args[1:]])
+    client = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    deadline, line = time.monotonic() + 10, None
+    while line is None and time.monotonic() < deadline:
+        for l in log_file.read_text(errors="replace")[since:].splitlines():
+            if "ticket refused" in l and re.search(rf'reason="?{reason_label}', l):
+                line = l
+                break
+        else:
+            time.sleep(0.1)
+    time.sleep(0.2)
+    nothing = token_files(c) == tokens_before and issued_tickets(c) == issued_before and keys_derived(c) == keys_before
+    ok = client.get("outcome") == "refused" and line is not None and nothing
+    why = re.search(r'error=(.*?) waivers=', line or "")
+    detail = (f"{why.group(1).strip(chr(34)) if why else 'no refusal logged'} ({reason_label}); "
+              f"{'nothing issued (no ticket, token or key)' if nothing else 'SOMETHING WAS ISSUED'}")
+    return (name, ok, detail)
+
+
+def attack_other_nodes_disk_key(c):
+    """node-3 asks for node-2's disk key (IssueRejoinTicket with node-2's disk UUID)."""
+    uuid = disk_uuid_of(c.nodes[1])
+    return lying_node_attack(c, f"another node's disk key (node-3 asks to rejoin with node-2's disk {uuid[:8]}…)",
+                             ["rejoin", "--disk-uuid", uuid], "disk_not_owned")
+
+
+def attack_control_plane_as_worker(c):
+    """node-3, a worker, sets is_control_plane: the control-plane files (ca.key, etcd/ca.key, sa.key)."""
+    return lying_node_attack(c, "control-plane files as a worker (node-3 sets is_control_plane)",
+                             ["join", "--node-name", "node-3", "--disk-uuid", disk_uuid_of(c.nodes[2]),
+                              "--control-plane"], "control_plane_not_authorized")
+
+
+def attack_other_nodes_name(c):
+    """node-3 asks for a kubelet certificate for system:node:node-2."""
+    return lying_node_attack(c, "another node's name (node-3 asks for system:node:node-2)",
+                             ["join", "--node-name", "node-2", "--disk-uuid", disk_uuid_of(c.nodes[2])],
+                             "name_not_owned")
+
+
+def attack_unproven_csr_key(c):
+    """node-3 sends a kubelet CSR for a key other than the one it proved in the aTLS handshake."""
+    return lying_node_attack(c, "a CSR for a key the node did not prove (not its aTLS key)",
+                             ["join", "--node-name", "node-3", "--disk-uuid", disk_uuid_of(c.nodes[2]),
+                              "--unproven-csr-key"], "csr_key_not_proven")
+
+
+def rejoin_attacker(c):
+    """After the attacks: node-3's own bootstrapper rejoins (its own disk key comes back; PCR 15 re-extended)."""
+    n3 = c.nodes[2]
+    p = c.procs.start(f"{n3.name}-rejoin", bootstrapper_args(c.bins, n3, c.init_secret_hash, c.sim) +
+                      joining_args(c.join_addr, None, c.measurements, c.sig, c.pub, c.ca))
+    event = json_event(c.root / f"{n3.name}-rejoin.out", "rejoined", p)
+    stop(p, f"{n3.name}'s bootstrapper")
+    if event.get("via") != "rejoin":
+        raise Failure(f"{n3.name}: unexpected rejoin event {event}")
+    return f"node-3 (the attacker's node) rejoined with its own disk: {event.get('via')}, PCR 15 re-extended"
+
+
+def attack_rollback_on_reload(c):
+    """The operator moves the measurements to version 2; the attacker puts the older, validly signed version
+    1 back. The running join service refuses the reload (rollback) and keeps version 2."""
+    v1, v1_sig = c.measurements.read_bytes(), c.sig.read_bytes()
+    sign_as_operator(c, c.measurements)  # version 2, the same values
+    v2, v2_sig = c.measurements.read_bytes(), c.sig.read_bytes()
+    deadline = time.monotonic() + 30
+    while metric(c, "attest_join_measurements_version") != c.version and time.monotonic() < deadline:
+        time.sleep(0.2)
+    gen0, rollbacks0 = metric(c, "attest_join_measurements_generation"), metric(c, "attest_join_measurements_rollbacks_total")
+    log_file = c.root / "join-service.log"
+    since = len(log_file.read_text(errors="replace"))
+    for target, content in ((c.measurements, v1), (c.sig, v1_sig)):
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(content)
+        os.replace(tmp, target)
+    try:
+        m = None
+        deadline = time.monotonic() + 30
+        while m is None and time.monotonic() < deadline:
+            m = re.search(r"measurements file rejected.*(rollback: its measurementsVersion \d+ is below version \d+)",
+                          log_file.read_text(errors="replace")[since:])
+            time.sleep(0.2)
+        gen1, rollbacks1 = metric(c, "attest_join_measurements_generation"), metric(c, "attest_join_measurements_rollbacks_total")
+        version = metric(c, "attest_join_measurements_version")
+    finally:
+        c.measurements.write_bytes(v2)
+        c.sig.write_bytes(v2_sig)
+    ok = m is not None and gen1 == gen0 and (rollbacks1 or 0) == (rollbacks0 or 0) + 1 and version == c.version
+    c.v1_measurements = (v1, v1_sig)
+    return ("rolled-back measurements file at reload (version 1 put back after version 2)", ok,
+            f"{m.group(1) if m else 'no rollback logged'}; the running join service kept generation {gen1}, "
+            f"version {version} (attest_join_measurements_rollbacks_total {rollbacks0} -> {rollbacks1})")
+
+
+def attack_rollback_at_restart(c):
+    """The join service restarts with the older, validly signed version 1: its cluster state remembers version 2,
+    so it refuses to start."""
+    v1, v1_sig = getattr(c, "v1_measurements", (None, None))
+    if v1 is None:
+        return ("rolled-back measurements file at restart", False, "the reload attack did not run")
+    old = c.root / "measurements-rolled-back.json"
+    old.write_bytes(v1)
+    old.with_name(old.name + ".sig").write_bytes(v1_sig)
+    argv = join_service_args(c.bins, c.root, c.nodes[0], c.kms_addr, c.pki, old, old.with_name(old.name + ".sig"),
+                             c.pub, c.salt_file, c.kube_config, c.ca)
+    argv = [a if a != c.nodes[0].tcti else "swtpm:host=127.0.0.1,port=1" for a in argv]
+    argv += c.sim.verifier_args() if c.sim else []
+    refused, detail = run_service_expecting_refusal(c, "attack-rollback-restart", argv, "rollback")
+    return ("rolled-back measurements file at restart (the join service, its cluster state at version 2)",
+            refused, detail)
+
+
+def attack_tls12_client(c):
+    """A TLS 1.2 client (in which both attestation documents would travel in clear): refused in the handshake,
+    logged with the reason and the client's address, counted in /metrics."""
+    before = metric(c, 'attest_atls_handshakes_refused_total{reason="protocol_version"}') or 0
+    issued_before = issued_tickets(c)
+    host, port = c.join_addr.rsplit(":", 1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_alpn_protocols(["h2"])
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    local = "%s:%d" % sock.getsockname()[:2]
+    try:
+        with ctx.wrap_socket(sock, server_hostname=base64.b64encode(secrets.token_bytes(32)).decode()) as s:
+            what = f"handshake completed ({s.version()})"
+    except (ssl.SSLError, OSError, ValueError) as e:
+        what = f"handshake failed: {e.__class__.__name__}: {getattr(e, 'reason', None) or e}"
+    log_file = c.root / "join-service.log"
+    line, deadline = None, time.monotonic() + 10
+    while line is None and time.monotonic() < deadline:
+        line = next((l for l in log_file.read_text(errors="replace").splitlines()
+                     if "aTLS handshake refused" in l and "protocol_version" in l and local in l), None)
+        time.sleep(0.1)
+    after = metric(c, 'attest_atls_handshakes_refused_total{reason="protocol_version"}') or 0
+    ok = what.startswith("handshake failed") and line is not None and after == before + 1 \
+        and issued_tickets(c) == issued_before
+    return ("a TLS 1.2 client (both documents would travel in clear)", ok,
+            f"{what}; the join service logged it (reason protocol_version, peer {local}) and counted it "
+            f"(attest_atls_handshakes_refused_total{{reason=\"protocol_version\"}} {before} -> {after})")
+
+
 # ---- SNP attacks (simulated SNP hardware: make demo VARIANT=aws-sev-snp|gcp-sev-snp|azure-sev-snp) -------------
 # They need a software SEV-SNP guest whose reports the test PKI signs and a join service trusting that test ARK
 # (binaries built with the feature dangerous-test-roots); scripts/demo_variants.py runs them against the live
@@ -1075,11 +1279,32 @@ def check_result_schema(root, name, out, accepted):
 
 
 def attest_verify(c, endpoint, service, cluster_id, registry):
-    r = subprocess.run([c.bins["attest"], "verify", "--endpoint", endpoint, "--service", service, "--cluster-id",
-                        cluster_id, *signature_args(c.measurements, c.sig, c.pub), "--ak-registry", registry,
+    cluster = ["--cluster-id", cluster_id] if cluster_id else []
+    r = subprocess.run([c.bins["attest"], "verify", "--endpoint", endpoint, "--service", service, *cluster,
+                        *signature_args(c.measurements, c.sig, c.pub), "--ak-registry", registry,
                         "--json"] + (c.sim.verifier_args() if c.sim else []),
                        capture_output=True)
     return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def admit_control_plane(c, node, proc):
+    """The operator's control-plane admission for `node` (its bootstrapper `proc` running): `attest verify`
+    against the node's verify service names the identity its evidence proves; `attest admission issue` signs
+    a one-time admission for that identity and the name into the join service's admissions directory."""
+    out = c.root / f"{node.name}.out"
+    verify = json_event(out, "verify-service", proc)
+    if not c.sim:
+        # qemu-vtpm: the node's AK is trusted once registered with the join service (before its first join).
+        wait_for_line(c.root / f"{node.name}.log", r"join: AK \w+ registered", proc, timeout=JOIN_TIMEOUT)
+    rc, text, err = attest_verify(c, verify["grpc"], "grpc", None, c.root / "join-ak-registry.json")
+    if rc != 0:
+        raise Failure(f"attest verify {node.name} failed ({rc}): {err}")
+    identity = json.loads(text)["identity"]
+    path = c.root / "admissions" / f"{node.name}.json"
+    run([c.bins["attest"], "admission", "issue", "--key", c.root / "admission.key", "--identity", identity,
+         "--node-name", node.name, "--valid-for", "10m", "-o", path])
+    log(f"operator: attest verify {node.name} → identity {identity[:24]}…; admission signed ({path.name}, once, 10 min)")
+    return f"attest verify → {identity[:20]}…, attest admission issue"
 
 
 def lifecycle(c, join, join_addr, reg_addr, master_secret):
@@ -1112,6 +1337,9 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
     argv = bootstrapper_args(bins, cp, init_secret_hash, sim) + joining(dead_addr, reg_addr) + ["--join-service",
                                                                                                 join_addr]
     p = procs.start(cp.name, argv)
+    # The request's control-plane flag alone gets nothing: the operator verifies node-4 (its verify service),
+    # and admits exactly the identity its evidence names, once, for the name node-4.
+    admission = admit_control_plane(c, cp, p)
     event = json_event(root / f"{cp.name}.out", "bootstrapped", p)
     if event.get("path") != "join" or event.get("cluster_id") != cluster_id:
         raise Failure(f"{cp.name}: unexpected bootstrap event {event}")
@@ -1122,8 +1350,11 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
         raise Failure(f"{cp.name}: the join configuration has no controlPlane section")
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=30)
-    events.append(f"control-plane join: node-4 joined the control plane with the cluster's CA files "
-                  f"(first join endpoint {dead_addr} down, failover to {join_addr})")
+    used = re.search(r"control-plane admission used.*identity=(\S+)", c.join_log.read_text(errors="replace"))
+    if not used:
+        raise Failure(f"{cp.name}: the join service logged no use of its control-plane admission")
+    events.append(f"control-plane join: the operator admitted node-4 ({admission}); node-4 joined the control "
+                  f"plane with the cluster's CA files (first join endpoint {dead_addr} down, failover to {join_addr})")
     log(events[-1])
 
     # node-2 reboots: same TPM state and disk image, PCRs reset; it rejoins with the same disk key.
@@ -1211,10 +1442,12 @@ NEW_IMAGE = {**GOOD_IMAGE, 9: b"attest-demo kernel v2"}
 
 
 def sign_as_operator(c, path):
-    """Signs `path` with the operator's measurements key into `path`.sig (openssl, P-256)."""
-    sig = path.with_name(path.name + ".sig")
-    run(["openssl", "dgst", "-sha256", "-sign", c.root / "measurements-signing.key", "-out", sig, path])
-    return sig
+    """Signs `path` in place with the operator's measurements key under the next version (`attest measurements
+    sign`): every new content gets a higher version, also a return to older values."""
+    c.version += 1
+    run([c.bins["attest"], "measurements", "sign", path, "--key", c.root / "measurements-signing.key",
+         "--version", str(c.version), "-o", path])
+    return path.with_name(path.name + ".sig")
 
 
 def install_measurements(c, path):
@@ -1298,11 +1531,14 @@ def upgrade(c, join_addr, reg_addr, cluster_id, joining):
         raise Failure(f"{old_node.name}: the join service did not refuse the old image for its PCR 9")
     if "rejoined" in (root / f"{old_node.name}-reboot.out").read_text(errors="replace"):
         raise Failure(f"{old_node.name}: rejoined with the old image after v1 was dropped")
+    # Back to the v1 values: not by putting the old file back (a rollback, refused), but signed anew under the
+    # next version.
     sign_as_operator(c, original)
     install_measurements(c, original)
     return (f"upgrade: measurements rolled forward (v1 + v2, merged and signed; hot reload, generation "
             f"{gen_rollout}); {new_node.name} (v2) and {old_node.name} (v1) joined; v1 dropped (generation "
-            f"{gen_final}); {old_node.name} rebooted and its rejoin was refused ({reasons[-1][:20]}…); v1 file restored")
+            f"{gen_final}); {old_node.name} rebooted and its rejoin was refused ({reasons[-1][:20]}…); v1 values "
+            f"restored under version {c.version}")
 
 
 if __name__ == "__main__":

@@ -150,6 +150,8 @@ stop_key_service() { kill -TERM "$ks_pid"; wait "$ks_pid" || true; forget "$ks_p
 start_join_service() {
   local label=$1 cpus=$2; shift 2
   mkdir -p "$tokens_root/$label"
+  # A cluster state of its own per run (nodes bound to their AKs as they join).
+  echo '{"version": 1}' >"$tokens_root/$label.cluster-state.json"
   env "$@" taskset -c "$cpus" $bin/join-service --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
     --key-service "$ks_addr" --measurements "$fx/measurements.json" --measurement-salt "$fx/measurement-salt" \
     --measurements-signature "$fx/measurements.json.sig" --measurements-public-key "$fx/measurements.pub" \
@@ -157,7 +159,7 @@ start_join_service() {
     --key-service-key "$fx/kms-pki/join-service.key" --tpm "$tpm_tcti" --kds-url offline \
     --ak-registry "$fx/aks.json" --pki-dir "$fx/pki" --kubernetes-config "$fx/kubernetes.json" \
     --api-server-endpoint 10.0.0.1:6443 --token-issuer dry-run --dry-run-dir "$tokens_root/$label" \
-    --log-level warn >"$out/js-$label.out" 2>"$out/js-$label.err" &
+    --cluster-state "$tokens_root/$label.cluster-state.json" --log-level warn >"$out/js-$label.out" 2>"$out/js-$label.err" &
   js_pid=$!; pids+=("$js_pid")
   js_addr=$(wait_listen "$out/js-$label.out" "$js_pid")
   js_metrics=$(sed -n 's/^listening on //p' "$out/js-$label.out" | sed -n 2p)

@@ -86,17 +86,32 @@ impl Fixture {
         self.services.addr
     }
 
-    fn request(&self) -> IssueJoinTicketRequest {
+    /// A join request with `csr` (the kubelet CSR of the connection it goes over: the join service signs only a
+    /// CSR for the key the node proved in that handshake).
+    fn request(&self, csr: Vec<u8>) -> IssueJoinTicketRequest {
         IssueJoinTicketRequest {
             disk_uuid: self.node.disk_uuid.clone(),
-            certificate_request: self.node.csr.clone(),
+            certificate_request: csr,
             ..IssueJoinTicketRequest::default()
         }
     }
 
-    /// The join request as a gRPC message (5-byte prefix).
-    fn request_message(&self) -> Vec<u8> {
-        prefixed(&self.request().encode_to_vec())
+    /// An attested connection under a fresh kubelet key, and the join request (a gRPC message, 5-byte prefix)
+    /// whose CSR is for that key, as a genuine node sends it.
+    async fn raw_joining(&self) -> (RawConn, Vec<u8>) {
+        let (key, csr) = joinload::load::kubelet_csr(&self.node.node).unwrap();
+        let tcp = TcpStream::connect(self.addr()).await.unwrap();
+        let tls = self.connector.clone().with_key(key).connect(tcp).await.unwrap();
+        (RawConn::handshake_over(tls, &[]).await, prefixed(&self.request(csr).encode_to_vec()))
+    }
+
+    /// A gRPC channel under a fresh kubelet key, and a join request for that key.
+    async fn channel_joining(&self) -> (Channel, IssueJoinTicketRequest) {
+        let (key, csr) = joinload::load::kubelet_csr(&self.node.node).unwrap();
+        let tcp = TcpStream::connect(self.addr()).await.unwrap();
+        let tls = self.connector.clone().with_key(key).connect(tcp).await.unwrap();
+        let channel = Channel::handshake(tls, "join-service", ChannelConfig::default()).await.unwrap();
+        (channel, self.request(csr))
     }
 
     /// An attested aTLS connection (the handshake done, nothing else sent).
@@ -111,10 +126,6 @@ impl Fixture {
     }
 
     /// A gRPC channel on an attested aTLS connection.
-    async fn channel(&self) -> Channel {
-        Channel::handshake(self.attested().await, "join-service", ChannelConfig::default()).await.unwrap()
-    }
-
     /// A genuine node joins: the ticket is well formed and its kubelet certificate is for the node.
     async fn joins(&self) {
         let config = LoadConfig {
@@ -459,8 +470,7 @@ async fn rapid_reset_of_join_calls_leaves_no_token_behind() {
         let before = rss_kib();
         // Complete join requests, each reset at once, in bursts of 200 without waiting for anything, until the
         // server sends GOAWAY. Calls that had started (created a token, asked the key service) are cancelled.
-        let mut c = fx.raw().await;
-        let request = fx.request_message();
+        let (mut c, request) = fx.raw_joining().await;
         let (opened, code) = c.rapid_reset(1, paths::JOIN_ISSUE_JOIN_TICKET, &request, 50, 200).await;
         let issued = fx.services.metrics.issued_count().0;
         println!("rapid reset: {opened} join calls opened and reset, GOAWAY {code:?}, {issued} tickets issued");
@@ -477,17 +487,16 @@ async fn rapid_reset_of_join_calls_leaves_no_token_behind() {
 async fn join_calls_cut_off_mid_call_leave_no_token_behind() {
     case("abrupt disconnects mid-call", async {
         let fx = Fixture::start().await;
-        let request = fx.request_message();
         // The request half sent, then the connection dropped.
         for _ in 0..10 {
-            let mut c = fx.raw().await;
+            let (mut c, request) = fx.raw_joining().await;
             c.open(1, paths::JOIN_ISSUE_JOIN_TICKET).await;
             c.send(&frame(DATA, 0, 1, &request[..request.len() / 2])).await;
             drop(c);
         }
         // The whole request sent, the connection dropped while the call runs (or just after it ended).
         for i in 0..30 {
-            let mut c = fx.raw().await;
+            let (mut c, request) = fx.raw_joining().await;
             c.open(1, paths::JOIN_ISSUE_JOIN_TICKET).await;
             c.send(&frame(DATA, END_STREAM, 1, &request)).await;
             if i % 3 == 1 {
@@ -498,7 +507,7 @@ async fn join_calls_cut_off_mid_call_leave_no_token_behind() {
             drop(c);
         }
         // The request body never finishing (slowloris): the request body timeout ends the call; no token.
-        let mut c = fx.raw().await;
+        let (mut c, request) = fx.raw_joining().await;
         c.open(1, paths::JOIN_ISSUE_JOIN_TICKET).await;
         c.send(&frame(DATA, 0, 1, &request[..10])).await;
         let end = c.stream_end(1).await;
@@ -525,7 +534,7 @@ struct Bogus {
 async fn invalid_join_requests_get_precise_statuses_and_no_token() {
     case("invalid join requests", async {
         let fx = Fixture::start().await;
-        let ch = fx.channel().await;
+        let (ch, valid) = fx.channel_joining().await;
         let call = |req: IssueJoinTicketRequest| {
             let ch = ch.clone();
             async move {
@@ -537,7 +546,7 @@ async fn invalid_join_requests_get_precise_statuses_and_no_token() {
             }
         };
         // Over the message size limit (4 MiB): refused before it is decoded.
-        let mut big = fx.request();
+        let mut big = valid.clone();
         big.certificate_request = vec![0x30; 5 << 20];
         assert_eq!(call(big).await, Code::ResourceExhausted);
         // Not a valid IssueJoinTicketRequest (a string field that is not UTF-8): INTERNAL, as gRPC's status code
@@ -551,22 +560,22 @@ async fn invalid_join_requests_get_precise_statuses_and_no_token() {
         assert_eq!(status.code, Code::Internal, "{status}");
         // Well-formed protobuf, invalid content: no disk UUID; a CSR that is not DER. (Node names, reserved
         // key ids as disk UUIDs, SSH keys: shell/joinservice/tests/join_service.rs; CSR signatures: shell/k8s/src/ca_test.rs.)
-        let mut no_uuid = fx.request();
+        let mut no_uuid = valid.clone();
         no_uuid.disk_uuid.clear();
         assert_eq!(call(no_uuid).await, Code::InvalidArgument);
-        let mut bad_csr = fx.request();
+        let mut bad_csr = valid.clone();
         bad_csr.certificate_request = b"not a CSR".to_vec();
         assert_eq!(call(bad_csr).await, Code::InvalidArgument);
         // A method join.API does not have.
         let status = ch
-            .unary::<_, IssueJoinTicketResponse>("/join.API/IssueEverything", fx.request(), Metadata::new(), None)
+            .unary::<_, IssueJoinTicketResponse>("/join.API/IssueEverything", valid.clone(), Metadata::new(), None)
             .await
             .map(|_| ())
             .unwrap_err();
         assert_eq!(status.code, Code::Unimplemented, "{status}");
         // The connection is still good for a valid call.
         let ok = ch
-            .unary::<_, IssueJoinTicketResponse>(paths::JOIN_ISSUE_JOIN_TICKET, fx.request(), Metadata::new(), None)
+            .unary::<_, IssueJoinTicketResponse>(paths::JOIN_ISSUE_JOIN_TICKET, valid, Metadata::new(), None)
             .await
             .unwrap();
         joinload::check_ticket(&ok.message, &fx.node.node, None).unwrap();

@@ -4,7 +4,7 @@
 use attest_engine::snp::SigningKey;
 use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{
-    AkTrust, Hardware, LaunchPin, LockRegister, Measured, NonceCarrier, TABLE, Variant, VariantInfo,
+    AkTrust, Hardware, IdentitySource, LaunchPin, LockRegister, Measured, NonceCarrier, TABLE, Variant, VariantInfo,
 };
 
 #[test]
@@ -84,6 +84,15 @@ fn every_row_is_a_coherent_trust_path() {
             assert!(TdxPolicy::WAIVABLE_FOR_PLATFORM.contains(c), "{n}: {c} is not waivable for a platform");
             assert!(!row.td_waivers[i + 1..].contains(c), "{n}: {c} twice");
         }
+        // The identity comes from what the row's trust path verifies.
+        let identity = match row.ak {
+            AkTrust::Registry => IdentitySource::RegisteredAk,
+            AkTrust::HclRuntimeData => IdentitySource::HclVmId,
+            AkTrust::FreshReportBinding => IdentitySource::ReportBoundAk,
+            AkTrust::ProviderCertificate => IdentitySource::ProviderInstance,
+            AkTrust::NoAk => IdentitySource::TdxPlatform,
+        };
+        assert_eq!(row.identity, identity, "{n}: its node identity is not what its trust path verifies");
         assert_eq!(row.is_tdx(), row.hardware == Hardware::Tdx, "{n}");
         // The lock binds the cluster id into a register the variant's measurements speak of: the vTPM's PCR
         // 15, or (no vTPM) RTMR3 — never a register the firmware or boot chain extends.
@@ -156,6 +165,14 @@ fn the_documented_table_matches_the_rows() {
             } else {
                 row.td_waivers.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
             },
+            match row.identity {
+                IdentitySource::RegisteredAk => "registered AK",
+                IdentitySource::HclVmId => "Azure VM id (HCL)",
+                IdentitySource::ReportBoundAk => "report-bound AK",
+                IdentitySource::ProviderInstance => "GCE instance",
+                IdentitySource::TdxPlatform => "TDX platform (PPID)",
+            }
+            .to_owned(),
             row.ffi_code.to_string(),
         ];
         assert_eq!(doc.as_slice(), want.as_slice(), "documented row of {}", row.name);

@@ -75,6 +75,8 @@ impl Node {
                             kubeconfig: KUBECONFIG.to_vec(),
                             owner_id: OWNER_ID.to_vec(),
                             cluster_id: id.to_vec(),
+                            node_name: "node-1".into(),
+                            disk_uuid: "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d".into(),
                         })
                     };
                     let _ = tx.send(Ok(InitResponse { kind: Some(kind) })).await;
@@ -263,8 +265,16 @@ fn init_registers_the_ak_attests_the_node_and_writes_the_cluster_files() {
     assert!(!stdout.contains("the init secret"));
     assert!(!stdout.contains(&std::fs::read_to_string(&secret_path).unwrap()[8..30]));
 
-    // A second run reuses the master secret and the registration; without --ek-ca it still works.
+    // A second run into the same directory is refused before the node is asked: the cluster state there is
+    // the earlier cluster's, and a node initialized without its state written would be half done.
     let args = ["init", "--endpoint", &node.endpoint(), "--measurements", &m, "--out", &o, "--json"];
+    let state = std::fs::read(out.join("cluster-state.json")).unwrap();
+    let (status, stdout) = run(&args);
+    assert!(status.is_err(), "{stdout}");
+    assert_eq!(node.requests.lock().unwrap().len(), 1, "the node was not asked");
+    assert_eq!(std::fs::read(out.join("cluster-state.json")).unwrap(), state);
+    // Moved away, a second run reuses the master secret and the registration; without --ek-ca it still works.
+    std::fs::rename(out.join("cluster-state.json"), out.join("cluster-state.old.json")).unwrap();
     let (status, stdout) = run(&args);
     assert_eq!(status.unwrap(), Status::Accepted, "{stdout}");
     let summary = json(&stdout);
@@ -315,9 +325,11 @@ fn init_registers_the_ak_attests_the_node_and_writes_the_cluster_files() {
     assert_eq!(v["verified"], false);
     assert_eq!(v["refused"], true);
     assert!(v["error"].as_str().unwrap().contains("PCR"), "{v}");
+    std::fs::rename(out.join("cluster-state.json"), out.join("cluster-state.2.json")).unwrap();
     let (status, stdout) =
         run(&["init", "--endpoint", &node.endpoint(), "--measurements", &wrong, "--out", &o, "--json"]);
     assert_eq!(status.unwrap(), Status::Rejected);
+    assert!(!out.join("cluster-state.json").exists(), "a refused init wrote a cluster state");
     let summary = json(&stdout);
     assert_eq!(summary["initialized"], false);
     assert_eq!(summary["stage"], "attestation");

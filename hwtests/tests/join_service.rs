@@ -15,6 +15,7 @@ use std::time::Duration;
 use attest_atls::{AtlsConnector, AttestationIssuer};
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
+use attest_engine::variant::NodeIdentity;
 use attest_engine::variant::{AkBasis, Variant};
 use attest_grpc::{ChannelConfig, Code, Metadata, Server, Status};
 use attest_hwtests::Swtpm;
@@ -25,7 +26,7 @@ use attest_proto::join::{
 };
 use attest_proto::paths;
 use attest_registration::{FileAkRegistry, ak_digest};
-use join_support::{API_SERVER_ENDPOINT, Captured, Fixture, MEASUREMENT_SALT, MeasurementsSigner, csr, fixture};
+use join_support::{API_SERVER_ENDPOINT, Captured, Fixture, MEASUREMENT_SALT, MeasurementsSigner, admit};
 use openssl::nid::Nid;
 use openssl::x509::X509;
 
@@ -50,6 +51,11 @@ impl Node {
 
     fn ak_digest(&self) -> [u8; 32] {
         ak_digest(self.issuer.attestation_key().tpm2b_public()).unwrap()
+    }
+
+    /// The identity the join service binds this node's disk and name to: its registered AK.
+    fn identity(&self) -> NodeIdentity {
+        NodeIdentity::parse(&format!("ak:{}", hex::encode(self.ak_digest()))).unwrap()
     }
 
     /// Measurements for this node's current PCRs 0–7 (PCR 4 replaced by `pcr4` when given).
@@ -79,12 +85,27 @@ impl Node {
             .map_err(|e| e.to_string())
     }
 
-    /// One join over a fresh aTLS connection.
+    /// One join over a fresh aTLS connection with [`DISK_UUID`].
     async fn join(&self, addr: SocketAddr, node: &str, control_plane: bool) -> Result<IssueJoinTicketResponse, String> {
-        let channel = self.channel(addr).await?;
+        self.join_with_disk(addr, node, control_plane, DISK_UUID).await
+    }
+
+    /// One join over a fresh aTLS connection under a fresh kubelet key (the CSR's key is the aTLS key, as the
+    /// bootstrapper's).
+    async fn join_with_disk(
+        &self,
+        addr: SocketAddr,
+        node: &str,
+        control_plane: bool,
+        disk: &str,
+    ) -> Result<IssueJoinTicketResponse, String> {
+        let (connector, csr) =
+            join_support::kubelet_connector(self.issuer.clone() as Arc<dyn AttestationIssuer>, None, node);
+        let (channel, _) =
+            attest_atls::grpc::connect(addr, &connector, ChannelConfig::default()).await.map_err(|e| e.to_string())?;
         let request = IssueJoinTicketRequest {
-            disk_uuid: DISK_UUID.into(),
-            certificate_request: csr(node),
+            disk_uuid: disk.into(),
+            certificate_request: csr,
             is_control_plane: control_plane,
             ..Default::default()
         };
@@ -104,6 +125,10 @@ struct Cluster {
     validators: Arc<Validators>,
     measurements: PathBuf,
     signer: MeasurementsSigner,
+    /// Where the operator's control-plane admissions go (signed by `signer`'s key).
+    admissions: PathBuf,
+    /// The AKs the validators trust.
+    registry: Arc<FileAkRegistry>,
     _servers: Vec<Server>,
 }
 
@@ -119,19 +144,29 @@ impl Cluster {
             servers.push(server);
             a
         };
-        let fixture = fixture(kms, Duration::from_secs(2), None);
+        let operator_dir = join_support::temp_dir("operator");
+        let signer = MeasurementsSigner::new(&operator_dir);
+        let admissions = operator_dir.join("admissions");
+        let key = attest_measurements::VerifyingKey::from_pem(&std::fs::read(&signer.public_key).unwrap()).unwrap();
+        let fixture = join_support::fixture_with(kms, Duration::from_secs(2), None, |s| {
+            s.with_admissions(admissions.clone(), key)
+        });
         let registry = Arc::new(FileAkRegistry::open(fixture.dir.join("aks.json")).unwrap());
         for d in trusted {
             registry.register(*d, AkBasis::CredentialActivation).unwrap();
         }
         let path = fixture.dir.join("measurements.json");
-        let signer = MeasurementsSigner::new(&fixture.dir);
         signer.write(&path, measurements);
-        let config = ValidatorConfig::new(vec![Variant::QemuVtpm], registry, signer.trust(&path));
+        let config = ValidatorConfig::new(vec![Variant::QemuVtpm], Arc::clone(&registry), signer.trust(&path));
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
         let (server, addr) = fixture.serve_atls(&validators, None).await;
         servers.push(server);
-        Cluster { fixture, addr, validators, measurements: path, signer, _servers: servers }
+        Cluster { fixture, addr, validators, measurements: path, signer, admissions, registry, _servers: servers }
+    }
+
+    /// Trusts `node`'s AK (as its registration by credential activation would).
+    fn register(&self, node: &Node) {
+        self.registry.register(node.ak_digest(), AkBasis::CredentialActivation).unwrap();
     }
 
     fn tokens(&self) -> Vec<PathBuf> {
@@ -147,6 +182,18 @@ impl Cluster {
     fn write_unsigned_measurements(&self, text: &str) {
         join_support::replace(&self.measurements, text.as_bytes());
     }
+}
+
+/// `node`'s rejoin for `disk` (its key, or the refusal).
+async fn rejoin_disk(node: &Node, addr: SocketAddr, disk: &str) -> Result<IssueRejoinTicketResponse, Status> {
+    let channel = node.channel(addr).await.unwrap();
+    let call = channel.unary::<_, IssueRejoinTicketResponse>(
+        paths::JOIN_ISSUE_REJOIN_TICKET,
+        IssueRejoinTicketRequest { disk_uuid: disk.into() },
+        Metadata::new(),
+        Some(TIMEOUT),
+    );
+    call.await.map(|r| r.message)
 }
 
 #[tokio::test]
@@ -171,22 +218,23 @@ async fn an_attested_node_joins_and_rejoins() {
     let (id, _) = t.token.split_once('.').unwrap();
     assert_eq!(cluster.tokens(), [cluster.fixture.tokens_dir.join(format!("bootstrap-token-{id}.json"))]);
 
-    let cp = node.join(cluster.addr, "cp-1", true).await.expect("control-plane join");
+    // The control plane only with the operator's admission for this node (its attested AK) and name.
+    assert!(node.join(cluster.addr, "worker-1", true).await.unwrap_err().contains("admission"));
+    admit(&cluster.signer, &cluster.admissions, &node.identity(), "worker-1");
+    let cp = node.join(cluster.addr, "worker-1", true).await.expect("control-plane join");
     assert_eq!(cp.control_plane_files.len(), 8);
 
-    let channel = node.channel(cluster.addr).await.unwrap();
-    let rejoin = channel
-        .unary::<_, IssueRejoinTicketResponse>(
-            paths::JOIN_ISSUE_REJOIN_TICKET,
-            IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() },
-            Metadata::new(),
-            Some(TIMEOUT),
-        )
-        .await
-        .expect("rejoin")
-        .message;
+    let rejoin = rejoin_disk(&node, cluster.addr, DISK_UUID).await.expect("rejoin");
     assert_eq!(rejoin.state_disk_key, t.state_disk_key);
     assert_eq!(rejoin.measurement_secret, t.measurement_secret);
+    assert_eq!(cluster.fixture.metrics.issued_count(), (2, 1));
+    // Another attested node gets neither that disk's key nor that node's name.
+    let other = Node::start(true);
+    cluster.register(&other);
+    let e = other.join_with_disk(cluster.addr, "worker-1", false, "3a1f6c2e-9b4d-4e7a-8f0c-5d6e7f8a9b0d").await;
+    assert!(e.unwrap_err().contains("belongs to another attested node"));
+    let e = rejoin_disk(&other, cluster.addr, DISK_UUID).await.unwrap_err();
+    assert_eq!(e.code, Code::PermissionDenied, "{e}");
     assert_eq!(cluster.fixture.metrics.issued_count(), (2, 1));
 }
 
@@ -228,8 +276,10 @@ async fn key_service_down_is_unavailable_and_leaves_no_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn measurements_swap_while_joins_run() {
+    // Two machines: a TPM of its own each (a copied template would share the endorsement seed, and with it
+    // the AK that names the node).
     let a = Node::start(false);
-    let b = Node::start(false);
+    let b = Node::start(true);
     let good = a.measurements(None, false);
     assert_eq!(good, b.measurements(None, false), "both nodes boot the same (fresh) PCRs");
     let cluster = Arc::new(Cluster::start(&[a.ak_digest(), b.ak_digest()], &good, None).await);
@@ -243,7 +293,9 @@ async fn measurements_swap_while_joins_run() {
         runners.push(tokio::spawn(async move {
             let mut n = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                node.join(cluster.addr, &format!("node-{i}-{n}"), false).await.expect("join during a swap");
+                node.join_with_disk(cluster.addr, &format!("node-{i}"), false, &disk_of(i))
+                    .await
+                    .expect("join during a swap");
                 n += 1;
             }
             n
@@ -277,18 +329,26 @@ async fn measurements_swap_while_joins_run() {
         assert!(tokio::time::Instant::now() < deadline, "the watcher did not pick up the change");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(nodes[0].join(cluster.addr, "late", false).await.is_err(), "the new (wrong) PCR 4 must refuse");
+    assert!(
+        nodes[0].join_with_disk(cluster.addr, "node-0", false, &disk_of(0)).await.is_err(),
+        "the new (wrong) PCR 4 must refuse"
+    );
     cluster.write_measurements(&good);
     while cluster.validators.current().generation() != 4 {
         assert!(tokio::time::Instant::now() < deadline, "the watcher did not pick up the change back");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    nodes[1].join(cluster.addr, "later", false).await.expect("accepted again");
+    nodes[1].join_with_disk(cluster.addr, "node-1", false, &disk_of(1)).await.expect("accepted again");
     let _ = stop_tx.send(true);
     watcher.await.unwrap();
     let text = cluster.fixture.metrics.render();
     assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"applied\"} 4"), "{text}");
     assert!(text.contains("attest_join_measurements_reloads_total{outcome=\"rejected\"} 2"), "{text}");
+}
+
+/// The disk UUID of runner `i`'s node.
+fn disk_of(i: usize) -> String {
+    format!("3a1f6c2e-9b4d-4e7a-8f0c-5d6e7f8a9b{i:02x}")
 }
 
 fn a_measurements_with_extra(node: &Node) -> String {

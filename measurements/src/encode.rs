@@ -1,9 +1,33 @@
 //! Writing measurements back out, in the shapes Constellation reads. Output is deterministic (PCR order,
 //! lowercase hex, two-space indent), so a file written here and signed stays byte-stable.
 
+use crate::freshness::Freshness;
+use crate::parse::Document;
 use crate::pcr::Measurements;
 use crate::release::ReleaseMeasurements;
 use core::fmt::Write as _;
+
+impl Document {
+    /// The document as pretty JSON (its form's [`Measurements::to_json`] or [`ReleaseMeasurements::to_json`])
+    /// with `freshness` as its top-level `measurementsVersion` and `expires` (left out when default, so an
+    /// unversioned document is written exactly as before).
+    pub fn to_json_with(&self, freshness: &Freshness) -> String {
+        let body = match self {
+            Self::Map(map) => map.to_json(),
+            Self::List(list) => list.to_json(),
+        };
+        if freshness.is_default() {
+            return body;
+        }
+        // Both forms open with `{` and then a newline (a map: its first entry on the next line).
+        let rest = body.strip_prefix('{').unwrap_or(&body);
+        let members = freshness.json_members("  ");
+        match self {
+            Self::Map(_) => format!("{{\n{}{rest}", members.trim_end_matches('\n')),
+            Self::List(_) => format!("{{\n{members}{}", rest.trim_start_matches('\n')),
+        }
+    }
+}
 
 impl Measurements {
     /// The map as pretty JSON: `{"<index>": {"expected": "<hex>", "warnOnly": <bool>}, …}` in PCR order,

@@ -243,6 +243,18 @@ pub enum Error {
         index: PcrIndex,
     },
 
+    // ---- freshness (version and expiry) ------------------------------------------------------------
+    /// `measurementsVersion` is not an integer 0..=[`crate::MAX_MEASUREMENTS_VERSION`].
+    InvalidVersion {
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// `expires` is not `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC).
+    InvalidExpiry {
+        /// What is wrong.
+        reason: &'static str,
+    },
+
     // ---- signature ----------------------------------------------------------------------------------
     /// The detached signature is neither a DER `Ecdsa-Sig-Value` nor base64 text of one.
     SignatureEncoding,
@@ -356,6 +368,8 @@ impl fmt::Display for Error {
                 write!(f, "release list has {entries} entries; select one by CSP and attestation variant")
             }
             Self::MergeConflict { index } => write!(f, "PCR {index}: merged maps disagree"),
+            Self::InvalidVersion { reason } => write!(f, "invalid measurementsVersion: {reason}"),
+            Self::InvalidExpiry { reason } => write!(f, "invalid expires: {reason}"),
             Self::SignatureEncoding => f.write_str("signature is neither DER nor base64 of DER"),
             Self::BadSignature => f.write_str("measurements signature does not verify"),
             Self::InvalidPublicKey { reason } => write!(f, "invalid public key: {reason}"),

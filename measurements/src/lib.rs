@@ -45,9 +45,15 @@
 //! [`MAX_SETS_PER_VARIANT`]. Readers that can take only one set get [`Error::SeveralSets`] instead of a silent
 //! pick; [`Document::sets_for_variant`] returns them all. [`ReleaseMeasurements::merge`] combines files and
 //! [`ReleaseMeasurements::without_image`] drops an image once the rollout is done. A file without labels and
-//! without repeated pairs is exactly Constellation's format. The top level keeps its four fields; anything
-//! else there is still refused ([`Error::UnknownField`]), which leaves the top level free for a future
-//! version and expiry of the signed file.
+//! without repeated pairs is exactly Constellation's format. The top level keeps its four fields and the two
+//! below; anything else there is still refused ([`Error::UnknownField`]).
+//!
+//! # Measurements that only move forward
+//!
+//! A signed file may carry a monotonic `measurementsVersion` and an `expires` time at its top level, in
+//! either form ([`freshness`]; [`parse_versioned`], [`SignedMeasurements::freshness`]); a file without them
+//! is version 0. Verifiers keep the highest version they accepted and refuse a lower one (rollback), and
+//! refuse an expired file.
 //!
 //! Merge rules (release values + user overrides) are documented on [`Measurements::merge`] and
 //! [`Measurements::merge_strict`].
@@ -58,6 +64,7 @@
 mod compare;
 mod encode;
 mod error;
+pub mod freshness;
 mod key;
 mod parse;
 mod pcr;
@@ -67,8 +74,9 @@ mod signature;
 
 pub use compare::{PcrCheck, PcrStatus, Report};
 pub use error::{Error, Form};
+pub use freshness::{Freshness, MAX_MEASUREMENTS_VERSION};
 pub use key::VerifyingKey;
-pub use parse::{Document, MeasurementSet, for_engine_variant, parse_any, parse_document};
+pub use parse::{Document, MeasurementSet, for_engine_variant, parse_any, parse_document, parse_versioned};
 pub use pcr::{Measurement, Measurements, PcrIndex};
 pub use release::{AttestationVariant, Csp, ReleaseEntry, ReleaseMeasurements};
 pub use signature::SignedMeasurements;

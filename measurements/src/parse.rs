@@ -7,6 +7,7 @@
 //! the YAML parser rejects them when deserializing into a visitor.
 
 use crate::error::{Error, Form, cut};
+use crate::freshness::{EXPIRES_FIELD, Freshness, VERSION_FIELD, check_version, parse_expires};
 use crate::pcr::{Measurement, Measurements, PcrIndex};
 use crate::release::{AttestationVariant, Csp, ReleaseEntry, ReleaseMeasurements};
 use crate::{MAX_FILE_SIZE, MAX_LIST_ENTRIES, MAX_YAML_FLOW_COLLECTIONS, MAX_YAML_SIZE};
@@ -109,6 +110,12 @@ pub fn for_engine_variant(variant: attest_engine::variant::Variant) -> Result<(C
 ///
 /// Checks [`MAX_FILE_SIZE`] first. Never panics on any input.
 pub fn parse_document(bytes: &[u8]) -> Result<Document, Error> {
+    parse_versioned(bytes).map(|(document, _)| document)
+}
+
+/// [`parse_document`], also returning the file's [`Freshness`] (its `measurementsVersion` and `expires`;
+/// version 0 and no expiry when absent).
+pub fn parse_versioned(bytes: &[u8]) -> Result<(Document, Freshness), Error> {
     let text = precheck(bytes)?;
     if text.trim_start().starts_with(['{', '[']) { json(text) } else { yaml(text) }
 }
@@ -120,11 +127,11 @@ pub fn parse_any(bytes: &[u8]) -> Result<Measurements, Error> {
 }
 
 pub(crate) fn parse_json(bytes: &[u8]) -> Result<Document, Error> {
-    json(precheck(bytes)?)
+    json(precheck(bytes)?).map(|(d, _)| d)
 }
 
 pub(crate) fn parse_yaml(bytes: &[u8]) -> Result<Document, Error> {
-    yaml(precheck(bytes)?)
+    yaml(precheck(bytes)?).map(|(d, _)| d)
 }
 
 fn precheck(bytes: &[u8]) -> Result<&str, Error> {
@@ -138,11 +145,11 @@ fn precheck(bytes: &[u8]) -> Result<&str, Error> {
     Ok(text)
 }
 
-fn json(text: &str) -> Result<Document, Error> {
+fn json(text: &str) -> Result<(Document, Freshness), Error> {
     serde_json::from_str::<RawDocument>(text).map_err(|e| Error::json(&e))?.finish()
 }
 
-fn yaml(text: &str) -> Result<Document, Error> {
+fn yaml(text: &str) -> Result<(Document, Freshness), Error> {
     if text.len() > MAX_YAML_SIZE {
         return Err(Error::LimitExceeded { what: "YAML bytes", limit: MAX_YAML_SIZE, found: text.len() });
     }
@@ -326,10 +333,34 @@ impl ListField {
     }
 }
 
-/// A map key: a PCR index (or why it is not one), a release-list field, or another name.
+/// A top-level field of either form: the file's version and expiry ([`crate::freshness`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HeaderField {
+    Version,
+    Expires,
+}
+
+impl HeaderField {
+    fn from_name(name: &str) -> Option<Self> {
+        match name {
+            VERSION_FIELD => Some(Self::Version),
+            EXPIRES_FIELD => Some(Self::Expires),
+            _ => None,
+        }
+    }
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Version => VERSION_FIELD,
+            Self::Expires => EXPIRES_FIELD,
+        }
+    }
+}
+
+/// A map key: a PCR index (or why it is not one), a release-list field, a header field, or another name.
 enum Key {
     Pcr(Result<PcrIndex, Error>),
     Field(ListField),
+    Header(HeaderField),
     Other(String),
 }
 
@@ -355,6 +386,9 @@ impl Visitor<'_> for KeySeed {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
         if !self.top_level || v.starts_with(|c: char| c.is_ascii_digit()) {
             return Ok(Key::Pcr(parse_pcr_key(v)));
+        }
+        if let Some(h) = HeaderField::from_name(v) {
+            return Ok(Key::Header(h));
         }
         Ok(ListField::from_name(v).map_or_else(|| Key::Other(cut(v)), Key::Field))
     }
@@ -388,6 +422,7 @@ impl<'de> Deserialize<'de> for RawMap {
                         Key::Pcr(key) => builder.add(key, &value),
                         // Unreachable with `top_level: false`; kept total instead of panicking.
                         Key::Field(f) => builder.fail(Error::InvalidPcrKey { key: f.name().to_owned() }),
+                        Key::Header(h) => builder.fail(Error::InvalidPcrKey { key: h.name().to_owned() }),
                         Key::Other(key) => builder.fail(Error::InvalidPcrKey { key }),
                     }
                 }
@@ -466,6 +501,9 @@ struct RawDocument {
     /// First key that is neither a PCR nor a release-list field.
     other_key: Option<String>,
     duplicate_field: Option<ListField>,
+    duplicate_header: Option<HeaderField>,
+    measurements_version: Option<u64>,
+    expires: Option<String>,
     version: Option<String>,
     reference: Option<String>,
     stream: Option<String>,
@@ -494,6 +532,15 @@ impl<'de> Deserialize<'de> for RawDocument {
                             doc.pcrs.fail(Error::InvalidPcrKey { key: key.clone() });
                             doc.other_key.get_or_insert(key);
                         }
+                        Key::Header(field) => {
+                            let fresh = match field {
+                                HeaderField::Version => doc.measurements_version.replace(map.next_value()?).is_none(),
+                                HeaderField::Expires => doc.expires.replace(map.next_value()?).is_none(),
+                            };
+                            if !fresh {
+                                doc.duplicate_header.get_or_insert(field);
+                            }
+                        }
                         Key::Field(field) => {
                             let fresh = match field {
                                 ListField::Version => doc.version.replace(map.next_value()?).is_none(),
@@ -519,7 +566,21 @@ impl RawDocument {
         self.version.is_some() || self.reference.is_some() || self.stream.is_some() || self.list.is_some()
     }
 
-    fn finish(self) -> Result<Document, Error> {
+    fn freshness(&self) -> Result<Freshness, Error> {
+        if let Some(field) = self.duplicate_header {
+            return Err(Error::DuplicateField { field: field.name() });
+        }
+        let version = self.measurements_version.map(check_version).transpose()?.unwrap_or(0);
+        let expires = self.expires.as_deref().map(parse_expires).transpose()?;
+        Ok(Freshness { version, expires })
+    }
+
+    fn finish(self) -> Result<(Document, Freshness), Error> {
+        let freshness = self.freshness()?;
+        self.finish_document().map(|d| (d, freshness))
+    }
+
+    fn finish_document(self) -> Result<Document, Error> {
         if !self.is_list() {
             return self.pcrs.finish().map(Document::Map);
         }

@@ -8,6 +8,7 @@
 //! ```
 
 use crate::error::Error;
+use crate::freshness::Freshness;
 use crate::key::{VerifyingKey, read_all};
 use crate::parse::{self, Document};
 use crate::{MAX_FILE_SIZE, MAX_SIGNATURE_SIZE};
@@ -20,6 +21,7 @@ use base64::Engine as _;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignedMeasurements {
     document: Document,
+    freshness: Freshness,
     file_sha256: [u8; 32],
 }
 
@@ -41,8 +43,8 @@ impl SignedMeasurements {
         signature: &[u8],
     ) -> Result<Self, Error> {
         verify(provider, key, file, signature)?;
-        let document = parse::parse_document(file)?;
-        Ok(Self { document, file_sha256: provider.digests.sha256(file) })
+        let (document, freshness) = parse::parse_versioned(file)?;
+        Ok(Self { document, freshness, file_sha256: provider.digests.sha256(file) })
     }
 
     /// The verified document.
@@ -53,6 +55,11 @@ impl SignedMeasurements {
     /// The verified document, by value.
     pub fn into_document(self) -> Document {
         self.document
+    }
+
+    /// The signed version and expiry ([`crate::freshness`]; version 0 and none for a file without them).
+    pub fn freshness(&self) -> Freshness {
+        self.freshness
     }
 
     /// SHA-256 of the signed file bytes (for logs and audit records).

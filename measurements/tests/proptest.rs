@@ -1,6 +1,10 @@
 //! Property tests: the parsers never panic, and what we write reads back identically.
 
-use attest_measurements::{Measurement, Measurements, PcrIndex, parse_any, parse_document};
+use attest_engine::UnixTime;
+use attest_measurements::{
+    Document, Freshness, MAX_MEASUREMENTS_VERSION, Measurement, Measurements, PcrIndex, parse_any, parse_document,
+    parse_versioned,
+};
 use proptest::prelude::*;
 
 fn measurements() -> impl Strategy<Value = Measurements> {
@@ -40,6 +44,8 @@ fn tokenish() -> impl Strategy<Value = String> {
         Just("true".to_owned()),
         Just("\"list\"".to_owned()),
         Just("\"version\"".to_owned()),
+        Just("\"measurementsVersion\"".to_owned()),
+        Just("\"expires\"".to_owned()),
         Just("\"csp\"".to_owned()),
         Just("&a *a".to_owned()),
         Just("!!binary".to_owned()),
@@ -80,6 +86,15 @@ proptest! {
     fn json_round_trip(m in measurements()) {
         prop_assert_eq!(Measurements::from_json(m.to_json().as_bytes()).unwrap(), m.clone());
         prop_assert_eq!(parse_any(m.to_json().as_bytes()).unwrap(), m);
+    }
+
+    #[test]
+    fn versioned_round_trip(m in measurements(), version in 0..=MAX_MEASUREMENTS_VERSION,
+                            expires in prop::option::of(0u64..4_102_444_800)) {
+        let freshness = Freshness::new(version, expires.map(UnixTime::from_secs)).unwrap();
+        let doc = Document::Map(m);
+        let text = doc.to_json_with(&freshness);
+        prop_assert_eq!(parse_versioned(text.as_bytes()).unwrap(), (doc, freshness));
     }
 
     #[test]

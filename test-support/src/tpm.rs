@@ -417,8 +417,13 @@ pub const HCL_REPORT_NV_SIZE: usize = 2600;
 /// HCL runtime data JSON with `jwks` in its `keys` array and a small `vm-configuration` object,
 /// shaped like Azure's.
 pub fn runtime_json(jwks: &[&str]) -> Vec<u8> {
+    runtime_json_for_vm(jwks, "6D3A1B0C-2E4F-4A5B-8C7D-9E0F1A2B3C4D")
+}
+
+/// [`runtime_json`] of the VM `vm_unique_id` (a GUID: Azure gives each VM its own).
+pub fn runtime_json_for_vm(jwks: &[&str], vm_unique_id: &str) -> Vec<u8> {
     format!(
-        r#"{{"keys":[{}],"vm-configuration":{{"console-enabled":true,"root-cert-thumbprint":"","secure-boot":true,"tpm-enabled":true,"tpm-persisted":true,"vmUniqueId":"6D3A1B0C-2E4F-4A5B-8C7D-9E0F1A2B3C4D"}}}}"#,
+        r#"{{"keys":[{}],"vm-configuration":{{"console-enabled":true,"root-cert-thumbprint":"","secure-boot":true,"tpm-enabled":true,"tpm-persisted":true,"vmUniqueId":"{vm_unique_id}"}}}}"#,
         jwks.join(",")
     )
     .into_bytes()

@@ -82,7 +82,8 @@ enum Command {
         /// Use only the first N AKs of the fixture.
         #[arg(long)]
         aks: Option<usize>,
-        /// Distinct joining nodes (CSRs generated up front, reused round robin).
+        /// Distinct joining nodes (names and disks; at least one per AK: the join service binds a node name and
+        /// disk to the attested identity that first joined with them, so each AK joins as its own node).
         #[arg(long, default_value_t = 16)]
         nodes: usize,
         /// Seconds allowed for each step of a join.
@@ -311,7 +312,7 @@ async fn run(
     } else {
         None
     };
-    let requests = joinload::node_requests(nodes.max(1))?;
+    let requests = joinload::node_requests(nodes.max(issuers.len()).max(1))?;
     joinload::load::run_checking_server(config, &issuers, requests, ca, server).await
 }
 

@@ -70,25 +70,30 @@ pub struct NodeRequest {
     pub csr: Vec<u8>,
 }
 
-/// `n` node requests `load-node-0` … with fresh P-256 kubelet keys.
-pub fn node_requests(n: usize) -> Result<Vec<NodeRequest>, BoxError> {
+/// A fresh P-256 kubelet key and its CSR for `system:node:<node>` in `system:nodes` (DER).
+pub fn kubelet_csr(node: &str) -> Result<(PKey<openssl::pkey::Private>, Vec<u8>), BoxError> {
     use openssl::ec::{EcGroup, EcKey};
     use openssl::hash::MessageDigest;
     use openssl::nid::Nid;
     use openssl::x509::{X509NameBuilder, X509ReqBuilder};
     let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
+    let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
+    let mut name = X509NameBuilder::new()?;
+    name.append_entry_by_nid(Nid::ORGANIZATIONNAME, "system:nodes")?;
+    name.append_entry_by_nid(Nid::COMMONNAME, &format!("system:node:{node}"))?;
+    let mut b = X509ReqBuilder::new()?;
+    b.set_subject_name(&name.build())?;
+    b.set_pubkey(&key)?;
+    b.sign(&key, MessageDigest::sha256())?;
+    Ok((key, b.build().to_der()?))
+}
+
+/// `n` node requests `load-node-0` … with fresh P-256 kubelet keys.
+pub fn node_requests(n: usize) -> Result<Vec<NodeRequest>, BoxError> {
     (0..n)
         .map(|i| {
             let node = format!("load-node-{i}");
-            let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
-            let mut name = X509NameBuilder::new()?;
-            name.append_entry_by_nid(Nid::ORGANIZATIONNAME, "system:nodes")?;
-            name.append_entry_by_nid(Nid::COMMONNAME, &format!("system:node:{node}"))?;
-            let mut b = X509ReqBuilder::new()?;
-            b.set_subject_name(&name.build())?;
-            b.set_pubkey(&key)?;
-            b.sign(&key, MessageDigest::sha256())?;
-            let csr = b.build().to_der()?;
+            let (_, csr) = kubelet_csr(&node)?;
             let mut r = [0u8; 16];
             openssl::rand::rand_bytes(&mut r)?;
             r[6] = (r[6] & 0x0F) | 0x40;
@@ -355,11 +360,18 @@ fn micros(d: Duration) -> u32 {
 }
 
 async fn join_once(shared: &Shared, k: u64) -> Result<(u32, u32), Failure> {
-    let connector = &shared.connectors[(k % shared.connectors.len() as u64) as usize];
-    let node = &shared.nodes[(k % shared.nodes.len() as u64) as usize];
+    // Each AK (a node's attested identity) joins as its own node: the join service binds a node name and disk
+    // to the identity that first joined with them.
+    let i = (k % shared.connectors.len() as u64) as usize;
+    let node = &shared.nodes[i % shared.nodes.len()];
     let started = Instant::now();
+    // As the bootstrapper: a fresh kubelet key per join, which is also the aTLS key (the join service signs
+    // only a CSR for the key the node proved in the handshake).
+    let (key, csr) =
+        kubelet_csr(&node.node).map_err(|e| Failure { kind: "kubelet key".into(), message: e.to_string() })?;
+    let connector = shared.connectors[i].clone().with_key(key);
     let config = ChannelConfig { connect_timeout: shared.timeout, ..ChannelConfig::default() };
-    let (channel, peer) = connect(shared.addr, connector, config).await.map_err(|e| {
+    let (channel, peer) = connect(shared.addr, &connector, config).await.map_err(|e| {
         let kind = match &e {
             ConnectError::Tcp(io) => format!("tcp {:?}", io.kind()),
             ConnectError::Atls(a) => format!("atls {}", variant_name(&format!("{a:?}"))),
@@ -376,7 +388,7 @@ async fn join_once(shared: &Shared, k: u64) -> Result<(u32, u32), Failure> {
     let connected = Instant::now();
     let request = IssueJoinTicketRequest {
         disk_uuid: node.disk_uuid.clone(),
-        certificate_request: node.csr.clone(),
+        certificate_request: csr,
         ..IssueJoinTicketRequest::default()
     };
     let response = channel
@@ -523,6 +535,15 @@ pub async fn run_checking_server(
 ) -> Result<Report, BoxError> {
     if config.concurrency == 0 || issuers.is_empty() || nodes.is_empty() {
         return Err("concurrency, AKs and node requests must be at least 1".into());
+    }
+    if nodes.len() < issuers.len() {
+        // The join service binds a node name and disk to the identity (AK) that first joined with them.
+        return Err(format!(
+            "{} node requests for {} AKs: each AK joins as a node of its own",
+            nodes.len(),
+            issuers.len()
+        )
+        .into());
     }
     let connectors = issuers
         .iter()

@@ -19,6 +19,15 @@ struct Raw<'a> {
     keys: Vec<RawJwk<'a>>,
     #[serde(rename = "user-data", borrow, default)]
     user_data: Option<&'a str>,
+    #[serde(rename = "vm-configuration", borrow, default)]
+    vm_configuration: Option<RawVmConfiguration<'a>>,
+}
+
+/// The part of `vm-configuration` read here; the other claims (console, secure boot, TPM, time) are ignored.
+#[derive(Deserialize)]
+struct RawVmConfiguration<'a> {
+    #[serde(rename = "vmUniqueId", borrow, default)]
+    vm_unique_id: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -59,6 +68,19 @@ impl RsaJwk {
 pub struct RuntimeData {
     ak: RsaJwk,
     user_data: Option<[u8; 64]>,
+    vm_unique_id: Option<[u8; 16]>,
+}
+
+/// Decodes a GUID in its text form (`8-4-4-4-12` hex digits, either case) into its 16 bytes as written
+/// (text order, not Microsoft's mixed-endian layout: only equality matters here).
+fn parse_guid(text: &str) -> Option<[u8; 16]> {
+    let groups: Vec<&str> = text.split('-').collect();
+    if groups.iter().map(|g| g.len()).collect::<Vec<_>>() != [8, 4, 4, 4, 12] {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    hex::decode_to_slice(groups.concat(), &mut out).ok()?;
+    Some(out)
 }
 
 fn bad(reason: &'static str) -> Error {
@@ -107,7 +129,11 @@ impl RuntimeData {
                 Some(out)
             }
         };
-        Ok(Self { ak: RsaJwk { n, n_len, e }, user_data })
+        let vm_unique_id = match raw.vm_configuration.and_then(|c| c.vm_unique_id) {
+            None => None,
+            Some(text) => Some(parse_guid(text).ok_or(bad("vmUniqueId is not a GUID"))?),
+        };
+        Ok(Self { ak: RsaJwk { n, n_len, e }, user_data, vm_unique_id })
     }
 
     /// The vTPM attestation key.
@@ -118,5 +144,37 @@ impl RuntimeData {
     /// The "user-data" claim (64 bytes), when present (TDX runtime data carries it).
     pub fn user_data(&self) -> Option<&[u8; 64]> {
         self.user_data.as_ref()
+    }
+
+    /// `vm-configuration.vmUniqueId`: the VM's identity as Azure's paravisor states it (a GUID, as 16 bytes in
+    /// text order), when present.
+    pub fn vm_unique_id(&self) -> Option<&[u8; 16]> {
+        self.vm_unique_id.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guids() {
+        assert_eq!(
+            parse_guid("B6C98C3B-4EC7-4DA6-BD2F-7D98D20D7B75").map(hex::encode).as_deref(),
+            Some("b6c98c3b4ec74da6bd2f7d98d20d7b75")
+        );
+        assert_eq!(
+            parse_guid("b6c98c3b-4ec7-4da6-bd2f-7d98d20d7b75"),
+            parse_guid("B6C98C3B-4EC7-4DA6-BD2F-7D98D20D7B75")
+        );
+        for bad in [
+            "",
+            "B6C98C3B4EC74DA6BD2F7D98D20D7B75",
+            "B6C98C3B-4EC7-4DA6-BD2F-7D98D20D7B7",
+            "G6C98C3B-4EC7-4DA6-BD2F-7D98D20D7B75",
+            "B6C98C3B-4EC7-4DA6-BD2F-7D98D20D7B75-",
+        ] {
+            assert_eq!(parse_guid(bad), None, "{bad:?}");
+        }
     }
 }

@@ -33,6 +33,7 @@
 //! `None` only there; every other variant fails without them.
 
 mod gce;
+mod identity;
 pub mod lock;
 mod table;
 
@@ -53,10 +54,11 @@ use std::sync::Arc;
 pub mod binding;
 
 pub use binding::{SNP_VTPM_REPORT_DATA_LABEL, snp_vtpm_report_data};
+pub use identity::{MAX_IDENTITY_TEXT, NodeIdentity};
 pub use lock::LockRegister;
 pub use table::{
-    AkTrust, ConstellationEntry, Hardware, LaunchPin, Measured, NonceCarrier, TABLE, UnknownVariant, Variant,
-    VariantInfo,
+    AkTrust, ConstellationEntry, Hardware, IdentitySource, LaunchPin, Measured, NonceCarrier, TABLE, UnknownVariant,
+    Variant, VariantInfo,
 };
 
 /// TPM evidence of a document, borrowed.
@@ -227,6 +229,12 @@ pub struct Validated<'a> {
     /// Which accepted measurement set the document met: 0 for the validator's own, `i` for the `i`-th of
     /// [`Validator::with_alternatives`] (rolling upgrades).
     pub measurement_set: usize,
+    /// SHA-256 of the AK's TPMT_PUBLIC, for the variants whose document carries it (every vTPM variant but the
+    /// Azure ones, whose AK comes as a JWK in the runtime data).
+    pub ak_digest: Option<[u8; 32]>,
+    /// Azure's `vmUniqueId` from the runtime data the hardware report binds (Azure variants), 16 bytes in text
+    /// order.
+    pub vm_id: Option<[u8; 16]>,
 }
 
 /// Validates documents of one variant.
@@ -378,6 +386,7 @@ impl Validator {
         let mut instance = None;
         let mut gce_ak = None;
         let mut td = None;
+        let mut vm_id = None;
         let (ak, ak_scheme, ak_basis, snp): (AkPublic<'_>, _, AkBasis, Option<VerifiedReport<'a>>) =
             match (info.ak, info.hardware) {
                 (AkTrust::Registry, _) => {
@@ -401,12 +410,14 @@ impl Validator {
                     verified.check_signer(signer.role())?;
                     hcl.check_report_data(provider, verified.report().report_data())?;
                     runtime = RuntimeData::parse(hcl.variable_data())?;
+                    vm_id = runtime.vm_unique_id().copied();
                     (runtime.ak().ak_public(), None, AkBasis::HardwareReport, Some(verified))
                 }
                 (AkTrust::HclRuntimeData, Hardware::Tdx) => {
                     let hcl = HclReport::parse(doc.hcl_report)?;
                     td = Some(tdx::verify_azure_td(&self.tdx, &self.tdx_policy, doc, &hcl, time)?);
                     runtime = RuntimeData::parse(hcl.variable_data())?;
+                    vm_id = runtime.vm_unique_id().copied();
                     (runtime.ak().ak_public(), None, AkBasis::HardwareReport, None)
                 }
                 (AkTrust::FreshReportBinding, Hardware::SevSnp { signer }) => {
@@ -442,6 +453,10 @@ impl Validator {
                 }
             };
 
+        // The AK's digest (every AK that came as a TPMT_PUBLIC): the node identity of the AK-named variants.
+        let ak_digest = (!tpm.ak_public.is_empty() && info.ak != AkTrust::HclRuntimeData)
+            .then(|| TpmtPublic::parse_tpm2b(tpm.ak_public).map(|t| provider.digests.sha256(t.as_bytes())))
+            .transpose()?;
         let quote = verify_quote(
             provider,
             &QuoteRequest {
@@ -487,6 +502,8 @@ impl Validator {
             instance,
             launch,
             measurement_set,
+            ak_digest,
+            vm_id,
         })
     }
 
@@ -529,6 +546,8 @@ impl Validator {
             instance: None,
             launch,
             measurement_set,
+            ak_digest: None,
+            vm_id: None,
         })
     }
 }

@@ -7,15 +7,15 @@
 //! constants generated from them). No code outside this file and the attester's hardware drivers decides
 //! anything by a variant's name.
 //!
-//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | node lock | vTPM EK certificate | TD checks waived | C code |
-//! |---|---|---|---|---|---|---|---|---|---|---|---|
-//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | PCR 15 | yes | — | 1 |
-//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | PCR 15 | yes | — | 2 |
-//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | PCR 15 | none | — | 3 |
-//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | PCR 15 | yes | — | 4 |
-//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | PCR 15 | yes | — | 5 |
-//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | PCR 15 | yes | sept_ve_disable | 6 |
-//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | RTMR3 | — (no vTPM) | — | 7 |
+//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | node lock | vTPM EK certificate | TD checks waived | node identity | C code |
+//! |---|---|---|---|---|---|---|---|---|---|---|---|---|
+//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | PCR 15 | yes | — | registered AK | 1 |
+//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | PCR 15 | yes | — | Azure VM id (HCL) | 2 |
+//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | PCR 15 | none | — | report-bound AK | 3 |
+//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | PCR 15 | yes | — | report-bound AK | 4 |
+//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | PCR 15 | yes | — | GCE instance | 5 |
+//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | PCR 15 | yes | sept_ve_disable | Azure VM id (HCL) | 6 |
+//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | RTMR3 | — (no vTPM) | — | TDX platform (PPID) | 7 |
 //!
 //! "node lock" is the register a bootstrapped node binds its cluster id into ([`LockRegister`]): the vTPM's
 //! PCR 15 wherever there is a vTPM, a TD's RTMR3 where there is none.
@@ -32,6 +32,25 @@
 //! AWS, whose NitroTPM has an EK but no certificate for it. Only a variant whose AK is trusted through a
 //! registry needs it (credential activation); every other variant's evidence proves its AK without it, which
 //! is why a node verifies a join service of such a variant with no EK CA configured.
+//!
+//! The node identity column ([`IdentitySource`]) says what in a verified document names **the node** — never a
+//! field the node merely asserts: the join service binds a node's disk, kubelet name and role to it
+//! ([`NodeIdentity`](super::NodeIdentity), derived from a [`Validated`](super::Validated) in one place,
+//! [`Validated::node_identity`](super::Validated::node_identity)). Why each source:
+//!
+//! - registered AK (`qemu-vtpm`): the AK is trusted only once registered by credential activation against
+//!   the TPM's certified EK (or pinned); it is persistent in that TPM (0x81000003) and its private key never
+//!   leaves it, so it names one TPM across reboots.
+//! - Azure VM id: `vm-configuration.vmUniqueId` of the HCL runtime data, written by the paravisor inside the
+//!   TEE and bound by the hardware report; the guest cannot choose it.
+//! - report-bound AK (AWS/GCP SNP): these documents carry no signed cloud instance identity (AWS's instance
+//!   identity document is not in the evidence, and a copy of it would prove nothing); the AK the fresh
+//!   VLEK/VCEK-signed report binds is a key of that instance's vTPM, persistent across reboots, whose private
+//!   half another instance cannot use. The chip id would not do: every VM on one host shares it (and VLEK
+//!   reports may mask it).
+//! - GCE instance: project and instance id from Google's AK certificate.
+//! - TDX platform: the PPID of the PCK certificate, where nothing else exists: it names the machine, so
+//!   every TD on one host shares it ([`IdentitySource::per_vm`] is false).
 //!
 //! The OIDs are the values Constellation assigns (its `variant` package: AWS under 1.3.9900.2, GCP under .3,
 //! Azure under .4, QEMU under .5), so that aTLS certificates name the same variant in both projects;
@@ -128,6 +147,40 @@ pub enum LaunchPin {
     TdxMrtd,
 }
 
+/// What in a verified document identifies the node (the table's "node identity" column; module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IdentitySource {
+    /// SHA-256 of the AK's TPMT_PUBLIC, the AK being one the registry trusts (credential activation or pin).
+    RegisteredAk,
+    /// `vmUniqueId` of the HCL runtime data the hardware evidence binds (Azure).
+    HclVmId,
+    /// SHA-256 of the vTPM AK's TPMT_PUBLIC that the fresh hardware report binds (AWS/GCP SNP).
+    ReportBoundAk,
+    /// Project and instance id of the GCE instance in Google's AK certificate.
+    ProviderInstance,
+    /// The TDX platform: the PPID of the PCK certificate (shared by every TD of one machine).
+    TdxPlatform,
+}
+
+impl IdentitySource {
+    /// Whether the identity names one VM (true) or a machine that may host several VMs (false): a verifier
+    /// may bind only one node name to a per-VM identity.
+    pub const fn per_vm(self) -> bool {
+        !matches!(self, Self::TdxPlatform)
+    }
+
+    /// The prefix of the identity's text form (`<prefix>:<value>`).
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            Self::RegisteredAk => "ak",
+            Self::HclVmId => "azure-vm",
+            Self::ReportBoundAk => "snp-ak",
+            Self::ProviderInstance => "gce",
+            Self::TdxPlatform => "tdx-ppid",
+        }
+    }
+}
+
 /// Which registers a variant's measurements file speaks of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Measured {
@@ -178,6 +231,8 @@ pub struct VariantInfo {
     /// The TD-attribute checks its platform cannot pass, waived in its TDX policy (TDX variants; empty
     /// elsewhere). Visible in every verdict as waived.
     pub td_waivers: &'static [TdxCheck],
+    /// What identifies a node in its verified evidence.
+    pub identity: IdentitySource,
     /// Its stable code in the C ABI (`ATTEST_VARIANT_*`; never reused).
     pub ffi_code: u32,
 }
@@ -236,6 +291,7 @@ pub const TABLE: [VariantInfo; 7] = [
         lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
+        identity: IdentitySource::RegisteredAk,
         ffi_code: 1,
     },
     VariantInfo {
@@ -252,6 +308,7 @@ pub const TABLE: [VariantInfo; 7] = [
         lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
+        identity: IdentitySource::HclVmId,
         ffi_code: 2,
     },
     VariantInfo {
@@ -269,6 +326,7 @@ pub const TABLE: [VariantInfo; 7] = [
         // NitroTPM: an EK, but no certificate for it.
         ek_certificate: false,
         td_waivers: &[],
+        identity: IdentitySource::ReportBoundAk,
         ffi_code: 3,
     },
     VariantInfo {
@@ -285,6 +343,7 @@ pub const TABLE: [VariantInfo; 7] = [
         lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
+        identity: IdentitySource::ReportBoundAk,
         ffi_code: 4,
     },
     VariantInfo {
@@ -301,6 +360,7 @@ pub const TABLE: [VariantInfo; 7] = [
         lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
+        identity: IdentitySource::ProviderInstance,
         ffi_code: 5,
     },
     VariantInfo {
@@ -317,6 +377,7 @@ pub const TABLE: [VariantInfo; 7] = [
         lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[TdxCheck::SeptVeDisable],
+        identity: IdentitySource::HclVmId,
         ffi_code: 6,
     },
     VariantInfo {
@@ -333,6 +394,7 @@ pub const TABLE: [VariantInfo; 7] = [
         lock: LockRegister::Rtmr(3),
         ek_certificate: false,
         td_waivers: &[],
+        identity: IdentitySource::TdxPlatform,
         ffi_code: 7,
     },
 ];

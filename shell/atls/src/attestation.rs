@@ -10,7 +10,7 @@
 use super::error::BoxError;
 use super::nonce::Nonce;
 use attest_engine::UnixTime;
-use attest_engine::variant::{Validated, Validator};
+use attest_engine::variant::{NodeIdentity, Validated, Validator};
 use attest_proto::attest::v1::AttestationDocument;
 use core::fmt;
 use prost::Message;
@@ -36,6 +36,16 @@ pub enum ValidationError {
     Rejected(BoxError),
 }
 
+/// What a validator accepted: the user data the document binds, and the node it speaks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Accepted {
+    /// The user data (aTLS compares it with SHA-256 of the certificate's SubjectPublicKeyInfo).
+    pub user_data: Vec<u8>,
+    /// The node identity from the verified evidence ([`Validated::node_identity`]); `None` when the validator
+    /// does not derive one, or the evidence lacks it.
+    pub identity: Option<NodeIdentity>,
+}
+
 /// The verifying side: validates a document for the nonce this side sent.
 pub trait AttestationValidator: Send + Sync + fmt::Debug {
     /// The certificate extension OID (dotted) whose documents this validator accepts.
@@ -45,6 +55,12 @@ pub trait AttestationValidator: Send + Sync + fmt::Debug {
     /// SHA-256 of the certificate's SubjectPublicKeyInfo). Runs inside the handshake on the connection's
     /// task, so it must not block on I/O.
     fn validate(&self, document: &[u8], nonce: &Nonce) -> Result<Vec<u8>, ValidationError>;
+
+    /// [`AttestationValidator::validate`], also naming the node the document speaks for (what aTLS hands
+    /// the services in [`crate::PeerAttestation::identity`]). The default names none.
+    fn validate_peer(&self, document: &[u8], nonce: &Nonce) -> Result<Accepted, ValidationError> {
+        self.validate(document, nonce).map(|user_data| Accepted { user_data, identity: None })
+    }
 }
 
 /// Records the AK of a document that fully validated: how an AK registry that trusts on first use pins the
@@ -88,6 +104,10 @@ impl AttestationValidator for EngineValidator {
     }
 
     fn validate(&self, bytes: &[u8], nonce: &Nonce) -> Result<Vec<u8>, ValidationError> {
+        self.validate_peer(bytes, nonce).map(|a| a.user_data)
+    }
+
+    fn validate_peer(&self, bytes: &[u8], nonce: &Nonce) -> Result<Accepted, ValidationError> {
         let doc = AttestationDocument::decode(bytes).map_err(|e| ValidationError::Rejected(Box::new(e)))?;
         let pcrs = attest_proto::document::pcr_values(&doc).map_err(|e| ValidationError::Rejected(Box::new(e)))?;
         let view = attest_proto::document::view(&doc, &pcrs);
@@ -95,7 +115,7 @@ impl AttestationValidator for EngineValidator {
         if let (Some(registry), Some(tpm)) = (&self.record_in, &view.tpm) {
             registry.record_first_use(&validated, tpm.ak_public).map_err(ValidationError::Rejected)?;
         }
-        Ok(validated.user_data.to_vec())
+        Ok(Accepted { user_data: validated.user_data.to_vec(), identity: validated.node_identity().ok() })
     }
 }
 

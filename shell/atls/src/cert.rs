@@ -49,7 +49,16 @@ impl core::fmt::Debug for Credential {
 /// A fresh key and a certificate carrying `issuer`'s document for `nonce` (blocking: the issuer may quote
 /// a TPM).
 pub fn attested(issuer: &dyn AttestationIssuer, nonce: &Nonce) -> Result<Credential, Error> {
-    let key = fresh_key()?;
+    attested_with_key(issuer, nonce, fresh_key()?)
+}
+
+/// A certificate for `key` carrying `issuer`'s document for `nonce` (the caller keeps using `key`, e.g. as
+/// its kubelet key: [`crate::AtlsConnector::with_key`]).
+pub fn attested_with_key(
+    issuer: &dyn AttestationIssuer,
+    nonce: &Nonce,
+    key: PKey<Private>,
+) -> Result<Credential, Error> {
     let user_data = openssl::sha::sha256(&key.public_key_to_der()?);
     let document = issuer.issue(nonce, &user_data).map_err(|source| Error::IssueFailed { source })?;
     let extension = (issuer.oid(), document.as_slice());

@@ -33,9 +33,11 @@ use super::attestation::AttestationIssuer;
 use super::cert::{self, Credential};
 use super::error::{Error, NonceChannel};
 use super::nonce::{self, Nonce};
+use super::refusal::HandshakeRefusals;
 use super::verify::{PeerAttestation, Verifier};
 use attest_openssl_ext::{CertCallbackResult, client_ca_list, set_cert_callback, want_x509_lookup};
 use openssl::ex_data::Index;
+use openssl::pkey::{PKey, Private};
 use openssl::ssl::{
     AlpnError, NameType, SniError, Ssl, SslAlert, SslContext, SslMethod, SslOptions, SslRef, SslSessionCacheMode,
     SslVerifyMode, SslVersion,
@@ -131,7 +133,10 @@ impl Side {
             Role::Server => SslMethod::tls_server(),
         };
         let mut b = SslContext::builder(method)?;
-        b.set_min_proto_version(Some(SslVersion::TLS1_2))?;
+        // TLS 1.3 only: in TLS 1.2 the certificates — both attestation documents, with PCRs and EK
+        // certificates — travel in clear, and 1.2 offers nothing aTLS needs. A 1.2-only peer is refused in
+        // the ClientHello/ServerHello (`protocol_version`), counted and logged ([`crate::refusal`]).
+        b.set_min_proto_version(Some(SslVersion::TLS1_3))?;
         b.set_session_cache_mode(SslSessionCacheMode::OFF);
         b.set_options(SslOptions::NO_TICKET | SslOptions::NO_RENEGOTIATION);
         match role {
@@ -180,7 +185,13 @@ impl Side {
         Ok((ssl, st))
     }
 
-    async fn handshake<S>(&self, ctx: &SslContext, role: Role, io: S) -> Result<AtlsStream<S>, Error>
+    async fn handshake<S>(
+        &self,
+        ctx: &SslContext,
+        role: Role,
+        io: S,
+        key: Option<PKey<Private>>,
+    ) -> Result<AtlsStream<S>, Error>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
@@ -193,7 +204,7 @@ impl Side {
             };
             match step {
                 Ok(()) => break,
-                Err(e) if e.code() == want_x509_lookup() => self.produce(&st).await,
+                Err(e) if e.code() == want_x509_lookup() => self.produce(&st, key.clone()).await,
                 Err(e) => {
                     let failure = st.lock().failure.take();
                     if failure.is_some() {
@@ -218,14 +229,18 @@ impl Side {
     }
 
     /// Runs the issuer for the nonce the certificate callback suspended on, off the runtime's workers.
-    async fn produce(&self, st: &ConnState) {
+    async fn produce(&self, st: &ConnState, key: Option<PKey<Private>>) {
         let pending = std::mem::replace(&mut st.lock().slot, Slot::Empty);
         let (Slot::Pending(peer_nonce), Some(issuer)) = (pending, self.issuer.clone()) else {
             st.fail(Error::Config { what: "the handshake suspended without a pending attestation" });
             st.lock().slot = Slot::Failed;
             return;
         };
-        let made = tokio::task::spawn_blocking(move || cert::attested(&*issuer, &peer_nonce)).await;
+        let made = tokio::task::spawn_blocking(move || match key {
+            Some(key) => cert::attested_with_key(&*issuer, &peer_nonce, key),
+            None => cert::attested(&*issuer, &peer_nonce),
+        })
+        .await;
         let next = match made {
             Ok(Ok(credential)) => Slot::Ready(credential),
             Ok(Err(e)) => {
@@ -394,6 +409,7 @@ fn verify_callback(st: &ConnState, x509: &mut openssl::x509::X509StoreContextRef
 pub struct AtlsAcceptor {
     side: Side,
     ctx: SslContext,
+    refusals: Arc<HandshakeRefusals>,
 }
 
 impl AtlsAcceptor {
@@ -402,15 +418,39 @@ impl AtlsAcceptor {
     pub fn new(issuer: Option<Arc<dyn AttestationIssuer>>, verifier: Option<Arc<Verifier>>) -> Result<Self, Error> {
         let side = Side::new(issuer, verifier)?;
         let ctx = Side::context(Role::Server)?;
-        Ok(Self { side, ctx })
+        Ok(Self { side, ctx, refusals: Arc::new(HandshakeRefusals::new()) })
     }
 
-    /// Runs the server handshake on `io`.
+    /// Counts and logs refused handshakes into `refusals` (shared with a service's metrics) instead of an
+    /// acceptor-own set.
+    pub fn with_refusals(mut self, refusals: Arc<HandshakeRefusals>) -> Self {
+        self.refusals = refusals;
+        self
+    }
+
+    /// The refused handshakes counted so far ([`crate::refusal`]).
+    pub fn refusals(&self) -> &Arc<HandshakeRefusals> {
+        &self.refusals
+    }
+
+    /// Runs the server handshake on `io`; a refusal is counted and logged ([`crate::refusal`]).
     pub async fn accept<S>(&self, io: S) -> Result<AtlsStream<S>, Error>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        self.side.handshake(&self.ctx, Role::Server, io).await
+        self.accept_from(io, None).await
+    }
+
+    /// [`AtlsAcceptor::accept`] for a connection from `peer` (named in the refusal log).
+    pub async fn accept_from<S>(&self, io: S, peer: Option<std::net::SocketAddr>) -> Result<AtlsStream<S>, Error>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let result = self.side.handshake(&self.ctx, Role::Server, io, None).await;
+        if let Err(e) = &result {
+            self.refusals.record("server", peer, e);
+        }
+        result
     }
 }
 
@@ -419,6 +459,9 @@ impl AtlsAcceptor {
 pub struct AtlsConnector {
     side: Side,
     ctx: SslContext,
+    refusals: Arc<HandshakeRefusals>,
+    /// The key of this side's attested certificate, when the caller chose it ([`AtlsConnector::with_key`]).
+    key: Option<PKey<Private>>,
 }
 
 impl AtlsConnector {
@@ -427,15 +470,47 @@ impl AtlsConnector {
     pub fn new(issuer: Option<Arc<dyn AttestationIssuer>>, verifier: Option<Arc<Verifier>>) -> Result<Self, Error> {
         let side = Side::new(issuer, verifier)?;
         let ctx = Side::context(Role::Client)?;
-        Ok(Self { side, ctx })
+        Ok(Self { side, ctx, refusals: Arc::new(HandshakeRefusals::new()), key: None })
     }
 
-    /// Runs the client handshake on `io`.
+    /// Attests with `key` (P-256) instead of a fresh key per handshake: the key the attestation binds is then
+    /// one the caller holds and uses afterwards — a joining node's kubelet key, so that the join service
+    /// signs a kubelet certificate only for the key the node proved in the handshake. Use a new key per
+    /// connection: a verifier refuses a certificate key it accepted before ([`Error::ReplayedCertificate`]).
+    pub fn with_key(mut self, key: PKey<Private>) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// Counts and logs refused handshakes into `refusals` instead of a connector-own set.
+    pub fn with_refusals(mut self, refusals: Arc<HandshakeRefusals>) -> Self {
+        self.refusals = refusals;
+        self
+    }
+
+    /// The refused handshakes counted so far ([`crate::refusal`]).
+    pub fn refusals(&self) -> &Arc<HandshakeRefusals> {
+        &self.refusals
+    }
+
+    /// Runs the client handshake on `io`; a refusal is counted and logged ([`crate::refusal`]).
     pub async fn connect<S>(&self, io: S) -> Result<AtlsStream<S>, Error>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        self.side.handshake(&self.ctx, Role::Client, io).await
+        self.connect_to(io, None).await
+    }
+
+    /// [`AtlsConnector::connect`] to `peer` (named in the refusal log).
+    pub async fn connect_to<S>(&self, io: S, peer: Option<std::net::SocketAddr>) -> Result<AtlsStream<S>, Error>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let result = self.side.handshake(&self.ctx, Role::Client, io, self.key.clone()).await;
+        if let Err(e) = &result {
+            self.refusals.record("client", peer, e);
+        }
+        result
     }
 }
 

@@ -14,13 +14,15 @@ use super::{AtlsAcceptor, AtlsConnector, Error, PeerAttestation};
 use attest_grpc::{Channel, ChannelConfig, PeerInfo, Server, Status};
 
 /// Serves `server`'s routes over aTLS connections accepted from `listener` by `acceptor` until the
-/// server shuts down. A failed handshake closes that connection only (logged at debug level; the aTLS
-/// error has already been sent to the peer as a TLS alert). Returns the local address.
+/// server shuts down. A failed handshake closes that connection only; it is counted and logged with the
+/// reason and the peer's address by the acceptor ([`crate::refusal`]; the aTLS error has already been sent
+/// to the peer as a TLS alert). Returns the local address.
 pub fn serve(server: &Server, listener: TcpListener, acceptor: Arc<AtlsAcceptor>) -> std::io::Result<SocketAddr> {
     server.serve_with(listener, move |tcp: TcpStream| {
         let acceptor = Arc::clone(&acceptor);
         async move {
-            let tls = acceptor.accept(tcp).await?;
+            let peer = tcp.peer_addr().ok();
+            let tls = acceptor.accept_from(tcp, peer).await?;
             let peer = tls.peer_attestation().cloned().map(|p| Arc::new(p) as PeerInfo);
             Ok::<_, Error>((tls, peer))
         }
@@ -70,7 +72,7 @@ pub async fn connect(
         .map_err(|_| ConnectError::Tcp(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")))?
         .map_err(ConnectError::Tcp)?;
     let _ = tcp.set_nodelay(true);
-    let tls = tokio::time::timeout(config.connect_timeout, connector.connect(tcp))
+    let tls = tokio::time::timeout(config.connect_timeout, connector.connect_to(tcp, Some(addr)))
         .await
         .map_err(|_| ConnectError::Tcp(std::io::Error::new(std::io::ErrorKind::TimedOut, "aTLS handshake timed out")))?
         .map_err(ConnectError::Atls)?;

@@ -1,6 +1,6 @@
 //! # attest-atls
 //!
-//! Attested TLS: attestation inside TLS certificates, TLS 1.2+, no CA (`docs/ARCHITECTURE.md`, "aTLS").
+//! Attested TLS: attestation inside TLS certificates, TLS 1.3 only, no CA (`docs/ARCHITECTURE.md`, "aTLS").
 //!
 //! **May depend on:** `attest-engine` (its validator interface), `attest-proto` (the document it carries),
 //! `attest-grpc` (serving and calling gRPC over aTLS, [`grpc`]), OpenSSL and `attest-openssl-ext`.
@@ -54,6 +54,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Every refused handshake — relayed or stale documents (wrong nonce), replayed certificates, swapped keys,
+//! refused attestations, TLS below 1.3 — is counted by reason and logged at the default level with the peer's
+//! address, rate-limited ([`refusal`]).
+//!
 //! Protocol details and the choices made (suspending the handshake while the TPM quotes, validation
 //! inside the handshake, no resumption, the TLS 1.3 client-certificate timing) are in [`conn`] and
 //! [`error`].
@@ -68,10 +72,14 @@ pub mod conn;
 pub mod error;
 pub mod grpc;
 pub mod nonce;
+pub mod refusal;
 pub mod verify;
 pub mod x509;
 
-pub use attestation::{AttestationIssuer, AttestationValidator, EngineValidator, FirstUseRecorder, ValidationError};
+pub use attestation::{
+    Accepted, AttestationIssuer, AttestationValidator, EngineValidator, FirstUseRecorder, ValidationError,
+};
 pub use conn::{ALPN_H2, AtlsAcceptor, AtlsConnector, AtlsStream};
 pub use error::{BoxError, Error, NonceChannel};
+pub use refusal::{HandshakeRefusals, RefusalReason};
 pub use verify::{PeerAttestation, Verifier};

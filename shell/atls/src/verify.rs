@@ -37,8 +37,11 @@ pub struct PeerAttestation {
     pub oid: String,
     /// The encoded attestation document, as validated.
     pub document: Vec<u8>,
-    /// SHA-256 of the certificate's SubjectPublicKeyInfo (= the document's user data).
+    /// SHA-256 of the certificate's SubjectPublicKeyInfo (= the document's user data): the key the peer
+    /// proved possession of in this handshake.
     pub spki_sha256: [u8; 32],
+    /// The node the verified evidence names (`Validated::node_identity`), when the validator derives one.
+    pub identity: Option<attest_engine::variant::NodeIdentity>,
 }
 
 /// Validators by OID plus the replay memory; shared by all connections of an acceptor or connector.
@@ -111,18 +114,18 @@ impl Verifier {
         if self.memory().seen.contains(&spki_sha256) {
             return Err(Error::ReplayedCertificate { spki_sha256 });
         }
-        let user_data = validator.validate(document, nonce).map_err(|e| match e {
+        let accepted = validator.validate_peer(document, nonce).map_err(|e| match e {
             ValidationError::NonceMismatch => Error::WrongNonce { channel },
             ValidationError::Rejected(source) => Error::AttestationFailed { oid: oid.clone(), source },
         })?;
-        if user_data != spki_sha256 {
-            return Err(Error::KeyMismatch { spki_sha256, user_data });
+        if accepted.user_data != spki_sha256 {
+            return Err(Error::KeyMismatch { spki_sha256, user_data: accepted.user_data });
         }
         if !self.remember(spki_sha256) {
             // Two handshakes raced with the same certificate; the nonce check let at most one be genuine.
             return Err(Error::ReplayedCertificate { spki_sha256 });
         }
-        Ok(PeerAttestation { oid, document: document.to_vec(), spki_sha256 })
+        Ok(PeerAttestation { oid, document: document.to_vec(), spki_sha256, identity: accepted.identity })
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, ReplayMemory> {

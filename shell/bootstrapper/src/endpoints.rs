@@ -31,6 +31,7 @@ use attest_proto::join::{
     IssueJoinTicketRequest, IssueJoinTicketResponse, IssueRejoinTicketRequest, IssueRejoinTicketResponse,
 };
 use attest_proto::paths;
+use openssl::pkey::{PKey, Private};
 
 use super::join::{AttemptError, BoxFuture, CALL_TIMEOUT, TicketSource};
 use super::server_trust::{JoinServiceTrust, ServerProof};
@@ -133,11 +134,12 @@ impl EndpointSource for CombinedEndpoints {
 
 /// One call to one endpoint; the failover loop is generic over what is asked.
 pub trait EndpointCall: Send + Sync + std::fmt::Debug {
-    /// `join.API/IssueJoinTicket` at `addr`.
+    /// `join.API/IssueJoinTicket` at `addr`, attesting under `tls_key` (the CSR's kubelet key).
     fn join(
         &self,
         addr: SocketAddr,
         r: IssueJoinTicketRequest,
+        tls_key: PKey<Private>,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>>;
     /// `join.API/IssueRejoinTicket` at `addr`.
     fn rejoin(
@@ -180,13 +182,18 @@ impl AtlsCall {
         addr: SocketAddr,
         path: &'static str,
         request: Q,
+        tls_key: Option<PKey<Private>>,
     ) -> Result<(R, ServerProof), AttemptError>
     where
         Q: prost::Message + Send + 'static,
         R: prost::Message + Default + Send + 'static,
     {
+        let connector = match tls_key {
+            Some(key) => self.connector.clone().with_key(key),
+            None => self.connector.clone(),
+        };
         let (channel, peer) =
-            connect(addr, &self.connector, self.config.clone()).await.map_err(AttemptError::from_connect)?;
+            connect(addr, &connector, self.config.clone()).await.map_err(AttemptError::from_connect)?;
         let peer = peer.ok_or_else(|| AttemptError::ServerRefused("the join service did not attest".into()))?;
         let proof = self.server.establish(&channel, &peer).await?;
         tracing::info!(
@@ -208,8 +215,9 @@ impl EndpointCall for AtlsCall {
         &self,
         addr: SocketAddr,
         r: IssueJoinTicketRequest,
+        tls_key: PKey<Private>,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
-        Box::pin(self.unary(addr, paths::JOIN_ISSUE_JOIN_TICKET, r))
+        Box::pin(self.unary(addr, paths::JOIN_ISSUE_JOIN_TICKET, r, Some(tls_key)))
     }
 
     fn rejoin(
@@ -217,7 +225,7 @@ impl EndpointCall for AtlsCall {
         addr: SocketAddr,
         r: IssueRejoinTicketRequest,
     ) -> BoxFuture<'_, Result<(IssueRejoinTicketResponse, ServerProof), AttemptError>> {
-        Box::pin(self.unary(addr, paths::JOIN_ISSUE_REJOIN_TICKET, r))
+        Box::pin(self.unary(addr, paths::JOIN_ISSUE_REJOIN_TICKET, r, None))
     }
 }
 
@@ -276,8 +284,9 @@ impl TicketSource for AtlsTicketSource {
     fn issue(
         &self,
         request: IssueJoinTicketRequest,
+        tls_key: PKey<Private>,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
-        self.call.join(self.addr, request)
+        self.call.join(self.addr, request, tls_key)
     }
 }
 
@@ -351,12 +360,13 @@ impl TicketSource for FailoverSource {
     fn issue(
         &self,
         request: IssueJoinTicketRequest,
+        tls_key: PKey<Private>,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
         let call = Arc::clone(&self.call);
         Box::pin(async move {
             self.round("join", move |addr| {
-                let (call, request) = (Arc::clone(&call), request.clone());
-                Box::pin(async move { call.join(addr, request).await })
+                let (call, request, key) = (Arc::clone(&call), request.clone(), tls_key.clone());
+                Box::pin(async move { call.join(addr, request, key).await })
             })
             .await
         })
@@ -368,6 +378,10 @@ mod tests {
     use super::*;
     use attest_grpc::Status;
     use std::sync::Mutex;
+
+    fn test_key() -> PKey<Private> {
+        attest_atls::cert::fresh_key().unwrap()
+    }
 
     #[test]
     fn endpoints_file() {
@@ -407,6 +421,7 @@ mod tests {
             &self,
             addr: SocketAddr,
             _: IssueJoinTicketRequest,
+            _: PKey<Private>,
         ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
             let r = self.answer(addr).map(|()| {
                 (IssueJoinTicketResponse { api_server_endpoint: addr.to_string(), ..Default::default() }, proof())
@@ -437,7 +452,7 @@ mod tests {
         let [first, second, third] = addrs();
         let call = Arc::new(Scripted { down: vec![first], ..Default::default() });
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![first, second, third])), call.clone());
-        let ticket = source.issue(IssueJoinTicketRequest::default()).await.unwrap();
+        let ticket = source.issue(IssueJoinTicketRequest::default(), test_key()).await.unwrap();
         assert_eq!(ticket.0.api_server_endpoint, second.to_string());
         assert_eq!(*call.asked.lock().unwrap(), [first, second]);
         // The next round starts with the endpoint that answered.
@@ -450,21 +465,24 @@ mod tests {
         let [first, second, third] = addrs();
         let call = Arc::new(Scripted { refusing: vec![first], down: vec![second, third], ..Default::default() });
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![first, second, third])), call.clone());
-        let err = source.issue(IssueJoinTicketRequest::default()).await.unwrap_err();
+        let err = source.issue(IssueJoinTicketRequest::default(), test_key()).await.unwrap_err();
         assert!(is_refusal(&err) && err.to_string().contains("PCR 9"), "{err}");
         assert_eq!(call.asked.lock().unwrap().len(), 3, "every endpoint asked");
         // One refusing node does not keep a healthy one from answering.
         let call = Arc::new(Scripted { refusing: vec![first], ..Default::default() });
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![first, second])), call);
-        let ticket = source.issue(IssueJoinTicketRequest::default()).await.unwrap();
+        let ticket = source.issue(IssueJoinTicketRequest::default(), test_key()).await.unwrap();
         assert_eq!(ticket.0.api_server_endpoint, second.to_string());
         // All down: retryable.
         let call = Arc::new(Scripted { down: vec![first, second], ..Default::default() });
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![first, second])), call);
-        assert!(!is_refusal(&source.issue(IssueJoinTicketRequest::default()).await.unwrap_err()));
+        assert!(!is_refusal(&source.issue(IssueJoinTicketRequest::default(), test_key()).await.unwrap_err()));
         // No endpoints at all.
         let source = FailoverSource::new(Arc::new(StaticEndpoints(vec![])), Arc::new(Scripted::default()));
-        assert!(matches!(source.issue(IssueJoinTicketRequest::default()).await, Err(AttemptError::Local(_))));
+        assert!(matches!(
+            source.issue(IssueJoinTicketRequest::default(), test_key()).await,
+            Err(AttemptError::Local(_))
+        ));
     }
 
     #[tokio::test]

@@ -173,6 +173,7 @@ impl InitWork {
             }
         });
         let InitWork { node, params, salt, cluster_id, owner_id, disk_uuid, disk_key, component_count } = self;
+        let (node_name, disk_uuid_out) = (params.node_name.clone(), disk_uuid.clone());
         let worker_node = Arc::clone(&node);
         let result = tokio::task::spawn_blocking(move || {
             let mut sent = 0usize;
@@ -216,6 +217,8 @@ impl InitWork {
                         kubeconfig: output.kubeconfig.to_vec(),
                         owner_id: owner_id.to_vec(),
                         cluster_id: cluster_id.to_vec(),
+                        node_name,
+                        disk_uuid: disk_uuid_out,
                     }),
                     Outcome::Initialized { cluster_id },
                 )

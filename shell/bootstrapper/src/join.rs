@@ -5,7 +5,7 @@
 //!         ▼                                                                         │ retryable
 //!  [pre-join hook once: AK registration]                                           │ (UNAVAILABLE, DEADLINE_EXCEEDED,
 //!  fresh kubelet key + CSR                                                          │  TCP failure, …)
-//!  mutual aTLS: this node attests, the join service's attestation is verified       │
+//!  mutual aTLS under the kubelet key: this node attests, the service is verified    │
 //!    (server_trust: measurements, launch, CRLs; qemu-vtpm: credential activation) ──┤ refused (the join service's
 //!  IssueJoinTicket{disk UUID, CSR, is_control_plane} on that connection ────────────┤  attestation, INVALID_ARGUMENT,
 //!         │ ticket                                                                  │  PERMISSION_DENIED, bad ticket,
@@ -45,6 +45,7 @@ use super::state::Role;
 use super::ticket::{KubeletKey, TicketError, check_ticket};
 use attest_atls::grpc::ConnectError;
 use attest_grpc::{Code, Status};
+use openssl::pkey::{PKey, Private};
 
 /// First back-off delay.
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
@@ -168,10 +169,12 @@ impl std::error::Error for AttemptError {}
 /// Where join tickets come from: each ticket with what the join service proved on the connection it came
 /// over.
 pub trait TicketSource: Send + Sync + std::fmt::Debug {
-    /// One IssueJoinTicket call.
+    /// One IssueJoinTicket call, attesting under `tls_key` — the kubelet key of the request's CSR: the join
+    /// service signs a kubelet certificate only for the key the node proved in the aTLS handshake.
     fn issue(
         &self,
         request: IssueJoinTicketRequest,
+        tls_key: PKey<Private>,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>>;
 }
 
@@ -250,7 +253,7 @@ impl JoinClient {
             is_control_plane: config.control_plane,
             ..IssueJoinTicketRequest::default()
         };
-        let (response, server) = self.source.issue(request).await?;
+        let (response, server) = self.source.issue(request, kubelet.private_key().clone()).await?;
         let ticket =
             check_ticket(response, &kubelet, &config.node_name, config.control_plane).map_err(AttemptError::Ticket)?;
         let cluster_id = attest_keyservice::cluster_id(&ticket.measurement_secret, &ticket.measurement_salt);

@@ -292,6 +292,7 @@ impl TicketSource for FakeSource {
     fn issue(
         &self,
         request: IssueJoinTicketRequest,
+        _tls_key: openssl::pkey::PKey<openssl::pkey::Private>,
     ) -> BoxFuture<'_, Result<(IssueJoinTicketResponse, ServerProof), AttemptError>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let next = {

@@ -100,6 +100,12 @@ impl KubeletKey {
         &self.csr_der
     }
 
+    /// The private key: also the key of the node's aTLS certificate in the join handshake, so that the join
+    /// service signs the kubelet certificate only for the key the node proved there.
+    pub fn private_key(&self) -> &PKey<Private> {
+        &self.key
+    }
+
     /// The private key, PEM (PKCS#8).
     pub fn key_pem(&self) -> Result<Zeroizing<Vec<u8>>, openssl::error::ErrorStack> {
         Ok(Zeroizing::new(self.key.private_key_to_pem_pkcs8()?))

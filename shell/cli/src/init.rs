@@ -12,9 +12,15 @@
 //!  verified connection (aTLS: AK from the registry, PCRs from the measurements file) ──refused──▶ exit 1
 //!        ▼
 //!  init.API/Init(kms_uri, measurement_salt, init_secret, cluster name, version)
-//!        ▼ stream: log … log ─ init_success ──▶ write kubeconfig, cluster.json; exit 0
+//!        ▼ stream: log … log ─ init_success ──▶ write kubeconfig, cluster.json, cluster-state.json; exit 0
 //!                              └ init_failure ──▶ print the error; exit 1
 //! ```
+//!
+//! `cluster-state.json` is the join service's first cluster state (`attest_trust::membership`): the init node —
+//! its identity from the attestation verified here, the kubelet name and disk UUID its init answer names — as
+//! the first control-plane member, and the measurements version accepted at init. The join service binds every
+//! later node's disk and name to its own attested identity, so nobody can take the init node's.
+//! An `--out` that already holds one (an earlier init's) is refused before the node is contacted (exit 2).
 //!
 //! The key-service PKI is the cluster-internal CA behind the key service's mutual TLS
 //! (`attest_keyservice::tls`): init creates it once, next to the master secret, and the operator hands its
@@ -137,6 +143,7 @@ struct Prepared {
     master_generated: bool,
     init_secret: Zeroizing<Vec<u8>>,
     measurement_salt: [u8; MEASUREMENT_SALT_LEN],
+    measurements_version: u64,
 }
 
 fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, UsageError> {
@@ -144,6 +151,16 @@ fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, Us
     if !args.out.is_dir() {
         std::fs::create_dir_all(&args.out)
             .map_err(|e| UsageError::new(format!("--out {}: {e}", args.out.display())))?;
+    }
+    // Checked before anything irreversible: the node is never initialized into a directory whose cluster state
+    // could not be written afterwards.
+    let state_path = args.out.join("cluster-state.json");
+    if state_path.exists() {
+        return Err(UsageError::new(format!(
+            "{} exists already: the join service's cluster state of an earlier init; initialize into another \
+             --out, or move it away",
+            state_path.display()
+        )));
     }
     let registry = node::open_registry(&args.ak_registry.clone().unwrap_or_else(|| args.out.join("ak-registry.json")))?;
     let ca = args.ek_ca.as_deref().map(load_ca).transpose()?;
@@ -158,6 +175,14 @@ fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, Us
         Some(p) => read_init_secret(p)?,
         None => Zeroizing::new(Vec::new()),
     };
+    // The version the join service's cluster state starts from (the file verified just above).
+    let measurements_version = args
+        .trust
+        .measurements_trust()
+        .and_then(|t| t.load(&args.measurements))
+        .map_err(|e| UsageError::new(format!("--measurements: {e}")))?
+        .freshness
+        .version;
     let master_path = args.master_secret.clone().unwrap_or_else(|| args.out.join("master-secret.json"));
     let (master, master_generated) = load_or_generate_master_secret(&master_path)?;
     let kms_pki = args.key_service_pki.clone().unwrap_or_else(|| args.out.join("key-service-pki"));
@@ -180,7 +205,32 @@ fn prepare(args: &InitArgs, rt: &tokio::runtime::Runtime) -> Result<Prepared, Us
         master_generated,
         init_secret,
         measurement_salt,
+        measurements_version,
     })
+}
+
+/// The join service's first cluster state: the init node as a control-plane member (when its attestation
+/// names an identity and its answer a name and a disk), and the measurements version accepted at init.
+fn write_cluster_state(
+    path: &Path,
+    success: &attest_proto::init::InitSuccessResponse,
+    attested: &AttestationSummary,
+    measurements_version: u64,
+) -> Result<bool, String> {
+    let init_node = match &attested.identity {
+        Some(identity) if !success.node_name.is_empty() && !success.disk_uuid.is_empty() => {
+            Some(attest_trust::NodeRecord {
+                identity: identity.clone(),
+                names: vec![success.node_name.clone()],
+                disks: vec![success.disk_uuid.clone()],
+                control_plane: true,
+            })
+        }
+        _ => None,
+    };
+    let complete = init_node.is_some();
+    attest_trust::ClusterState::create(path, init_node, measurements_version).map_err(|e| e.to_string())?;
+    Ok(complete)
 }
 
 /// An EK CA bundle from a swtpm-localca directory, a directory of PEM files, or a PEM file.
@@ -422,6 +472,7 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
         Outcome::Initialized { success, attested, registered } => {
             let kubeconfig = args.out.join("kubeconfig");
             let cluster = args.out.join("cluster.json");
+            let state_path = args.out.join("cluster-state.json");
             let cluster_json = json!({
                 "clusterId": hex::encode(&success.cluster_id),
                 "ownerId": hex::encode(&success.owner_id),
@@ -438,11 +489,22 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
                 .map_err(|e| format!("{}: {e}", kubeconfig.display()))
                 .and_then(|()| {
                     write_private(&cluster, &cluster_bytes).map_err(|e| format!("{}: {e}", cluster.display()))
-                });
-            if let Err(e) = written {
-                eprintln!("attest: error: the cluster is initialized but writing its files failed: {e}");
-                eprintln!("attest: cluster id {}", hex::encode(&success.cluster_id));
-                return Status::Rejected;
+                })
+                .and_then(|()| write_cluster_state(&state_path, &success, &attested, p.measurements_version));
+            let state_complete = match written {
+                Ok(complete) => complete,
+                Err(e) => {
+                    eprintln!("attest: error: the cluster is initialized but writing its files failed: {e}");
+                    eprintln!("attest: cluster id {}", hex::encode(&success.cluster_id));
+                    return Status::Rejected;
+                }
+            };
+            if !state_complete {
+                eprintln!(
+                    "attest: WARNING: {} does not bind the init node (its attestation names no identity, or its \
+                     answer no node name and disk): its name and disk are not protected from other nodes",
+                    state_path.display()
+                );
             }
             if !args.json {
                 eprintln!("attest: node attestation\n{}", indent(&attested.describe()));
@@ -464,8 +526,10 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
             s["files"] = json!({
                 "kubeconfig": kubeconfig.display().to_string(),
                 "cluster": cluster.display().to_string(),
+                "clusterState": state_path.display().to_string(),
                 "akRegistry": p.registry.path().display().to_string(),
             });
+            s["clusterStateBindsInitNode"] = json!(state_complete);
             if !args.json {
                 let _ = writeln!(stdout, "cluster {} initialized", hex::encode(&success.cluster_id));
             }

@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod azure;
 pub mod document;
 pub mod ear;
@@ -92,6 +93,9 @@ pub enum Command {
     Document(document::DocumentCommand),
     /// Recover a rebooted node that cannot reach a join service: verify it over aTLS, send it the master secret.
     Recover(recover::RecoverArgs),
+    /// Control-plane admissions: the operator's signed, one-time permission for one attested node.
+    #[command(subcommand)]
+    Admission(admission::AdmissionCommand),
 }
 
 /// How a command ended; converts into the process exit status.
@@ -177,6 +181,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Gce(cmd) => gce::run(cmd),
         Command::Document(cmd) => document::run(cmd),
         Command::Recover(args) => recover::run(&args, &mut std::io::stdout()),
+        Command::Admission(cmd) => admission::run(&cmd),
     };
     match result {
         Ok(status) => status.into(),

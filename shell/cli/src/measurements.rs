@@ -1,10 +1,15 @@
-//! `attest measurements show|diff|verify|compute|merge`: Constellation-compatible expected-measurement files.
+//! `attest measurements show|diff|verify|compute|merge|sign`: Constellation-compatible expected-measurement
+//! files.
+//!
+//! `show` and `verify` print the file's signed `measurementsVersion` and `expires` (version 0 and none for a
+//! file without them); `sign` stamps a new version (and expiry) and signs ([`sign`]).
 //!
 //! Exit statuses: `show` 0; `diff` 0 when the maps are equal, 1 when they differ; `verify` 0 when the
-//! signature (and, with `--against`, every enforced PCR) checks out, 1 otherwise; `compute` and `merge` 0
-//! ([`compute`]); 2 for unusable input.
+//! signature (and, with `--against`, every enforced PCR) checks out, 1 otherwise (also for an expired file);
+//! `compute`, `merge` and `sign` 0 ([`compute`], [`sign`]); 2 for unusable input.
 
 pub mod compute;
+pub mod sign;
 
 use super::input::read_file;
 use super::{Status, UsageError};
@@ -27,6 +32,8 @@ pub enum MeasurementsCommand {
     Compute(Box<compute::ComputeArgs>),
     /// Combine measurements files into one with several accepted sets (a rolling upgrade); drop old ones.
     Merge(compute::MergeArgs),
+    /// Stamp a file with a new monotonic version (and expiry) and sign it (verifiers refuse older versions).
+    Sign(sign::SignArgs),
 }
 
 /// Which map of a release list to use.
@@ -98,6 +105,7 @@ pub fn run(cmd: MeasurementsCommand) -> Result<Status, UsageError> {
         MeasurementsCommand::Verify(a) => verify(&a),
         MeasurementsCommand::Compute(a) => compute::compute(&a),
         MeasurementsCommand::Merge(a) => compute::merge(&a),
+        MeasurementsCommand::Sign(a) => sign::sign(&a),
     }
 }
 
@@ -125,11 +133,31 @@ fn map_json(m: &Measurements) -> Value {
     serde_json::from_str(&m.to_json()).unwrap_or(Value::Null)
 }
 
+/// A file's version and expiry as JSON members.
+fn freshness_json(f: &attest_measurements::Freshness) -> Value {
+    json!({"measurementsVersion": f.version, "expires": f.expires.map(|e| e.to_string())})
+}
+
 fn show(a: &ShowArgs) -> Result<Status, UsageError> {
     let m = load(&a.file, &a.select)?;
+    let bytes = read_file(&a.file, "measurements file")?;
+    let freshness = attest_measurements::parse_versioned(&bytes)
+        .map_err(|e| UsageError::new(format!("{}: {e}", a.file.display())))?
+        .1;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&map_json(&m)).unwrap_or_default());
+        let mut v = map_json(&m);
+        if !freshness.is_default()
+            && let Some(obj) = v.as_object_mut()
+        {
+            // The same top-level members the file carries.
+            obj.insert("measurementsVersion".into(), json!(freshness.version));
+            if let Some(e) = freshness.expires {
+                obj.insert("expires".into(), json!(e.to_string()));
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
+        println!("{freshness}");
         println!("{:<4} {:<9} expected", "PCR", "mode");
         for (i, e) in m.iter() {
             println!(
@@ -194,6 +222,15 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let sig = read_file(&a.signature, "--signature")?;
     let key = read_file(&a.public_key, "--public-key")?;
     let signed = match SignedMeasurements::verify_then_parse(&file, &sig, &key) {
+        Ok(s) if s.freshness().is_expired(sign::now()) => {
+            let e = format!("signature valid but the file expired ({})", s.freshness());
+            if a.json {
+                println!("{}", json!({"accepted": false, "error": e, "freshness": freshness_json(&s.freshness())}));
+            } else {
+                eprintln!("REJECTED: {e}");
+            }
+            return Ok(Status::Rejected);
+        }
         Ok(s) => s,
         Err(e @ attest_measurements::Error::BadSignature) => {
             let what = format!(
@@ -218,13 +255,21 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         }
         Err(e) => return Err(UsageError::new(format!("{}: {e}", a.file.display()))),
     };
+    let freshness = signed.freshness();
+    if !a.json {
+        println!("{freshness}");
+    }
     // A release list with several entries (variants, or the accepted sets of a rolling upgrade): the
     // signature alone is checked unless an entry is selected to compare against.
     if let (Document::List(list), None, None, None) = (signed.document(), &a.against, &a.select.csp, &a.select.variant)
         && list.entries().len() > 1
     {
         if a.json {
-            println!("{}", json!({"accepted": true, "signature": "valid", "entries": list.entries().len()}));
+            println!(
+                "{}",
+                json!({"accepted": true, "signature": "valid", "entries": list.entries().len(),
+                    "freshness": freshness_json(&freshness)})
+            );
         } else {
             println!("signature valid; {} list entries", list.entries().len());
         }
@@ -233,7 +278,11 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let m = pick(signed.into_document(), &a.select, &a.file)?;
     let Some(against) = &a.against else {
         if a.json {
-            println!("{}", json!({"accepted": true, "signature": "valid", "measurements": map_json(&m)}));
+            println!(
+                "{}",
+                json!({"accepted": true, "signature": "valid", "measurements": map_json(&m),
+                    "freshness": freshness_json(&freshness)})
+            );
         } else {
             println!("signature valid; {} expected PCR value(s)", m.len());
         }

@@ -291,6 +291,9 @@ pub struct AttestationSummary {
     pub instance: Option<String>,
     /// The test roots the verdict rests on (simulated hardware), when any.
     pub test_roots: Option<String>,
+    /// The node's identity in its verified evidence (the variant table's `identity` column): what the join
+    /// service binds its disk, name and role to, and what an admission names.
+    pub identity: Option<attest_engine::variant::NodeIdentity>,
 }
 
 /// What a verified TD quote proved.
@@ -342,6 +345,7 @@ impl AttestationSummary {
             "instance": self.instance,
             "simulatedHardware": self.test_roots.is_some(),
             "testRoots": self.test_roots,
+            "identity": self.identity.as_ref().map(ToString::to_string),
         })
     }
 
@@ -511,6 +515,7 @@ impl AttestationValidator for RecordingValidator {
             snp_measurement: ok.snp.as_ref().map(|r| *r.report().measurement()),
             instance: ok.instance.as_ref().map(|i| format!("{}/{}/{}", i.project_id, i.zone, i.instance_name)),
             test_roots: self.test_roots.clone(),
+            identity: ok.node_identity().ok(),
         };
         *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(summary);
         Ok(ok.user_data.to_vec())

@@ -8,6 +8,9 @@
 //!   AK. The join service must refuse (the report's REPORT_DATA binds the earlier quote nonce).
 //! - **Revoked VCEK**: a genuine node joins a join service whose CRL revokes the node's VCEK; the join
 //!   service must refuse. The client is [`attempt_join`] with the node's ordinary issuer.
+//! - **An attested node that lies** (issue 24): a genuine node asks for what is not its own — another node's
+//!   disk key ([`attempt_rejoin`] with that disk's UUID), another node's name, control-plane files as a worker,
+//!   a kubelet certificate for a key it did not prove in the handshake ([`JoinClaim`]).
 
 use attest_atls::{AtlsConnector, AttestationIssuer, AttestationValidator, BoxError, nonce::Nonce};
 use attest_attester::issuer::snp::{SnpCertificates, snp_document};
@@ -89,32 +92,121 @@ impl JoinOutcome {
     }
 }
 
+/// What a join request claims (the lies of issue 24 are each one field).
+#[derive(Clone, Debug)]
+pub struct JoinClaim {
+    /// The kubelet node name of the CSR.
+    pub node_name: String,
+    /// The disk UUID.
+    pub disk_uuid: String,
+    /// The request's control-plane flag.
+    pub control_plane: bool,
+    /// The CSR's key is a key the node never proved in the handshake (instead of the aTLS key, as a genuine
+    /// bootstrapper sends).
+    pub unproven_csr_key: bool,
+}
+
+impl JoinClaim {
+    /// A worker `node_name` with a disk UUID of its own (derived from the name) and an honest CSR.
+    pub fn worker(node_name: &str) -> JoinClaim {
+        JoinClaim {
+            node_name: node_name.to_owned(),
+            disk_uuid: disk_uuid_of(node_name),
+            control_plane: false,
+            unproven_csr_key: false,
+        }
+    }
+}
+
+/// A disk UUID (version 4 layout) derived from `node_name`: each attack node has a disk of its own.
+pub fn disk_uuid_of(node_name: &str) -> String {
+    let mut b = openssl::sha::sha256(node_name.as_bytes());
+    b[6] = (b[6] & 0x0F) | 0x40;
+    b[8] = (b[8] & 0x3F) | 0x80;
+    let h = hex::encode(&b[..16]);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+/// A mutual-aTLS gRPC channel to `join_service` attesting with `issuer` (under `key` when given).
+async fn channel(
+    join_service: SocketAddr,
+    issuer: Arc<dyn AttestationIssuer>,
+    key: Option<openssl::pkey::PKey<openssl::pkey::Private>>,
+) -> Result<Result<attest_grpc::Channel, JoinOutcome>, String> {
+    // The attacker does not care who the join service is: it sends a nonce (mutual aTLS needs one for the
+    // service's own attestation) and takes whatever the service presents, of whichever variant.
+    let ignore: Vec<Arc<dyn AttestationValidator>> =
+        Variant::ALL.iter().map(|&v| Arc::new(IgnoreServer(v)) as Arc<dyn AttestationValidator>).collect();
+    let ignore = Arc::new(attest_atls::Verifier::new(ignore));
+    let mut connector = AtlsConnector::new(Some(issuer), Some(ignore)).map_err(|e| e.to_string())?;
+    if let Some(key) = key {
+        connector = connector.with_key(key);
+    }
+    let config = attest_grpc::ChannelConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
+    Ok(match attest_atls::grpc::connect(join_service, &connector, config).await {
+        Ok((channel, _)) => Ok(channel),
+        Err(e) => Err(JoinOutcome::Refused { reason: error_chain(&e) }),
+    })
+}
+
 /// One `IssueJoinTicket` call to `join_service`, attesting with `issuer`, as `node_name` (a worker).
 pub async fn attempt_join(
     join_service: SocketAddr,
     issuer: Arc<dyn AttestationIssuer>,
     node_name: &str,
 ) -> Result<JoinOutcome, String> {
-    // The attacker does not care who the join service is: it sends a nonce (mutual aTLS needs one for the
-    // service's own attestation) and takes whatever the service presents, of whichever variant.
-    let ignore: Vec<Arc<dyn AttestationValidator>> =
-        Variant::ALL.iter().map(|&v| Arc::new(IgnoreServer(v)) as Arc<dyn AttestationValidator>).collect();
-    let ignore = Arc::new(attest_atls::Verifier::new(ignore));
-    let connector = AtlsConnector::new(Some(issuer), Some(ignore)).map_err(|e| e.to_string())?;
-    let config = attest_grpc::ChannelConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
-    let kubelet = KubeletKey::generate(node_name).map_err(|e| e.to_string())?;
+    attempt_join_claiming(join_service, issuer, &JoinClaim::worker(node_name)).await
+}
+
+/// One `IssueJoinTicket` call claiming `claim`. With an honest claim the CSR's key is the handshake's key, as
+/// the bootstrapper's.
+pub async fn attempt_join_claiming(
+    join_service: SocketAddr,
+    issuer: Arc<dyn AttestationIssuer>,
+    claim: &JoinClaim,
+) -> Result<JoinOutcome, String> {
+    let kubelet = KubeletKey::generate(&claim.node_name).map_err(|e| e.to_string())?;
+    let tls_key = if claim.unproven_csr_key {
+        None // a fresh key per handshake: the CSR's key was never proven
+    } else {
+        Some(kubelet.private_key().clone())
+    };
     let request = IssueJoinTicketRequest {
-        disk_uuid: "00000000-0000-4000-8000-00000000a77c".to_owned(),
+        disk_uuid: claim.disk_uuid.clone(),
         certificate_request: kubelet.csr_der().to_vec(),
+        is_control_plane: claim.control_plane,
         ..IssueJoinTicketRequest::default()
     };
-    let channel = match attest_atls::grpc::connect(join_service, &connector, config).await {
-        Ok((channel, _)) => channel,
-        Err(e) => return Ok(JoinOutcome::Refused { reason: error_chain(&e) }),
+    let channel = match channel(join_service, issuer, tls_key).await? {
+        Ok(channel) => channel,
+        Err(refused) => return Ok(refused),
     };
     let call = channel.unary::<_, attest_proto::join::IssueJoinTicketResponse>(
         attest_proto::paths::JOIN_ISSUE_JOIN_TICKET,
         request,
+        attest_grpc::Metadata::new(),
+        Some(Duration::from_secs(30)),
+    );
+    match call.await {
+        Ok(ticket) => Ok(JoinOutcome::Issued { disk_key_len: ticket.message.state_disk_key.len() }),
+        Err(e) => Ok(JoinOutcome::Refused { reason: error_chain(&e) }),
+    }
+}
+
+/// One `IssueRejoinTicket` call for `disk_uuid`, attesting with `issuer` (a rebooted node asking for a disk's
+/// key; for an attack, another node's disk).
+pub async fn attempt_rejoin(
+    join_service: SocketAddr,
+    issuer: Arc<dyn AttestationIssuer>,
+    disk_uuid: &str,
+) -> Result<JoinOutcome, String> {
+    let channel = match channel(join_service, issuer, None).await? {
+        Ok(channel) => channel,
+        Err(refused) => return Ok(refused),
+    };
+    let call = channel.unary::<_, attest_proto::join::IssueRejoinTicketResponse>(
+        attest_proto::paths::JOIN_ISSUE_REJOIN_TICKET,
+        attest_proto::join::IssueRejoinTicketRequest { disk_uuid: disk_uuid.to_owned() },
         attest_grpc::Metadata::new(),
         Some(Duration::from_secs(30)),
     );

@@ -15,7 +15,7 @@ use attest_attester::issuer::snp::HwIssuerError;
 use attest_attester::tpm::{AkAlgorithm, AkConfig, AkStorage, Tpm};
 use attest_engine::crypto::default_provider;
 use attest_engine::tpm::{AkPublic, TpmtPublic};
-use attest_test_support::tpm::{base64url, hcl_report, runtime_json};
+use attest_test_support::tpm::{base64url, hcl_report, runtime_json_for_vm};
 
 /// What the simulated paravisor provisioned.
 #[derive(Clone, Debug)]
@@ -46,7 +46,12 @@ pub fn hcl_ak_jwk(ak_tpm2b_public: &[u8]) -> Result<String, HwIssuerError> {
 pub fn provision(tpm: &mut Tpm, device: &SnpGuestDevice) -> Result<AzureVtpm, HwIssuerError> {
     let config = AkConfig { algorithm: AkAlgorithm::Rsa2048, storage: AkStorage::Persistent(AZURE_AK_HANDLE) };
     let ak = tpm.attestation_key(config)?;
-    let runtime = runtime_json(&[&hcl_ak_jwk(ak.tpm2b_public())?]);
+    // Each VM has its own vmUniqueId (the node identity of the Azure variants): derived from the AK, so a
+    // re-provisioned VM keeps its id.
+    let d = default_provider().digests.sha256(ak.tpm2b_public());
+    let h = hex::encode_upper(&d[..16]);
+    let vm_id = format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
+    let runtime = runtime_json_for_vm(&[&hcl_ak_jwk(ak.tpm2b_public())?], &vm_id);
     let report_data = attest_engine::azure::hcl_report_data(default_provider(), &runtime);
     let (report, _) = device.ext_report(&report_data, 0)?;
     let report: [u8; attest_test_support::REPORT_LEN] = report.try_into().map_err(|_| HwIssuerError::Device {

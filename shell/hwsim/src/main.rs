@@ -12,6 +12,9 @@
 //!              --snp-device sim:PATH [--node-name NAME]
 //! attest-hwsim attack join --join-service ADDR --variant V --tpm TCTI [--snp-device sim:PATH]
 //!              [--snp-leaf FILE] [--node-name NAME] [--tdx-root sim:ROOT] [--tdx-quote-endpoint URL]
+//!              [--disk-uuid UUID] [--control-plane] [--unproven-csr-key]
+//! attest-hwsim attack rejoin --join-service ADDR --variant V --tpm TCTI [--snp-device sim:PATH]
+//!              [--tdx-root sim:ROOT] [--tdx-quote-endpoint URL] --disk-uuid UUID
 //! ```
 //!
 //! `machine` prints, as one JSON object, what a machine of the variant has, from its row of the variant table
@@ -33,7 +36,7 @@ use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice}
 use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
 use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::variant::{AkTrust, Variant};
-use attest_hwsim::attack::{ReplayingIssuer, attempt_join};
+use attest_hwsim::attack::{JoinClaim, ReplayingIssuer, attempt_join, attempt_join_claiming, attempt_rejoin};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, SimulatedSnp, SnpServer};
 use attest_hwsim::{BANNER, azure, gce, tdx};
 use attest_test_support::SigningKeyKind;
@@ -200,13 +203,34 @@ enum AttackCommand {
         #[command(flatten)]
         target: AttackTarget,
     },
-    /// One genuine join attempt (e.g. a node whose VCEK the join service's CRL revokes).
+    /// One join attempt by a genuine node (e.g. one whose VCEK the join service's CRL revokes), claiming what
+    /// the flags say: another disk, the control plane, a CSR key it did not prove.
     Join {
         #[command(flatten)]
         target: AttackTarget,
         /// The VCEK/VLEK (Azure: the VCEK) when the device's table has none.
         #[arg(long)]
         snp_leaf: Option<PathBuf>,
+        /// The disk UUID to claim (default: one of the node's own, derived from its name).
+        #[arg(long)]
+        disk_uuid: Option<String>,
+        /// Set the request's control-plane flag.
+        #[arg(long)]
+        control_plane: bool,
+        /// Send a CSR for a key other than the handshake's.
+        #[arg(long)]
+        unproven_csr_key: bool,
+    },
+    /// One rejoin attempt by a genuine node for a disk UUID (e.g. another node's).
+    Rejoin {
+        #[command(flatten)]
+        target: AttackTarget,
+        /// The VCEK/VLEK (Azure: the VCEK) when the device's table has none.
+        #[arg(long)]
+        snp_leaf: Option<PathBuf>,
+        /// The disk UUID whose key is asked for.
+        #[arg(long)]
+        disk_uuid: String,
     },
 }
 
@@ -337,29 +361,48 @@ fn run(command: Command) -> Result<(), String> {
             println!("{v}");
             Ok(())
         }
-        Command::Attack(AttackCommand::Join { target, snp_leaf }) => {
-            let variant = Variant::from_name(&target.variant).ok_or("--variant: unknown")?;
-            let mut config = HardwareConfig::new(&target.tpm);
-            if let Some(d) = &target.snp_device {
-                config.snp_device = SnpDeviceAddr::parse(d)?;
-            }
-            if let Some(root) = &target.tdx_root {
-                config.tdx = TdxPaths::parse(root)?;
-            }
-            if let Some(url) = &target.tdx_quote_endpoint {
-                config.tdx_quote_endpoint = QuoteEndpoint::parse(url)?;
-            }
-            if let Some(leaf) = snp_leaf {
-                config.snp_leaf = Some(std::fs::read(&leaf).map_err(|e| format!("{}: {e}", leaf.display()))?);
-            }
-            let issuer = NodeIssuer::open(VariantChoice::Fixed(variant), &config).map_err(|e| e.to_string())?;
-            let outcome = block_on(attempt_join(target.join_service, Arc::new(issuer), &target.node_name))?;
+        Command::Attack(AttackCommand::Join { target, snp_leaf, disk_uuid, control_plane, unproven_csr_key }) => {
+            let issuer = node_issuer(&target, snp_leaf)?;
+            let claim = JoinClaim {
+                disk_uuid: disk_uuid.unwrap_or_else(|| attest_hwsim::attack::disk_uuid_of(&target.node_name)),
+                node_name: target.node_name.clone(),
+                control_plane,
+                unproven_csr_key,
+            };
+            let outcome = block_on(attempt_join_claiming(target.join_service, Arc::new(issuer), &claim))?;
             let mut v = outcome.to_json();
             v["attack"] = json!("join attempt");
             println!("{v}");
             Ok(())
         }
+        Command::Attack(AttackCommand::Rejoin { target, snp_leaf, disk_uuid }) => {
+            let issuer = node_issuer(&target, snp_leaf)?;
+            let outcome = block_on(attempt_rejoin(target.join_service, Arc::new(issuer), &disk_uuid))?;
+            let mut v = outcome.to_json();
+            v["attack"] = json!("rejoin attempt");
+            println!("{v}");
+            Ok(())
+        }
     }
+}
+
+/// The issuer of the node an attack client plays.
+fn node_issuer(target: &AttackTarget, snp_leaf: Option<PathBuf>) -> Result<NodeIssuer, String> {
+    let variant = Variant::from_name(&target.variant).ok_or("--variant: unknown")?;
+    let mut config = HardwareConfig::new(&target.tpm);
+    if let Some(d) = &target.snp_device {
+        config.snp_device = SnpDeviceAddr::parse(d)?;
+    }
+    if let Some(root) = &target.tdx_root {
+        config.tdx = TdxPaths::parse(root)?;
+    }
+    if let Some(url) = &target.tdx_quote_endpoint {
+        config.tdx_quote_endpoint = QuoteEndpoint::parse(url)?;
+    }
+    if let Some(leaf) = snp_leaf {
+        config.snp_leaf = Some(std::fs::read(&leaf).map_err(|e| format!("{}: {e}", leaf.display()))?);
+    }
+    NodeIssuer::open(VariantChoice::Fixed(variant), &config).map_err(|e| e.to_string())
 }
 
 /// Blocks until SIGTERM or Ctrl-C.

@@ -12,11 +12,20 @@
 //!     [--token-issuer kubernetes [--kube-api-url URL --kube-ca-file FILE --kube-token-file FILE] \
 //!      | --token-issuer dry-run --dry-run-dir DIR] [--registration-listen ADDR --ek-ca FILE …] \
 //!     [--ssh-principal-domain DOMAIN …] [--variant-snp-policy VARIANT=FILE …] [--dangerous-test-roots DIR] \
-//!     [--tdx-platform FMSPC[:CA] … [--tdx-policy FILE] [--pcs-store DIR] [--pcs-url URL | --pcs-offline]]
+//!     [--tdx-platform FMSPC[:CA] … [--tdx-policy FILE] [--pcs-store DIR] [--pcs-url URL | --pcs-offline]] \
+//!     --cluster-state FILE [--cluster-state-seed FILE] [--admissions DIR --admission-public-key FILE] \
+//!     [--dangerously-adopt-unbound-disks]
 //! ```
 //!
+//! The cluster state (`--cluster-state`, written by `attest init`; copied from `--cluster-state-seed` when it
+//! does not exist yet) binds each disk and node name to the attested node that first joined with it, names
+//! the control-plane members and keeps the highest measurements version accepted ([`crate::identity`]); the
+//! service does not start without it. Control-plane joins beyond the members need an operator-signed
+//! admission in `--admissions`.
+//!
 //! What it refuses to start with (exit 3): an unsigned or badly signed measurements file (unless
-//! `--dangerously-skip-measurements-signature`), an SNP variant whose policy pins no launch measurement
+//! `--dangerously-skip-measurements-signature`), an expired one or one whose version is below the one the
+//! cluster accepted (rollback), no cluster state, an SNP variant whose policy pins no launch measurement
 //! (unless `--dangerous-allow-unpinned-launch`), stale or missing AMD CRLs for its SNP variants (stale only
 //! under `--allow-stale-crl`), key-service TLS files that do not load. Every waiver is logged as a warning at
 //! start, named in every verdict line (`waivers=…`) and exported (`attest_join_waiver`). The dry-run token
@@ -209,9 +218,40 @@ struct Args {
     /// without it, only the node name).
     #[arg(long = "ssh-principal-domain", value_name = "DOMAIN")]
     ssh_principal_domains: Vec<String>,
+    /// The cluster state: disks and node names bound to attested nodes, control-plane members, the highest
+    /// measurements version accepted (`attest init` writes the first one). Must exist (or be seeded).
+    #[arg(long, value_name = "FILE")]
+    cluster_state: PathBuf,
+    /// When --cluster-state does not exist yet, start from this one (e.g. from a ConfigMap).
+    #[arg(long, value_name = "FILE")]
+    cluster_state_seed: Option<PathBuf>,
+    /// Directory of operator-signed control-plane admissions (`attest admission issue`).
+    #[arg(long, value_name = "DIR", requires = "admission_public_key")]
+    admissions: Option<PathBuf>,
+    /// The operator's public key (PEM, P-256) that signs control-plane admissions.
+    #[arg(long, value_name = "FILE", requires = "admissions")]
+    admission_public_key: Option<PathBuf>,
+    /// DANGEROUS (clusters whose disks were never bound to nodes): a rejoin for a disk no node holds binds it
+    /// to the node that asks, instead of being refused. Logged at start and at every use.
+    #[arg(long)]
+    dangerously_adopt_unbound_disks: bool,
     /// Measurements signature, launch pinning, CRLs and their waivers.
     #[command(flatten)]
     trust: TrustArgs,
+}
+
+/// Opens the cluster state, first copying the seed into place when the state does not exist yet.
+fn open_cluster_state(args: &Args) -> Result<attest_trust::ClusterState, String> {
+    if let (false, Some(seed)) = (args.cluster_state.exists(), &args.cluster_state_seed) {
+        let seeded = attest_trust::ClusterState::open(seed).map_err(|e| format!("--cluster-state-seed: {e}"))?;
+        drop(seeded);
+        let bytes = std::fs::read(seed).map_err(|e| format!("{}: {e}", seed.display()))?;
+        attest_util::fs::write_atomic(&args.cluster_state, &bytes, attest_util::fs::PUBLIC_FILE_MODE)
+            .map_err(|e| format!("--cluster-state: {e}"))?;
+        tracing::info!(state = %args.cluster_state.display(), seed = %seed.display(), "join service: cluster state seeded");
+    }
+    attest_trust::ClusterState::open(&args.cluster_state)
+        .map_err(|e| format!("{e} (attest init writes the first cluster state)"))
 }
 
 fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), String> {
@@ -307,8 +347,10 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         return Err("a TDX variant is configured but no --tdx-platform: no TD quote could be verified".into());
     }
     let snp = Arc::new(snp);
+    let state = Arc::new(open_cluster_state(args)?);
     let mut config = ValidatorConfig {
         record_first_use: args.ak_trust_on_first_use,
+        state: Arc::clone(&state),
         factory: ValidatorFactory {
             snp: Arc::clone(&snp),
             snp_policy,
@@ -378,11 +420,23 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         Duration::from_secs(args.key_service_timeout),
         Arc::clone(&metrics),
     );
-    let service = Arc::new(
-        JoinService::new(keys, tokens, Arc::new(ca), settings, Arc::clone(&metrics))
-            .with_trust(trust)
-            .with_ssh_principal_domains(args.ssh_principal_domains.clone()),
-    );
+    let mut service = JoinService::new(keys, tokens, Arc::new(ca), settings, Arc::clone(&metrics))
+        .with_trust(trust)
+        .with_ssh_principal_domains(args.ssh_principal_domains.clone())
+        .with_cluster_state(state);
+    if let (Some(dir), Some(key)) = (&args.admissions, &args.admission_public_key) {
+        let pem = std::fs::read(key).map_err(|e| format!("{}: {e}", key.display()))?;
+        let key = attest_measurements::VerifyingKey::from_pem(&pem).map_err(|e| format!("{}: {e}", key.display()))?;
+        service = service.with_admissions(dir.clone(), key);
+    }
+    if args.dangerously_adopt_unbound_disks {
+        tracing::warn!(
+            "join service: DANGEROUS: --dangerously-adopt-unbound-disks: a rejoin for a disk no node \
+            holds binds it to whichever attested node asks first"
+        );
+        service = service.dangerously_adopt_unbound_disks();
+    }
+    let service = Arc::new(service);
     let (issuer, activation) = own_attestation(args)?;
     let ek_ca = if args.registration_listen.is_some() {
         Some(EkCaBundle::from_files(&args.ek_ca).map_err(|e| format!("EK CA bundle: {e}"))?)
@@ -470,6 +524,7 @@ async fn serve(
         AtlsAcceptor::new(Some(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>), Some(verifier))
             .map_err(std::io::Error::other)?,
     );
+    metrics.set_handshake_refusals(Arc::clone(acceptor.refusals()));
     let mut router = Router::new();
     router.add_service(service);
     if let Some(a) = activation {

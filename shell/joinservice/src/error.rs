@@ -12,6 +12,9 @@
 //! | [`JoinError::Token`] permanent (401, 403, 4xx, malformed) | `INTERNAL` | misconfiguration (RBAC, token) that the node cannot fix |
 //! | [`JoinError::Csr`] missing control-plane files | `FAILED_PRECONDITION` | the service cannot serve control-plane joins until its PKI is complete |
 //! | [`JoinError::Internal`], [`JoinError::Csr`]/[`JoinError::Ssh`] signing failures | `INTERNAL` | |
+//! | [`JoinError::NoIdentity`], [`JoinError::CsrKeyNotProven`], [`JoinError::NotOwned`] | `PERMISSION_DENIED` | the attested node asked for what is not its own ([`crate::identity`]) |
+//! | [`JoinError::NotOwned`] (`Full`) | `RESOURCE_EXHAUSTED` | a limit of the cluster state |
+//! | [`JoinError::ClusterState`] | `INTERNAL` | the state file could not be written: nothing is issued |
 //!
 //! Messages name what failed and never carry key material or token secrets.
 
@@ -22,6 +25,7 @@ use super::metrics::RefusalReason;
 use super::ssh::SshError;
 use attest_grpc::Status;
 use attest_k8s::{CaError, K8sError};
+use attest_trust::membership::{Refusal, StateError};
 
 /// Why a join or rejoin ticket was refused.
 #[derive(Debug)]
@@ -50,6 +54,14 @@ pub enum JoinError {
     Token(K8sError),
     /// The SSH host key or principals were refused, or the CA could not sign.
     Ssh(SshError),
+    /// The peer's verified evidence names no node identity (its variant's identity source is absent).
+    NoIdentity,
+    /// The CSR's key is not the key the node proved possession of in the aTLS handshake.
+    CsrKeyNotProven,
+    /// The node asked for a name, disk or role that is not its own ([`crate::identity`]).
+    NotOwned(Refusal),
+    /// The cluster state could not be read or written (nothing was issued).
+    ClusterState(StateError),
     /// Anything else.
     Internal {
         /// What failed.
@@ -76,6 +88,15 @@ impl JoinError {
             JoinError::KeyService { .. } => RefusalReason::KeyServiceError,
             JoinError::Token(e) if e.is_transient() => RefusalReason::TokenApiUnavailable,
             JoinError::Token(_) => RefusalReason::TokenApiRefused,
+            JoinError::NoIdentity => RefusalReason::NoIdentity,
+            JoinError::CsrKeyNotProven => RefusalReason::CsrKeyNotProven,
+            JoinError::NotOwned(Refusal::NameTaken { .. } | Refusal::IdentityNamed { .. }) => {
+                RefusalReason::NameNotOwned
+            }
+            JoinError::NotOwned(Refusal::DiskTaken { .. } | Refusal::DiskUnknown { .. }) => RefusalReason::DiskNotOwned,
+            JoinError::NotOwned(Refusal::ControlPlaneNotAuthorized) => RefusalReason::ControlPlaneNotAuthorized,
+            JoinError::NotOwned(Refusal::Full { .. }) => RefusalReason::ClusterStateFull,
+            JoinError::ClusterState(_) => RefusalReason::ClusterState,
         }
     }
 
@@ -88,9 +109,16 @@ impl JoinError {
             RefusalReason::KeyServiceUnavailable | RefusalReason::TokenApiUnavailable => Status::unavailable(message),
             RefusalReason::KeyServiceDeadline => Status::deadline_exceeded(message),
             RefusalReason::ControlPlaneFiles => Status::failed_precondition(message),
-            RefusalReason::KeyServiceError | RefusalReason::TokenApiRefused | RefusalReason::Internal => {
-                Status::internal(message)
-            }
+            RefusalReason::KeyServiceError
+            | RefusalReason::TokenApiRefused
+            | RefusalReason::Internal
+            | RefusalReason::ClusterState => Status::internal(message),
+            RefusalReason::NoIdentity
+            | RefusalReason::CsrKeyNotProven
+            | RefusalReason::NameNotOwned
+            | RefusalReason::DiskNotOwned
+            | RefusalReason::ControlPlaneNotAuthorized => Status::permission_denied(message),
+            RefusalReason::ClusterStateFull => Status::resource_exhausted(message),
         }
     }
 }
@@ -107,11 +135,27 @@ impl fmt::Display for JoinError {
             JoinError::Token(e) => write!(f, "bootstrap token: {e}"),
             JoinError::Ssh(e) => write!(f, "{e}"),
             JoinError::Internal { reason } => write!(f, "internal error: {reason}"),
+            JoinError::NoIdentity => {
+                f.write_str("the attestation names no node identity: nothing can be bound to this node")
+            }
+            JoinError::CsrKeyNotProven => f.write_str(
+                "certificate_request: its key is not the key this node proved in the aTLS handshake \
+                 (the kubelet key must be the aTLS key)",
+            ),
+            JoinError::NotOwned(r) => write!(f, "refused: {r}"),
+            JoinError::ClusterState(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for JoinError {}
+impl std::error::Error for JoinError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JoinError::ClusterState(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<JoinError> for Status {
     fn from(e: JoinError) -> Status {
@@ -155,6 +199,13 @@ mod tests {
             (JoinError::Token(K8sError::Unauthorized(api(401))), Code::Internal),
             (JoinError::Ssh(SshError::HostKeyTooLarge), Code::InvalidArgument),
             (JoinError::Internal { reason: "x".into() }, Code::Internal),
+            (JoinError::NoIdentity, Code::PermissionDenied),
+            (JoinError::CsrKeyNotProven, Code::PermissionDenied),
+            (JoinError::NotOwned(Refusal::NameTaken { name: "n".into() }), Code::PermissionDenied),
+            (JoinError::NotOwned(Refusal::DiskUnknown { disk: "d".into() }), Code::PermissionDenied),
+            (JoinError::NotOwned(Refusal::ControlPlaneNotAuthorized), Code::PermissionDenied),
+            (JoinError::NotOwned(Refusal::Full { what: "nodes" }), Code::ResourceExhausted),
+            (JoinError::ClusterState(StateError::Invalid { path: "s".into(), reason: "x".into() }), Code::Internal),
         ];
         for (e, code) in cases {
             assert_eq!(e.to_status().code, code, "{e}");

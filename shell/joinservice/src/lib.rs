@@ -24,11 +24,35 @@
 //! over plain h2c by mistake) is `UNAUTHENTICATED`. The keys come from the key service over mutual TLS
 //! ([`keys`]).
 //!
+//! # What an attested node may have: its own
+//!
+//! The attestation proves what a node runs, not who it is to the cluster: a node whose workload an attacker
+//! controls still attests. So nothing a node receives is chosen by its request alone ([`identity`]):
+//!
+//! - the **node**: the identity its verified evidence names ([`PeerAttestation::identity`], from the engine's
+//!   variant table: the registered AK on `qemu-vtpm`, Azure's VM id, the report-bound AK on AWS/GCP SNP, the
+//!   GCE instance, the TDX platform);
+//! - the **disk key**: the disk UUID is bound to the identity that first joined with it; a rejoin gets the
+//!   key only for a disk of its own identity (the key's derivation, HKDF "key-" + UUID, is unchanged, so
+//!   recovery from the master secret and existing clusters' keys stay as they were);
+//! - the **node name**: the kubelet certificate's name is bound to the identity that first joined under it
+//!   (the init node's by `attest init`), and a per-VM identity holds one name; the CSR's key must be the key
+//!   the node proved possession of in the aTLS handshake (its certificate's key, [`PeerAttestation::spki_sha256`]);
+//! - the **role**: control-plane files only for a control-plane member (the init node) or an identity with an
+//!   operator-signed, one-time admission for this name ([`attest_trust::admission`]) — never for the flag in
+//!   the request alone.
+//!
+//! The bindings live in the cluster state ([`attest_trust::membership`], `--cluster-state`), written before
+//! any secret leaves.
+//!
 //! # A join
 //!
 //! ```text
 //!  check request ─► disk_uuid (UUID), CSR (signature, O/CN, node name, key), host key + principals
 //!        │ INVALID_ARGUMENT
+//!        ▼
+//!  the node's identity; CSR key = the aTLS key; name, disk, role bound to the identity (cluster state)
+//!        │ PERMISSION_DENIED
 //!        ▼
 //!  ┌─ in parallel ──────────────────────────────────────────────────────┐
 //!  │ kms GetDataKey(disk_uuid, 32)   kms GetDataKey("measurementSecret", 32)
@@ -83,6 +107,7 @@
 pub mod cmd;
 pub mod config;
 pub mod error;
+pub mod identity;
 pub mod keys;
 pub mod metrics;
 pub mod ssh;
@@ -107,6 +132,7 @@ use attest_grpc::{Request, Response, Router, Service, Status};
 use attest_k8s::{BootstrapToken, ClusterCa, TokenIssuer};
 use attest_keyservice::{MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH, STATE_DISK_KEY_LENGTH};
 use attest_trust::Trust;
+use attest_trust::membership::ClusterState;
 
 pub use config::{ConfigError, KubernetesSettings, is_uuid, load_measurement_salt};
 pub use error::JoinError;
@@ -142,6 +168,7 @@ pub struct JoinService {
     trust: Option<Arc<Trust>>,
     ssh_principal_domains: Vec<String>,
     ssh_ca: ssh::SshCaCache,
+    membership: identity::Membership,
 }
 
 /// What the log says about the peer: never the document itself.
@@ -149,6 +176,7 @@ struct PeerFacts {
     variant: &'static str,
     oid: String,
     ak_digest: String,
+    identity: String,
 }
 
 impl PeerFacts {
@@ -160,7 +188,8 @@ impl PeerFacts {
             .filter(|t| !t.ak_public.is_empty())
             .and_then(|t| attest_registration::ak_digest(&t.ak_public).ok())
             .map_or_else(|| "none".to_owned(), hex::encode);
-        PeerFacts { variant, oid: peer.oid.clone(), ak_digest }
+        let identity = peer.identity.as_ref().map_or_else(|| "none".to_owned(), ToString::to_string);
+        PeerFacts { variant, oid: peer.oid.clone(), ak_digest, identity }
     }
 }
 
@@ -252,7 +281,33 @@ impl JoinService {
             trust: None,
             ssh_principal_domains: Vec::new(),
             ssh_ca: ssh::SshCaCache::default(),
+            membership: identity::Membership::new(Arc::new(ClusterState::in_memory())),
         }
+    }
+
+    /// Binds disks, names and roles to attested identities in `state` (the cluster state file; the default is
+    /// an empty state in memory, which forgets everything at exit — for tests only).
+    pub fn with_cluster_state(mut self, state: Arc<ClusterState>) -> JoinService {
+        self.membership = identity::Membership { state, ..self.membership };
+        self
+    }
+
+    /// Reads operator-signed control-plane admissions from `dir`, believing those signed by `key`.
+    pub fn with_admissions(mut self, dir: std::path::PathBuf, key: attest_measurements::VerifyingKey) -> JoinService {
+        self.membership.admissions = Some(identity::AdmissionSource { dir, key });
+        self
+    }
+
+    /// DANGEROUS (migration of a cluster whose disks were never bound): a rejoin for a disk no node holds
+    /// binds it to the asking node instead of being refused. Logged at every use.
+    pub fn dangerously_adopt_unbound_disks(mut self) -> JoinService {
+        self.membership.adopt_unbound_disks = true;
+        self
+    }
+
+    /// The cluster state the service binds to.
+    pub fn cluster_state(&self) -> &Arc<ClusterState> {
+        &self.membership.state
     }
 
     /// Reports `trust` (measurements signature, launch pinning, revocation and every waiver) in each
@@ -295,7 +350,7 @@ impl JoinService {
         };
         let facts = PeerFacts::of(peer);
         let mut node_name = None;
-        match self.join(&request, &mut node_name).await {
+        match self.join(&request, peer, &mut node_name).await {
             Ok((response, token_id)) => {
                 self.metrics.join_issued();
                 tracing::info!(
@@ -303,6 +358,7 @@ impl JoinService {
                     variant = facts.variant,
                     variant_oid = %facts.oid,
                     ak_digest = %facts.ak_digest,
+                    identity = %facts.identity,
                     control_plane = request.message.is_control_plane,
                     token_id = %token_id,
                     token_issuer = self.tokens.kind(),
@@ -331,6 +387,8 @@ impl JoinService {
         let disk_uuid = &request.message.disk_uuid;
         let result = async {
             check_disk_uuid(disk_uuid)?;
+            // Only the key of a disk this attested node joined with (before asking the key service).
+            self.membership.check_rejoin(peer, disk_uuid).await?;
             let deadline = request.deadline;
             let (disk, secret) = tokio::join!(
                 self.key("disk", disk_uuid, STATE_DISK_KEY_LENGTH, deadline),
@@ -350,6 +408,7 @@ impl JoinService {
                     variant = facts.variant,
                     variant_oid = %facts.oid,
                     ak_digest = %facts.ak_digest,
+                    identity = %facts.identity,
                     waivers = %self.waivers_field(),
                     outcome = "issued",
                     "rejoin ticket issued"
@@ -369,6 +428,7 @@ impl JoinService {
             variant = facts.map_or("", |f| f.variant),
             variant_oid = facts.map_or("", |f| f.oid.as_str()),
             ak_digest = facts.map_or("", |f| f.ak_digest.as_str()),
+            identity = facts.map_or("", |f| f.identity.as_str()),
             outcome = "refused",
             reason = e.reason().label(),
             code = %status.code,
@@ -407,6 +467,7 @@ impl JoinService {
     async fn join(
         &self,
         request: &Request<IssueJoinTicketRequest>,
+        peer: &PeerAttestation,
         node_name: &mut Option<String>,
     ) -> Result<(IssueJoinTicketResponse, String), JoinError> {
         let m = &request.message;
@@ -414,6 +475,14 @@ impl JoinService {
         check_disk_uuid(&m.disk_uuid)?;
         let csr = self.ca.check_kubelet_csr(&m.certificate_request).map_err(JoinError::Csr)?;
         *node_name = Some(csr.node_name.clone());
+        if m.is_control_plane {
+            // The PKI must be complete before anything is bound or an admission used up.
+            self.ca.control_plane_files().map_err(JoinError::Csr)?;
+        }
+        // 2. What is the node's own: the CSR's key is the key it proved in the handshake; its name, disk and
+        //    role are bound to its attested identity (recorded before any secret leaves).
+        identity::check_csr_key(&csr, peer)?;
+        self.membership.admit_join(peer, &csr.node_name, &m.disk_uuid, m.is_control_plane).await?;
         let control_plane_files = if m.is_control_plane {
             let files = self.ca.control_plane_files().map_err(JoinError::Csr)?;
             files.iter().map(|f| ControlPlaneCertOrKey { name: f.name.to_owned(), data: f.data.to_vec() }).collect()
@@ -421,7 +490,7 @@ impl JoinService {
             Vec::new()
         };
 
-        // 2. Keys and token, concurrently.
+        // 3. Keys and token, concurrently.
         let deadline = request.deadline;
         let (disk, secret, ssh_seed, token) = tokio::join!(
             self.key("disk", &m.disk_uuid, STATE_DISK_KEY_LENGTH, deadline),
@@ -440,7 +509,7 @@ impl JoinService {
             }
         };
 
-        // 3. Finish the ticket; any failure deletes the token.
+        // 4. Finish the ticket; any failure deletes the token.
         match self.finish(m, &csr, disk, secret, ssh_seed, &token, control_plane_files) {
             Ok(response) => {
                 guard.keep();

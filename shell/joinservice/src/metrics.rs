@@ -20,6 +20,10 @@
 //! | `attest_join_key_service_calls_total` | counter | `outcome` = `ok` \| `error` |
 //! | `attest_join_measurements_reloads_total` | counter | `outcome` = `applied` \| `rejected` |
 //! | `attest_join_measurements_generation` | gauge | — |
+//! | `attest_join_measurements_version` | gauge | — (the signed `measurementsVersion` in use) |
+//! | `attest_join_measurements_rollbacks_total` | counter | — (files refused for a version below the one accepted) |
+//! | `attest_join_measurements_expired` | gauge | — (1: the file in use has expired; every join is refused) |
+//! | `attest_atls_handshakes_refused_total` | counter | `reason` (`attest_atls::RefusalReason`: relayed, replayed, wrong key, wrong nonce, TLS 1.2, …) |
 //! | `attest_join_waiver` | gauge (1 per waiver in effect) | `waiver` (`attest_trust::Trust::waivers`) |
 //! | `attest_join_dry_run` | gauge | — (1: tickets carry dry-run tokens that exist only as files) |
 
@@ -64,13 +68,27 @@ pub enum RefusalReason {
     TokenApiRefused,
     /// The PKI lacks control-plane files.
     ControlPlaneFiles,
+    /// The evidence names no node identity.
+    NoIdentity,
+    /// The CSR's key is not the handshake's key.
+    CsrKeyNotProven,
+    /// The node name is another node's (or this node has another).
+    NameNotOwned,
+    /// The disk is another node's, or was never joined.
+    DiskNotOwned,
+    /// A control-plane join without membership or admission.
+    ControlPlaneNotAuthorized,
+    /// A limit of the cluster state.
+    ClusterStateFull,
+    /// The cluster state could not be written.
+    ClusterState,
     /// Anything else.
     Internal,
 }
 
 impl RefusalReason {
     /// Every reason, in label order.
-    pub const ALL: [RefusalReason; 10] = [
+    pub const ALL: [RefusalReason; 17] = [
         RefusalReason::Unauthenticated,
         RefusalReason::InvalidRequest,
         RefusalReason::InvalidCsr,
@@ -80,6 +98,13 @@ impl RefusalReason {
         RefusalReason::TokenApiUnavailable,
         RefusalReason::TokenApiRefused,
         RefusalReason::ControlPlaneFiles,
+        RefusalReason::NoIdentity,
+        RefusalReason::CsrKeyNotProven,
+        RefusalReason::NameNotOwned,
+        RefusalReason::DiskNotOwned,
+        RefusalReason::ControlPlaneNotAuthorized,
+        RefusalReason::ClusterStateFull,
+        RefusalReason::ClusterState,
         RefusalReason::Internal,
     ];
 
@@ -95,6 +120,13 @@ impl RefusalReason {
             RefusalReason::TokenApiUnavailable => "token_api_unavailable",
             RefusalReason::TokenApiRefused => "token_api_refused",
             RefusalReason::ControlPlaneFiles => "control_plane_files",
+            RefusalReason::NoIdentity => "no_identity",
+            RefusalReason::CsrKeyNotProven => "csr_key_not_proven",
+            RefusalReason::NameNotOwned => "name_not_owned",
+            RefusalReason::DiskNotOwned => "disk_not_owned",
+            RefusalReason::ControlPlaneNotAuthorized => "control_plane_not_authorized",
+            RefusalReason::ClusterStateFull => "cluster_state_full",
+            RefusalReason::ClusterState => "cluster_state",
             RefusalReason::Internal => "internal",
         }
     }
@@ -147,7 +179,11 @@ pub struct Metrics {
     key_calls_error: AtomicU64,
     reloads_applied: AtomicU64,
     reloads_rejected: AtomicU64,
+    rollbacks: AtomicU64,
     generation: AtomicU64,
+    measurements_version: AtomicU64,
+    measurements_expired: std::sync::atomic::AtomicBool,
+    handshakes: std::sync::OnceLock<Arc<attest_atls::HandshakeRefusals>>,
     trust: std::sync::OnceLock<Arc<attest_trust::Trust>>,
     dry_run: std::sync::atomic::AtomicBool,
 }
@@ -216,6 +252,33 @@ impl Metrics {
         }
     }
 
+    /// A measurements file was refused for a version below the one accepted (rollback); also counted as a
+    /// rejected reload.
+    pub fn measurements_rollback(&self) {
+        self.rollbacks.fetch_add(1, Ordering::Relaxed);
+        self.reloads_rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Rollbacks refused so far.
+    pub fn measurements_rollbacks(&self) -> u64 {
+        self.rollbacks.load(Ordering::Relaxed)
+    }
+
+    /// The signed version of the measurements in use.
+    pub fn set_measurements_version(&self, version: u64) {
+        self.measurements_version.store(version, Ordering::Relaxed);
+    }
+
+    /// Whether the measurements in use have expired (every join is refused until a new file arrives).
+    pub fn set_measurements_expired(&self, expired: bool) {
+        self.measurements_expired.store(expired, Ordering::Relaxed);
+    }
+
+    /// Exports the refused aTLS handshakes of the service's acceptor.
+    pub fn set_handshake_refusals(&self, refusals: Arc<attest_atls::HandshakeRefusals>) {
+        let _ = self.handshakes.set(refusals);
+    }
+
     /// Reports `trust`'s waivers (once, at start; the revocation state is read at each scrape).
     pub fn set_trust(&self, trust: Arc<attest_trust::Trust>) {
         let _ = self.trust.set(trust);
@@ -281,6 +344,27 @@ impl Metrics {
              # TYPE attest_join_measurements_generation gauge\nattest_join_measurements_generation {}",
             load(&self.generation)
         );
+        let _ = writeln!(
+            out,
+            "# HELP attest_join_measurements_version The signed measurementsVersion of the measurements in use.\n\
+             # TYPE attest_join_measurements_version gauge\nattest_join_measurements_version {}",
+            load(&self.measurements_version)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP attest_join_measurements_rollbacks_total Measurements files refused: version below the one accepted.\n\
+             # TYPE attest_join_measurements_rollbacks_total counter\nattest_join_measurements_rollbacks_total {}",
+            load(&self.rollbacks)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP attest_join_measurements_expired 1 when the measurements in use have expired (joins refused).\n\
+             # TYPE attest_join_measurements_expired gauge\nattest_join_measurements_expired {}",
+            u8::from(self.measurements_expired.load(Ordering::Relaxed))
+        );
+        if let Some(h) = self.handshakes.get() {
+            h.render(&mut out);
+        }
         let _ = writeln!(
             out,
             "# HELP attest_join_waiver Trust waivers in effect (explicit flags), one sample each.\n# TYPE attest_join_waiver gauge"
@@ -419,7 +503,20 @@ mod tests {
             let (_, value) = l.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{l}");
         }
-        assert_eq!(text.matches("# TYPE").count(), 10);
+        assert_eq!(text.matches("# TYPE").count(), 13);
+        m.measurements_rollback();
+        m.set_measurements_version(7);
+        m.set_handshake_refusals(Arc::new(attest_atls::HandshakeRefusals::new()));
+        let text = m.render();
+        for line in [
+            "attest_join_measurements_rollbacks_total 1",
+            "attest_join_measurements_version 7",
+            "attest_join_measurements_reloads_total{outcome=\"rejected\"} 1",
+            "attest_atls_handshakes_refused_total{reason=\"protocol_version\"} 0",
+            "attest_join_refused_total{reason=\"disk_not_owned\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
         // No waiver reported, no dry run.
         assert!(!text.contains("attest_join_waiver{"), "{text}");
         assert!(text.lines().any(|l| l == "attest_join_dry_run 0"), "{text}");

@@ -23,6 +23,15 @@
 //! logs an error and counts a rejected reload; the next valid content is applied. A file changed before its
 //! signature is refused until the matching signature arrives.
 //!
+//! Only forward: the file's signed `measurementsVersion` must not be below the highest version this cluster
+//! accepted, which the cluster state keeps across restarts (`attest_trust::membership`): an older, validly
+//! signed file put back is refused at start (the service does not start) and on reload (the running set
+//! stays), with an error line naming the rollback and `attest_join_measurements_rollbacks_total`. Each
+//! applied version raises the floor — written before the new validators are used; a floor that cannot be
+//! written refuses the file. A file whose `expires` has passed is refused at load, and a set whose file
+//! expires while in use refuses every attestation from then on (`attest_join_measurements_expired`), so a
+//! withheld update cannot keep an old file valid for ever.
+//!
 //! Rolling upgrades: a release list may hold several accepted sets for a variant, each labelled with its
 //! image (`attest measurements merge`). The set's validator admits a node that meets any of them
 //! (`Validator::with_alternatives`), so during a rollout old and new images join; once the operator signs a
@@ -37,9 +46,13 @@ use std::time::{Duration, Instant};
 use attest_engine::variant::{AkRegistry, AkTrust, LaunchPin, Validator, Variant};
 
 use super::metrics::Metrics;
-use attest_atls::{AttestationValidator, BoxError, EngineValidator, FirstUseRecorder, ValidationError, nonce::Nonce};
+use attest_atls::{
+    Accepted, AttestationValidator, BoxError, EngineValidator, FirstUseRecorder, ValidationError, nonce::Nonce,
+};
 use attest_engine::variant::Validated;
+use attest_measurements::Freshness;
 use attest_registration::FileAkRegistry;
+use attest_trust::membership::{ClusterState, StateError};
 use attest_trust::{FactoryError, LoadedMeasurements, MeasurementsTrust, Trust, TrustError, ValidatorFactory};
 
 /// Pins AKs trusted on first use in the file registry, once their document fully validated (aTLS's hook; the
@@ -80,6 +93,8 @@ pub enum MeasurementsError {
         /// The variant.
         variant: Variant,
     },
+    /// The new highest accepted version could not be recorded in the cluster state: the file is not used.
+    State(StateError),
 }
 
 impl std::fmt::Display for MeasurementsError {
@@ -92,6 +107,7 @@ impl std::fmt::Display for MeasurementsError {
             MeasurementsError::Invalid { path, variant: None, source } => write!(f, "{}: {source}", path.display()),
             MeasurementsError::NoVariants => f.write_str("no attestation variant configured"),
             MeasurementsError::Factory(e) => write!(f, "{e}"),
+            MeasurementsError::State(e) => write!(f, "recording the measurements version: {e}"),
             MeasurementsError::LaunchUnpinned { variant } => write!(
                 f,
                 "{variant}: nothing pins the TD's launch (give MRTD: measurement 0 for qemu-tdx, mrtd in the TDX \
@@ -107,6 +123,7 @@ impl std::error::Error for MeasurementsError {
             MeasurementsError::Untrusted(e) => Some(e),
             MeasurementsError::Invalid { source, .. } => Some(source),
             MeasurementsError::Factory(e) => Some(e),
+            MeasurementsError::State(e) => Some(e),
             MeasurementsError::NoVariants | MeasurementsError::LaunchUnpinned { .. } => None,
         }
     }
@@ -131,6 +148,8 @@ pub struct ValidatorConfig {
     pub measurements: MeasurementsTrust,
     /// What the service trusts and waives, for every verdict's log line (`None`: not reported).
     pub trust: Option<Arc<Trust>>,
+    /// Where the highest accepted measurements version is kept (the cluster state; in memory by default).
+    pub state: Arc<ClusterState>,
 }
 
 impl ValidatorConfig {
@@ -165,6 +184,7 @@ impl ValidatorConfig {
             factory: ValidatorFactory::default(),
             measurements,
             trust: None,
+            state: Arc::new(ClusterState::in_memory()),
         }
     }
 
@@ -186,6 +206,7 @@ impl ValidatorConfig {
 pub struct ValidatorSet {
     generation: u64,
     digest: [u8; 32],
+    freshness: Freshness,
     validators: BTreeMap<&'static str, EngineValidator>,
 }
 
@@ -236,13 +257,32 @@ impl ValidatorSet {
             }
             validators.insert(variant.oid(), engine);
         }
-        Ok(ValidatorSet { generation, digest: loaded.inputs_sha256, validators })
+        Ok(ValidatorSet { generation, digest: loaded.inputs_sha256, freshness: loaded.freshness, validators })
     }
 
     /// The generation (1 for the startup file, +1 per applied change).
     pub fn generation(&self) -> u64 {
         self.generation
     }
+
+    /// The signed version and expiry of the file the set was built from.
+    pub fn freshness(&self) -> Freshness {
+        self.freshness
+    }
+}
+
+/// Refuses a file below the cluster's highest accepted version, builds its set, then records its version
+/// as the new floor (before the set is used).
+fn build_forward(
+    config: &ValidatorConfig,
+    path: &Path,
+    loaded: &LoadedMeasurements,
+    generation: u64,
+) -> Result<ValidatorSet, MeasurementsError> {
+    loaded.check_floor(path, config.state.measurements_floor()).map_err(MeasurementsError::Untrusted)?;
+    let set = ValidatorSet::build(config, path, loaded, generation)?;
+    config.state.raise_measurements_floor(loaded.freshness.version).map_err(MeasurementsError::State)?;
+    Ok(set)
 }
 
 /// The current validator set, swappable.
@@ -259,10 +299,13 @@ impl Validators {
     /// start).
     pub fn load(config: ValidatorConfig, path: &Path, metrics: Arc<Metrics>) -> Result<Validators, MeasurementsError> {
         let loaded = config.measurements.load(path).map_err(MeasurementsError::Untrusted)?;
-        let set = ValidatorSet::build(&config, path, &loaded, 1)?;
+        let set = build_forward(&config, path, &loaded, 1)?;
         metrics.measurements_reload(Some(1));
+        metrics.set_measurements_version(loaded.freshness.version);
         tracing::info!(file = %path.display(), sha256 = %hex::encode(loaded.file_sha256),
-            signature = loaded.signature.name(), "measurements loaded");
+            signature = loaded.signature.name(), version = loaded.freshness.version,
+            expires = %loaded.freshness.expires.map_or_else(|| "never".to_owned(), |e| e.to_string()),
+            floor = config.state.measurements_floor(), "measurements loaded");
         Ok(Validators { config, path: path.to_owned(), current: RwLock::new(Arc::new(set)), metrics })
     }
 
@@ -284,16 +327,22 @@ impl Validators {
                 if loaded.inputs_sha256 == old.digest {
                     return Ok(None);
                 }
-                ValidatorSet::build(&self.config, &self.path, &loaded, old.generation + 1).map(Some)
+                build_forward(&self.config, &self.path, &loaded, old.generation + 1).map(Some)
             });
         match built {
             Ok(None) => Ok(None),
             Ok(Some(set)) => {
-                let generation = set.generation;
+                let (generation, version) = (set.generation, set.freshness.version);
                 *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(set);
                 self.metrics.measurements_reload(Some(generation));
-                tracing::info!(file = %self.path.display(), generation, "measurements changed: validators swapped");
+                self.metrics.set_measurements_version(version);
+                self.metrics.set_measurements_expired(false);
+                tracing::info!(file = %self.path.display(), generation, version, "measurements changed: validators swapped");
                 Ok(Some(generation))
+            }
+            Err(e @ MeasurementsError::Untrusted(TrustError::MeasurementsRolledBack { .. })) => {
+                self.metrics.measurements_rollback();
+                Err(e)
             }
             Err(e) => {
                 self.metrics.measurements_reload(None);
@@ -378,11 +427,23 @@ impl AttestationValidator for SwappingValidator {
     }
 
     fn validate(&self, document: &[u8], nonce: &Nonce) -> Result<Vec<u8>, ValidationError> {
+        self.validate_peer(document, nonce).map(|a| a.user_data)
+    }
+
+    fn validate_peer(&self, document: &[u8], nonce: &Nonce) -> Result<Accepted, ValidationError> {
         let started = Instant::now();
         let set = self.validators.current();
-        let result = match set.validators.get(self.variant.oid()) {
-            Some(v) => v.validate(document, nonce),
-            None => Err(ValidationError::Rejected(Box::new(VariantNotConfigured(self.variant)))),
+        let expired = set.freshness.expires.filter(|_| set.freshness.is_expired(attest_trust::measurements::now()));
+        if expired.is_some() {
+            self.validators.metrics.set_measurements_expired(true);
+        }
+        let result = match (expired, set.validators.get(self.variant.oid())) {
+            (Some(expires), _) => Err(ValidationError::Rejected(Box::new(TrustError::MeasurementsExpired {
+                path: self.validators.path.clone(),
+                expires,
+            }))),
+            (None, Some(v)) => v.validate_peer(document, nonce),
+            (None, None) => Err(ValidationError::Rejected(Box::new(VariantNotConfigured(self.variant)))),
         };
         self.validators.metrics.attestation(started.elapsed(), result.is_ok());
         let trust = self.validators.config.trust.as_deref();

@@ -25,6 +25,7 @@ fn join_service_manifest() {
             "key-service-ca",
             "key-service-cert",
             "key-service-key",
+            "cluster-state",
         ],
     );
     // The node's TPM reaches the unprivileged container through a device plugin.

@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use attest_atls::PeerAttestation;
 use attest_grpc::{Channel, ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig, Status};
 use attest_joinservice::ssh::SshCa;
 use attest_joinservice::{JoinService, KeyServiceClient, Metrics, MetricsServer, RefusalReason};
@@ -19,7 +18,10 @@ use attest_keyservice::{MasterSecret, derive_data_key, measurement_secret, state
 use attest_proto::join::{IssueJoinTicketRequest, IssueRejoinTicketRequest};
 use attest_proto::kms::{GetDataKeyRequest, GetDataKeyResponse};
 use attest_proto::paths;
-use join_support::{API_SERVER_ENDPOINT, Captured, MEASUREMENT_SALT, csr, fixture, kubernetes, ticket_settings};
+use join_support::{
+    API_SERVER_ENDPOINT, Captured, MEASUREMENT_SALT, MeasurementsSigner, TestNode, admit, csr, fixture, kubernetes,
+    ticket_settings,
+};
 use openssl::nid::Nid;
 use openssl::pkey::PKey;
 use openssl::x509::X509;
@@ -28,7 +30,6 @@ use zeroize::Zeroizing;
 const DISK_UUID: &str = "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 const MASTER_KEY: [u8; 32] = [0x42; 32];
 const MASTER_SALT: [u8; 32] = [0x17; 32];
-const QEMU_OID: &str = "1.3.9900.5.1";
 
 fn master() -> MasterSecret {
     MasterSecret::new(Zeroizing::new(MASTER_KEY.to_vec()), Zeroizing::new(MASTER_SALT.to_vec())).unwrap()
@@ -99,16 +100,39 @@ fn host_key() -> Vec<u8> {
     wire
 }
 
+/// A join of `node` (its own identity; its CSR for the key it proved in the handshake) with [`DISK_UUID`].
 fn join_request(node: &str, control_plane: bool) -> Request<IssueJoinTicketRequest> {
+    join_request_of(&TestNode::new(node), control_plane)
+}
+
+fn join_request_of(node: &TestNode, control_plane: bool) -> Request<IssueJoinTicketRequest> {
     let mut r = Request::new(IssueJoinTicketRequest {
         disk_uuid: DISK_UUID.into(),
-        certificate_request: csr(node),
+        certificate_request: node.csr(),
         is_control_plane: control_plane,
         host_public_key: host_key(),
-        host_certificate_principals: vec![node.into()],
+        host_certificate_principals: vec![node.name.clone()],
     });
-    r.peer = Some(Arc::new(PeerAttestation { oid: QEMU_OID.into(), document: Vec::new(), spki_sha256: [7; 32] }));
+    r.peer = Some(Arc::new(node.peer()));
     r
+}
+
+fn rejoin_request(node: &TestNode, disk: &str) -> Request<IssueRejoinTicketRequest> {
+    let mut r = Request::new(IssueRejoinTicketRequest { disk_uuid: disk.into() });
+    r.peer = Some(Arc::new(node.peer()));
+    r
+}
+
+/// A fixture whose join service admits control-plane nodes by the operator's admissions in `dir/admissions`,
+/// signed by the returned signer.
+fn admitting_fixture(kms: SocketAddr) -> (join_support::Fixture, MeasurementsSigner, std::path::PathBuf) {
+    let dir = join_support::temp_dir("operator");
+    let signer = MeasurementsSigner::new(&dir);
+    let key = attest_measurements::VerifyingKey::from_pem(&std::fs::read(&signer.public_key).unwrap()).unwrap();
+    let admissions = dir.join("admissions");
+    let f =
+        join_support::fixture_with(kms, Duration::from_secs(5), None, |s| s.with_admissions(admissions.clone(), key));
+    (f, signer, admissions)
 }
 
 fn token_files(dir: &std::path::Path) -> Vec<String> {
@@ -194,8 +218,10 @@ async fn a_failed_cluster_key_fetch_is_not_kept() {
 #[tokio::test]
 async fn control_plane_files_only_for_control_plane_nodes() {
     let (_kms, addr) = key_service().await;
-    let f = fixture(addr, Duration::from_secs(5), None);
-    let t = f.service.issue_join_ticket(join_request("cp-2", true)).await.unwrap().message;
+    let (f, operator, admissions) = admitting_fixture(addr);
+    let cp = TestNode::new("cp-2");
+    admit(&operator, &admissions, &cp.identity, &cp.name);
+    let t = f.service.issue_join_ticket(join_request_of(&cp, true)).await.unwrap().message;
     let names: Vec<_> = t.control_plane_files.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
         names,
@@ -249,9 +275,8 @@ async fn key_service_down_is_unavailable_and_the_token_is_deleted() {
     assert_eq!(*issuer.created.lock().unwrap(), *issuer.deleted.lock().unwrap());
     assert_eq!(issuer.created.lock().unwrap().len(), 1);
 
-    // Rejoin: the same mapping.
-    let mut r = Request::new(IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() });
-    r.peer = join_request("x", false).peer;
+    // Rejoin (the failed join bound the disk to worker-1 before asking for keys): the same mapping.
+    let r = rejoin_request(&TestNode::new("worker-1"), DISK_UUID);
     assert_eq!(g.service.issue_rejoin_ticket(r).await.unwrap_err().code, Code::Unavailable);
 }
 
@@ -383,13 +408,132 @@ async fn token_api_failures_map_to_precise_codes() {
 async fn rejoin_returns_the_same_keys() {
     let (_kms, addr) = key_service().await;
     let f = fixture(addr, Duration::from_secs(5), None);
-    let mut r = Request::new(IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() });
-    r.peer = join_request("x", false).peer;
-    let t = f.service.issue_rejoin_ticket(r).await.unwrap().message;
+    let node = TestNode::new("worker-1");
+    let joined = f.service.issue_join_ticket(join_request_of(&node, false)).await.unwrap().message;
+    let tokens = token_files(&f.tokens_dir);
+    // After a reboot: the same attested node (same identity, a new aTLS key) gets its disk key again.
+    let rebooted = TestNode::with_identity("worker-1", node.identity.clone());
+    let t = f.service.issue_rejoin_ticket(rejoin_request(&rebooted, DISK_UUID)).await.unwrap().message;
     assert_eq!(t.state_disk_key, state_disk_key(&master(), DISK_UUID).unwrap().to_vec());
+    assert_eq!(t.state_disk_key, joined.state_disk_key);
     assert_eq!(t.measurement_secret, measurement_secret(&master()).to_vec());
-    assert!(token_files(&f.tokens_dir).is_empty(), "a rejoin creates no token");
-    assert_eq!(f.metrics.issued_count(), (0, 1));
+    assert_eq!(token_files(&f.tokens_dir), tokens, "a rejoin creates no token");
+    assert_eq!(f.metrics.issued_count(), (1, 1));
+}
+
+/// Issue 24, attack 1: an attested node asks for another node's disk key. Refused before the key service is
+/// asked; an unknown disk likewise (unless the named migration waiver binds it to the first asker).
+#[tokio::test]
+async fn another_nodes_disk_key_is_refused() {
+    let (_kms, addr) = key_service().await;
+    let f = fixture(addr, Duration::from_secs(5), None);
+    f.service.issue_join_ticket(join_request("node-2", false)).await.unwrap();
+    let calls = f.metrics.key_service_calls();
+    let node3 = TestNode::new("node-3");
+    let e = f.service.issue_rejoin_ticket(rejoin_request(&node3, DISK_UUID)).await.unwrap_err();
+    assert_eq!(e.code, Code::PermissionDenied, "{e}");
+    assert!(e.message.contains("belongs to another attested node"), "{e}");
+    // A join with node-2's disk (under its own name) is refused the same way.
+    let mut join = join_request_of(&node3, false);
+    join.message.disk_uuid = DISK_UUID.into();
+    assert_eq!(f.service.issue_join_ticket(join).await.unwrap_err().code, Code::PermissionDenied);
+    let unknown = "6ba7b810-9dad-11d1-80b4-00c04fd430c8";
+    let e = f.service.issue_rejoin_ticket(rejoin_request(&node3, unknown)).await.unwrap_err();
+    assert_eq!(e.code, Code::PermissionDenied, "{e}");
+    assert_eq!(f.metrics.key_service_calls(), calls, "no key was asked for");
+    assert_eq!(f.metrics.refused_count(RefusalReason::DiskNotOwned), 3);
+    assert_eq!(f.metrics.issued_count(), (1, 0));
+
+    let g =
+        join_support::fixture_with(addr, Duration::from_secs(5), None, JoinService::dangerously_adopt_unbound_disks);
+    let t = g.service.issue_rejoin_ticket(rejoin_request(&node3, unknown)).await.unwrap().message;
+    assert_eq!(t.state_disk_key, state_disk_key(&master(), unknown).unwrap().to_vec());
+    // Adopted: now node-3's, and nobody else's.
+    let other = TestNode::new("node-4");
+    assert_eq!(
+        g.service.issue_rejoin_ticket(rejoin_request(&other, unknown)).await.unwrap_err().code,
+        Code::PermissionDenied
+    );
+}
+
+/// Issue 24, attack 3: a kubelet certificate for another node's name, or for a key the node did not prove.
+#[tokio::test]
+async fn another_nodes_name_or_an_unproven_key_is_refused() {
+    let (_kms, addr) = key_service().await;
+    let f = fixture(addr, Duration::from_secs(5), None);
+    f.service.issue_join_ticket(join_request("node-2", false)).await.unwrap();
+    // node-3's machine asks for node-2's name (with a disk of its own).
+    let impostor = TestNode::with_identity("node-2", join_support::identity("node-3"));
+    let mut r = join_request_of(&impostor, false);
+    r.message.disk_uuid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8".into();
+    let e = f.service.issue_join_ticket(r).await.unwrap_err();
+    assert_eq!(e.code, Code::PermissionDenied, "{e}");
+    assert!(e.message.contains("node-2"), "{e}");
+    // node-3 joins as itself, then cannot take a second name.
+    let node3 = TestNode::new("node-3");
+    let mut r = join_request_of(&node3, false);
+    r.message.disk_uuid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8".into();
+    f.service.issue_join_ticket(r).await.unwrap();
+    let second = TestNode::with_identity("node-9", node3.identity.clone());
+    let mut r = join_request_of(&second, false);
+    r.message.disk_uuid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8".into();
+    assert_eq!(f.service.issue_join_ticket(r).await.unwrap_err().code, Code::PermissionDenied);
+    assert_eq!(f.metrics.refused_count(RefusalReason::NameNotOwned), 2);
+    // A CSR for another key than the one the node proved in the handshake.
+    let mut r = join_request_of(&node3, false);
+    r.message.disk_uuid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8".into();
+    r.message.certificate_request = csr("node-3");
+    let e = f.service.issue_join_ticket(r).await.unwrap_err();
+    assert_eq!(e.code, Code::PermissionDenied, "{e}");
+    assert!(e.message.contains("aTLS key"), "{e}");
+    assert_eq!(f.metrics.refused_count(RefusalReason::CsrKeyNotProven), 1);
+    // A peer whose evidence names no identity gets nothing.
+    let mut r = join_request("node-5", false);
+    let mut peer = TestNode::new("node-5").peer();
+    peer.identity = None;
+    r.peer = Some(Arc::new(peer));
+    assert_eq!(f.service.issue_join_ticket(r).await.unwrap_err().code, Code::PermissionDenied);
+    assert_eq!(f.metrics.issued_count(), (2, 0));
+    assert_eq!(token_files(&f.tokens_dir).len(), 2, "refused joins left a token");
+}
+
+/// Issue 24, attack 2: control-plane files (the cluster's CA keys) as a worker that sets the request's flag.
+/// Only with an operator's admission for this node and name, once; or as a member.
+#[tokio::test]
+async fn control_plane_files_need_an_admission_for_this_node() {
+    let (_kms, addr) = key_service().await;
+    let (f, operator, admissions) = admitting_fixture(addr);
+    let worker = TestNode::new("node-3");
+    let e = f.service.issue_join_ticket(join_request_of(&worker, true)).await.unwrap_err();
+    assert_eq!(e.code, Code::PermissionDenied, "{e}");
+    assert!(e.message.contains("admission"), "{e}");
+    assert!(token_files(&f.tokens_dir).is_empty());
+    // An admission for another node does not do; nor one signed by another key.
+    let cp = TestNode::new("cp-4");
+    admit(&operator, &admissions, &cp.identity, &cp.name);
+    admit(&MeasurementsSigner::new(&join_support::temp_dir("rogue")), &admissions, &worker.identity, &worker.name);
+    assert_eq!(
+        f.service.issue_join_ticket(join_request_of(&worker, true)).await.unwrap_err().code,
+        Code::PermissionDenied
+    );
+    assert_eq!(f.metrics.refused_count(RefusalReason::ControlPlaneNotAuthorized), 2);
+    // The admitted node joins the control plane (and, a member now, again without an admission).
+    let mut r = join_request_of(&cp, true);
+    r.message.disk_uuid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8".into();
+    assert_eq!(f.service.issue_join_ticket(r).await.unwrap().message.control_plane_files.len(), 8);
+    let mut r = join_request_of(&TestNode::with_identity("cp-4", cp.identity.clone()), true);
+    r.message.disk_uuid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8".into();
+    assert!(f.service.issue_join_ticket(r).await.is_ok());
+    // The worker still gets a worker ticket.
+    assert!(
+        f.service
+            .issue_join_ticket(join_request_of(&worker, false))
+            .await
+            .unwrap()
+            .message
+            .control_plane_files
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -407,10 +551,8 @@ async fn secrets_never_reach_the_logs() {
 
     let (_kms, addr) = key_service().await;
     let f = fixture(addr, Duration::from_secs(5), None);
-    let ok = f.service.issue_join_ticket(join_request("worker-1", true)).await.unwrap().message;
-    let mut r = Request::new(IssueRejoinTicketRequest { disk_uuid: DISK_UUID.into() });
-    r.peer = join_request("x", false).peer;
-    f.service.issue_rejoin_ticket(r).await.unwrap();
+    let ok = f.service.issue_join_ticket(join_request("worker-1", false)).await.unwrap().message;
+    f.service.issue_rejoin_ticket(rejoin_request(&TestNode::new("worker-1"), DISK_UUID)).await.unwrap();
     // A failed join (its token deleted) logs too.
     let down = fixture(closed_port(), Duration::from_secs(1), None);
     let _ = down.service.issue_join_ticket(join_request("worker-2", false)).await.unwrap_err();

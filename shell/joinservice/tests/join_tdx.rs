@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use attest_atls::nonce::Nonce;
-use attest_atls::{AtlsConnector, AttestationIssuer, BoxError};
+use attest_atls::{AttestationIssuer, BoxError};
 use attest_engine::UnixTime;
 use attest_engine::crypto::default_provider;
 use attest_engine::tdx::{Collateral, TdxPolicy, TdxVerifier};
@@ -30,7 +30,7 @@ use attest_proto::paths;
 use attest_registration::FileAkRegistry;
 use attest_test_support::intel::{IntelPki, PckSpec, QuoteSpec, pem, qe_identity_json, tcb_info_json};
 use attest_trust::ValidatorFactory;
-use join_support::{Captured, MeasurementsSigner, csr, fixture};
+use join_support::{Captured, MeasurementsSigner, fixture};
 use prost::Message as _;
 use zeroize::Zeroizing;
 
@@ -154,11 +154,11 @@ impl AttestationIssuer for TdIssuer {
 
 async fn join(addr: SocketAddr, pki: &Arc<IntelPki>, td: Td) -> Result<IssueJoinTicketResponse, String> {
     let issuer = Arc::new(TdIssuer { pki: Arc::clone(pki), td });
-    let connector = AtlsConnector::new(Some(issuer as Arc<dyn AttestationIssuer>), None).unwrap();
+    let (connector, csr) = join_support::kubelet_connector(issuer as Arc<dyn AttestationIssuer>, None, "td-1");
     let (channel, _) =
         attest_atls::grpc::connect(addr, &connector, ChannelConfig::default()).await.map_err(|e| e.to_string())?;
     let request =
-        IssueJoinTicketRequest { disk_uuid: DISK_UUID.into(), certificate_request: csr("td-1"), ..Default::default() };
+        IssueJoinTicketRequest { disk_uuid: DISK_UUID.into(), certificate_request: csr, ..Default::default() };
     channel
         .unary::<_, IssueJoinTicketResponse>(
             paths::JOIN_ISSUE_JOIN_TICKET,

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_atls::{AtlsConnector, AttestationIssuer, BoxError, nonce::Nonce};
+use attest_atls::{AttestationIssuer, BoxError, nonce::Nonce};
 use attest_engine::crypto::default_provider;
 use attest_engine::policy::{Hex, Revocation};
 use attest_engine::snp::OwnedTrustAnchors;
@@ -30,7 +30,7 @@ use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk, sha256};
 use attest_test_support::{CrlSpec, Leaf, LeafSpec, ReportBuilder, SigningKeyKind, TestPki};
 use attest_trust::ValidatorFactory;
 use attest_trust::{Trust, TrustArgs};
-use join_support::{MeasurementsSigner, csr, fixture, temp_dir};
+use join_support::{MeasurementsSigner, fixture, temp_dir};
 use prost::Message as _;
 use zeroize::Zeroizing;
 
@@ -108,28 +108,28 @@ impl AttestationIssuer for SoftSnpIssuer {
     }
 }
 
-fn join_request(node: &str) -> IssueJoinTicketRequest {
+fn join_request(csr: Vec<u8>) -> IssueJoinTicketRequest {
     IssueJoinTicketRequest {
         disk_uuid: DISK_UUID.into(),
-        certificate_request: csr(node),
+        certificate_request: csr,
         is_control_plane: false,
         ..IssueJoinTicketRequest::default()
     }
 }
 
-/// One join over aTLS as the attester `issuer`.
+/// One join over aTLS as the attester `issuer` (its kubelet key the aTLS key, as the bootstrapper's).
 async fn join(
     addr: std::net::SocketAddr,
     issuer: Arc<SoftSnpIssuer>,
     node: &str,
 ) -> Result<IssueJoinTicketResponse, String> {
-    let connector = AtlsConnector::new(Some(issuer as Arc<dyn AttestationIssuer>), None).unwrap();
+    let (connector, csr) = join_support::kubelet_connector(issuer as Arc<dyn AttestationIssuer>, None, node);
     let config = ChannelConfig { connect_timeout: Duration::from_secs(10), ..ChannelConfig::default() };
     let (channel, _) = attest_atls::grpc::connect(addr, &connector, config).await.map_err(|e| e.to_string())?;
     channel
         .unary::<_, IssueJoinTicketResponse>(
             paths::JOIN_ISSUE_JOIN_TICKET,
-            join_request(node),
+            join_request(csr),
             Metadata::new(),
             Some(Duration::from_secs(10)),
         )
@@ -239,6 +239,72 @@ async fn a_running_join_service_refuses_a_node_whose_vcek_is_revoked() {
     server.shutdown(Duration::from_secs(5)).await;
 }
 
+/// Issue 24, attack 4: after a newer signed file, the older (validly signed) one is put back. The reload is
+/// refused (the set stays, a rollback counted, the error names it); a start with it is refused too, since the
+/// cluster state keeps the highest version across restarts; an expired file is refused; the operator returns
+/// to the old values only under a new version.
+#[test]
+fn rolled_back_or_expired_measurements_are_refused_on_reload_and_at_start() {
+    let dir = temp_dir("rollback");
+    let path = dir.join("measurements.json");
+    let signer = MeasurementsSigner::new(&dir);
+    let versioned = |v: u64, text: &str| text.replacen('{', &format!("{{\"measurementsVersion\": {v}, "), 1);
+    let v1 = versioned(1, &measurements_json());
+    signer.write(&path, &v1);
+    let state_path = dir.join("cluster-state.json");
+    join_support::empty_cluster_state(&state_path, 0);
+    let state = Arc::new(attest_trust::ClusterState::open(&state_path).unwrap());
+    let metrics = Arc::new(Metrics::new());
+    let registry = Arc::new(FileAkRegistry::open(dir.join("aks.json")).unwrap());
+    let config = ValidatorConfig {
+        state: Arc::clone(&state),
+        ..ValidatorConfig::new(vec![Variant::QemuVtpm], registry, signer.trust(&path))
+    };
+    let validators = Validators::load(config, &path, Arc::clone(&metrics)).unwrap();
+    assert_eq!(state.measurements_floor(), 1);
+    // The operator installs version 2 (a new kernel: PCR 4 moves to PCR 5 here).
+    let v2 = versioned(2, &measurements_json().replace("\"4\"", "\"5\""));
+    signer.write(&path, &v2);
+    assert_eq!(validators.reload().unwrap(), Some(2));
+    assert_eq!(attest_trust::ClusterState::open(&state_path).unwrap().measurements_floor(), 2, "persisted");
+    // The attacker puts version 1 back, signature and all.
+    signer.write(&path, &v1);
+    let e = validators.reload().unwrap_err();
+    assert!(e.to_string().contains("rollback"), "{e}");
+    assert_eq!(validators.current().generation(), 2);
+    assert_eq!(metrics.measurements_rollbacks(), 1);
+    let text = metrics.render();
+    assert!(text.contains("attest_join_measurements_rollbacks_total 1"), "{text}");
+    assert!(text.contains("attest_join_measurements_version 2"), "{text}");
+    // An unversioned (Constellation) file is version 0: refused as well.
+    signer.write(&path, &measurements_json());
+    assert!(validators.reload().unwrap_err().to_string().contains("rollback"));
+    // The old values again, under a new version: applied.
+    signer.write(&path, &versioned(3, &measurements_json()));
+    assert_eq!(validators.reload().unwrap(), Some(3));
+    // Expired: refused.
+    let expired =
+        measurements_json().replacen('{', r#"{"measurementsVersion": 4, "expires": "2020-01-01T00:00:00Z", "#, 1);
+    signer.write(&path, &expired);
+    assert!(validators.reload().unwrap_err().to_string().contains("expired"));
+    assert_eq!(validators.current().generation(), 3);
+
+    // At start: the binary refuses version 1 against the cluster state's version 3.
+    signer.write(&path, &v1);
+    let sig = MeasurementsSigner::signature_path(&path);
+    let args = [
+        base_args(&dir),
+        vec![
+            format!("--measurements-signature={}", sig.display()),
+            format!("--measurements-public-key={}", signer.public_key.display()),
+        ],
+    ]
+    .concat();
+    let (code, text) = run(&args);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("rollback") && text.contains("below version 3"), "{text}");
+}
+
 #[test]
 fn a_reload_with_a_bad_signature_keeps_the_old_set() {
     let dir = temp_dir("reload-sig");
@@ -283,16 +349,13 @@ async fn ssh_principals_beyond_the_nodes_own_names_are_refused_and_leave_no_toke
         wire.extend_from_slice(&u32::try_from(s.len()).unwrap().to_be_bytes());
         wire.extend_from_slice(s);
     }
-    let peer = Arc::new(attest_atls::PeerAttestation {
-        oid: Variant::QemuVtpm.oid().into(),
-        document: Vec::new(),
-        spki_sha256: [7; 32],
-    });
+    let node = join_support::TestNode::new("worker-1");
+    let peer = Arc::new(node.peer());
     for bad in ["*", "worker-2", "10.0.0.7", "*.cluster.local", "!worker-1"] {
         let mut r = attest_grpc::Request::new(IssueJoinTicketRequest {
             host_public_key: wire.clone(),
             host_certificate_principals: vec!["worker-1".into(), bad.into()],
-            ..join_request("worker-1")
+            ..join_request(node.csr())
         });
         r.peer = Some(Arc::clone(&peer) as attest_grpc::PeerInfo);
         let e = f.service.issue_join_ticket(r).await.unwrap_err();
@@ -327,6 +390,7 @@ fn base_args(dir: &Path) -> Vec<String> {
         format!("--key-service-cert={}", s(&kms.join("join-service.crt"))),
         format!("--key-service-key={}", s(&kms.join("join-service.key"))),
         "--kds-url=offline".into(),
+        format!("--cluster-state={}", s(&dir.join("cluster-state.json"))),
     ]
 }
 
@@ -346,6 +410,7 @@ fn the_binary_refuses_to_start_without_signed_measurements_or_a_pinned_launch() 
         format!("--measurements-signature={}", sig.display()),
         format!("--measurements-public-key={}", signer.public_key.display()),
     ];
+    join_support::empty_cluster_state(&dir.join("cluster-state.json"), 0);
 
     // No signature and no waiver.
     let (code, text) = run(&base_args(&dir));

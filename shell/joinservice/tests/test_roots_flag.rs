@@ -15,7 +15,7 @@ fn a_build_without_the_feature_refuses_test_roots_and_a_simulated_device() {
             .args(["--measurements", "m.json", "--measurement-salt", "salt", "--ak-registry", "aks.json"])
             .args(["--pki-dir", "pki", "--api-server-endpoint", "127.0.0.1:6443", "--kubernetes-config", "k.json"])
             .args(["--tpm", "swtpm:host=127.0.0.1,port=1", "--key-service-ca", "ca.crt"])
-            .args(["--key-service-cert", "js.crt", "--key-service-key", "js.key"])
+            .args(["--key-service-cert", "js.crt", "--key-service-key", "js.key", "--cluster-state", "state.json"])
             .args(&flags)
             .output()
             .expect("run join-service");

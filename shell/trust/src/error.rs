@@ -36,6 +36,23 @@ pub enum TrustError {
     },
     /// Neither a signature nor the explicit waiver was given.
     UnsignedMeasurements,
+    /// The measurements file's `expires` has passed (`attest_measurements::freshness`).
+    MeasurementsExpired {
+        /// The measurements file.
+        path: PathBuf,
+        /// When it expired.
+        expires: attest_engine::UnixTime,
+    },
+    /// The measurements file's `measurementsVersion` is below the highest version this consumer has accepted:
+    /// an older, validly signed file put back (rollback).
+    MeasurementsRolledBack {
+        /// The measurements file.
+        path: PathBuf,
+        /// Its version.
+        found: u64,
+        /// The highest version accepted before.
+        floor: u64,
+    },
     /// An SNP variant's policy pins no launch and the waiver was not given.
     LaunchUnpinned {
         /// The variant.
@@ -61,6 +78,14 @@ impl std::fmt::Display for TrustError {
                 "the measurements file must be signed: give --measurements-signature and --measurements-public-key \
                  (or, dangerously, --dangerously-skip-measurements-signature)",
             ),
+            Self::MeasurementsExpired { path, expires } => {
+                write!(f, "measurements file {} refused: it expired at {expires} (sign a new version)", path.display())
+            }
+            Self::MeasurementsRolledBack { path, found, floor } => write!(
+                f,
+                "measurements file {} refused: rollback: its measurementsVersion {found} is below version {floor},                  already accepted (to return to older values, sign them under a version above {floor})",
+                path.display()
+            ),
             Self::LaunchUnpinned { variant } => write!(
                 f,
                 "{variant}: the SNP policy pins no launch measurement (set `measurements` or `id_key_digests` in \
@@ -81,6 +106,8 @@ impl std::error::Error for TrustError {
             Self::Invalid { .. }
             | Self::BadSignature { .. }
             | Self::UnsignedMeasurements
+            | Self::MeasurementsExpired { .. }
+            | Self::MeasurementsRolledBack { .. }
             | Self::LaunchUnpinned { .. } => None,
         }
     }

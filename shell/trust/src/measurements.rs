@@ -10,10 +10,17 @@
 //!
 //! A service that polls its measurements file (the join service) calls [`MeasurementsTrust::load`] on every
 //! change: a refused file leaves the set it already runs with in place.
+//!
+//! **Only forward.** A file's `measurementsVersion` and `expires` (`attest_measurements::freshness`) are read
+//! from the signed bytes. [`MeasurementsTrust::load`] refuses an expired file for every consumer; a consumer
+//! that keeps the highest version it accepted (the join service, in its cluster state, across restarts)
+//! refuses a lower one with [`LoadedMeasurements::check_floor`]. Equal versions are accepted (a restart, a
+//! re-signature); a file without a version is version 0, superseded by any versioned file.
 
 use std::path::{Path, PathBuf};
 
-use attest_measurements::{Document, SignedMeasurements, VerifyingKey};
+use attest_engine::UnixTime;
+use attest_measurements::{Document, Freshness, SignedMeasurements, VerifyingKey};
 
 use super::TrustError;
 
@@ -63,6 +70,32 @@ pub struct LoadedMeasurements {
     pub inputs_sha256: [u8; 32],
     /// Whether the signature was checked.
     pub signature: SignatureState,
+    /// The file's signed version and expiry (version 0, no expiry, for a file without them).
+    pub freshness: Freshness,
+}
+
+impl LoadedMeasurements {
+    /// Refuses (rollback) a file whose version is below `floor`, the highest version accepted before.
+    pub fn check_floor(&self, path: &Path, floor: u64) -> Result<(), TrustError> {
+        if self.freshness.version < floor {
+            return Err(TrustError::MeasurementsRolledBack {
+                path: path.to_owned(),
+                found: self.freshness.version,
+                floor,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the file has expired at `now`.
+    pub fn is_expired(&self, now: UnixTime) -> bool {
+        self.freshness.is_expired(now)
+    }
+}
+
+/// The system clock as a [`UnixTime`].
+pub fn now() -> UnixTime {
+    UnixTime::from_secs(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()))
 }
 
 fn read_limited(path: &Path, limit: usize, what: &'static str) -> Result<Vec<u8>, TrustError> {
@@ -105,9 +138,22 @@ impl MeasurementsTrust {
     }
 
     /// Reads `path` (and the signature file), verifies the signature over the bytes as read, then parses.
-    /// Any failure — unreadable, too large, a bad or missing signature, a malformed document — is an error
-    /// and nothing is returned.
+    /// Any failure — unreadable, too large, a bad or missing signature, a malformed document, an `expires`
+    /// that has passed — is an error and nothing is returned.
     pub fn load(&self, path: &Path) -> Result<LoadedMeasurements, TrustError> {
+        self.load_at(path, now())
+    }
+
+    /// [`MeasurementsTrust::load`] with the expiry judged at `now`.
+    pub fn load_at(&self, path: &Path, now: UnixTime) -> Result<LoadedMeasurements, TrustError> {
+        let loaded = self.load_unchecked(path)?;
+        if let Some(expires) = loaded.freshness.expires.filter(|_| loaded.is_expired(now)) {
+            return Err(TrustError::MeasurementsExpired { path: path.to_owned(), expires });
+        }
+        Ok(loaded)
+    }
+
+    fn load_unchecked(&self, path: &Path) -> Result<LoadedMeasurements, TrustError> {
         let file = read_limited(path, attest_measurements::MAX_FILE_SIZE, "measurements file")?;
         let invalid = |e: attest_measurements::Error| TrustError::Invalid {
             what: "measurements file",
@@ -136,17 +182,19 @@ impl MeasurementsTrust {
                 Ok(LoadedMeasurements {
                     file_sha256: *signed.file_sha256(),
                     inputs_sha256: sha256(&[&file, &sig]),
+                    freshness: signed.freshness(),
                     document: signed.into_document(),
                     signature: SignatureState::Verified,
                 })
             }
             Self::DangerouslyUnsigned => {
-                let document = attest_measurements::parse_document(&file).map_err(invalid)?;
+                let (document, freshness) = attest_measurements::parse_versioned(&file).map_err(invalid)?;
                 Ok(LoadedMeasurements {
                     file_sha256: sha256(&[&file]),
                     inputs_sha256: sha256(&[&file]),
                     document,
                     signature: SignatureState::DangerouslyUnsigned,
+                    freshness,
                 })
             }
         }

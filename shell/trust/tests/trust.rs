@@ -66,6 +66,39 @@ fn unsigned_measurements_are_refused_unless_explicitly_waived() {
     assert_eq!(t.to_json()["measurementsSignature"], "dangerously-unsigned");
 }
 
+/// A signed file's version and expiry are believed from the signed bytes: an expired file is refused by every
+/// consumer, a version below the one already accepted by a consumer that keeps one (rollback).
+#[test]
+fn expired_or_rolled_back_measurements_are_refused() {
+    let dir = TempDir::new("trust-fresh");
+    let (file, sig) = (dir.path().join("m.json"), dir.path().join("m.json.sig"));
+    let signer = Signer::new(dir.path(), "key.pub");
+    let trust = args(Some(&sig), Some(&signer.public)).measurements_trust().unwrap();
+    let write = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        std::fs::write(&sig, signer.sign(text.as_bytes())).unwrap();
+    };
+    let versioned = |header: &str| MEASUREMENTS.replacen('{', &format!("{{{header},"), 1);
+
+    write(&versioned(r#""measurementsVersion": 4, "expires": "2030-01-01T00:00:00Z""#));
+    let before = UnixTime::parse("2029-12-31T23:59:59Z").unwrap();
+    let loaded = trust.load_at(&file, before).unwrap();
+    assert_eq!(loaded.freshness.version, 4);
+    loaded.check_floor(&file, 4).unwrap();
+    loaded.check_floor(&file, 3).unwrap();
+    let e = loaded.check_floor(&file, 5).unwrap_err();
+    assert!(matches!(e, TrustError::MeasurementsRolledBack { found: 4, floor: 5, .. }), "{e}");
+    assert!(e.to_string().contains("rollback"), "{e}");
+    let e = trust.load_at(&file, UnixTime::parse("2030-01-01T00:00:00Z").unwrap()).unwrap_err();
+    assert!(matches!(e, TrustError::MeasurementsExpired { .. }), "{e}");
+    // A file without a version is version 0: any versioned file supersedes it.
+    write(MEASUREMENTS);
+    let unversioned = trust.load(&file).unwrap();
+    assert_eq!(unversioned.freshness.version, 0);
+    assert!(unversioned.check_floor(&file, 1).is_err());
+    unversioned.check_floor(&file, 0).unwrap();
+}
+
 #[test]
 fn a_badly_signed_measurements_file_is_refused() {
     let dir = TempDir::new("trust-signed");
@@ -196,4 +229,53 @@ async fn crls_load_at_start_or_the_consumer_does_not_start() {
     let t = Trust { measurements: SignatureState::Verified, launch: Vec::new(), revocation: Some(keeper) };
     assert_eq!(t.waivers(), ["revocation-stale"]);
     assert_eq!(t.to_json()["revocation"], "stale-waived");
+}
+
+/// A control-plane admission is believed only under the operator's key, for exactly what it names, until it
+/// expires; any altered byte of it is refused.
+#[test]
+fn admissions_verify_only_under_the_operator_key_until_they_expire() {
+    use attest_engine::variant::NodeIdentity;
+    use attest_trust::admission::{Admission, AdmissionError, load_dir};
+    let dir = TempDir::new("trust-admission");
+    let operator = Signer::new(dir.path(), "operator.pub");
+    let other = Signer::new(dir.path(), "other.pub");
+    let key = |s: &Signer| attest_measurements::VerifyingKey::from_pem(&std::fs::read(&s.public).unwrap()).unwrap();
+    let admission = Admission {
+        id: "0123456789abcdef0123456789abcdef".into(),
+        identity: NodeIdentity::parse(&format!("ak:{}", "ab".repeat(32))).unwrap(),
+        node_name: "node-4".into(),
+        expires: UnixTime::parse("2030-01-01T00:00:00Z").unwrap(),
+    };
+    let payload = admission.payload();
+    let file = Admission::envelope(&payload, &operator.sign(&payload));
+    let now = UnixTime::parse("2029-01-01T00:00:00Z").unwrap();
+    assert_eq!(Admission::verify(&file, &key(&operator), now).unwrap(), admission);
+    assert_eq!(Admission::verify(&file, &key(&other), now).unwrap_err(), AdmissionError::BadSignature);
+    assert!(matches!(
+        Admission::verify(&file, &key(&operator), admission.expires).unwrap_err(),
+        AdmissionError::Expired { .. }
+    ));
+    // Signed by another key, or the payload changed after signing (another node name).
+    let forged = Admission::envelope(&payload, &other.sign(&payload));
+    assert_eq!(Admission::verify(&forged, &key(&operator), now).unwrap_err(), AdmissionError::BadSignature);
+    let changed = String::from_utf8(payload.clone()).unwrap().replace("node-4", "node-5").into_bytes();
+    let changed = Admission::envelope(&changed, &operator.sign(&payload));
+    assert_eq!(Admission::verify(&changed, &key(&operator), now).unwrap_err(), AdmissionError::BadSignature);
+    // Another signed object of the operator (a measurements file) is no admission.
+    let other_object = Admission::envelope(MEASUREMENTS.as_bytes(), &operator.sign(MEASUREMENTS.as_bytes()));
+    assert!(matches!(
+        Admission::verify(&other_object, &key(&operator), now).unwrap_err(),
+        AdmissionError::Malformed { .. }
+    ));
+    // A directory: the good one is read, the others reported.
+    let admissions = dir.path().join("admissions");
+    std::fs::create_dir(&admissions).unwrap();
+    std::fs::write(admissions.join("a.json"), &file).unwrap();
+    std::fs::write(admissions.join("b.json"), &forged).unwrap();
+    std::fs::write(admissions.join("c.txt"), &forged).unwrap();
+    let (good, bad) = load_dir(&admissions, &key(&operator), now);
+    assert_eq!(good, vec![admission]);
+    assert_eq!(bad.len(), 1);
+    assert!(load_dir(&dir.path().join("missing"), &key(&operator), now).0.is_empty());
 }

@@ -12,7 +12,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use attest_bootstrapper::ticket::KubeletKey;
@@ -144,6 +144,97 @@ pub(crate) fn csr(node: &str) -> Vec<u8> {
     KubeletKey::generate(node).unwrap().csr_der().to_vec()
 }
 
+/// SHA-256 of the SubjectPublicKeyInfo of a kubelet key: what aTLS reports as the key the node proved.
+pub(crate) fn spki_sha256(key: &KubeletKey) -> [u8; 32] {
+    openssl::sha::sha256(&key.private_key().public_key_to_der().unwrap())
+}
+
+/// A client that attests with `issuer` (verifying the service with `verifier`, if any) under a fresh kubelet
+/// key for `node`, as the bootstrapper's join client does — the CSR's key is the aTLS key; with that CSR.
+pub(crate) fn kubelet_connector(
+    issuer: Arc<dyn attest_atls::AttestationIssuer>,
+    verifier: Option<Arc<attest_atls::Verifier>>,
+    node: &str,
+) -> (attest_atls::AtlsConnector, Vec<u8>) {
+    let key = KubeletKey::generate(node).unwrap();
+    let connector =
+        attest_atls::AtlsConnector::new(Some(issuer), verifier).unwrap().with_key(key.private_key().clone());
+    (connector, key.csr_der().to_vec())
+}
+
+/// An empty cluster state file at `path` (`{"version": 1}`), as a join service needs one to start.
+pub(crate) fn empty_cluster_state(path: &Path, measurements_version: u64) {
+    std::fs::write(path, format!(r#"{{"version": 1, "measurementsVersion": {measurements_version}}}"#)).unwrap();
+}
+
+/// A test identity (a registered AK's digest), one per `seed`.
+pub(crate) fn identity(seed: &str) -> attest_engine::variant::NodeIdentity {
+    attest_engine::variant::NodeIdentity::parse(&format!("ak:{}", hex::encode(openssl::sha::sha256(seed.as_bytes()))))
+        .unwrap()
+}
+
+/// A joining node as the join service sees it once the handshake verified it: the identity its evidence names
+/// and its kubelet key, which is the key it proved in the handshake (as the bootstrapper does it).
+pub(crate) struct TestNode {
+    /// The kubelet node name.
+    pub(crate) name: String,
+    /// The kubelet (= aTLS) key and its CSR.
+    pub(crate) key: KubeletKey,
+    /// The attested identity.
+    pub(crate) identity: attest_engine::variant::NodeIdentity,
+}
+
+impl TestNode {
+    /// `name`, with an identity of its own.
+    pub(crate) fn new(name: &str) -> TestNode {
+        TestNode::with_identity(name, identity(name))
+    }
+
+    /// `name` with `identity` (e.g. another node's machine, or an attacker posing as `name`).
+    pub(crate) fn with_identity(name: &str, identity: attest_engine::variant::NodeIdentity) -> TestNode {
+        TestNode { name: name.to_owned(), key: KubeletKey::generate(name).unwrap(), identity }
+    }
+
+    /// Its CSR.
+    pub(crate) fn csr(&self) -> Vec<u8> {
+        self.key.csr_der().to_vec()
+    }
+
+    /// What aTLS hands the service after this node's handshake.
+    pub(crate) fn peer(&self) -> attest_atls::PeerAttestation {
+        attest_atls::PeerAttestation {
+            oid: attest_engine::variant::Variant::QemuVtpm.oid().into(),
+            document: Vec::new(),
+            spki_sha256: spki_sha256(&self.key),
+            identity: Some(self.identity.clone()),
+        }
+    }
+}
+
+/// An operator's control-plane admission for `identity` as `name`, signed by `signer`, written into `dir`.
+pub(crate) fn admit(
+    signer: &MeasurementsSigner,
+    dir: &Path,
+    identity: &attest_engine::variant::NodeIdentity,
+    name: &str,
+) {
+    let mut id = [0u8; 16];
+    openssl::rand::rand_bytes(&mut id).unwrap();
+    let admission = attest_trust::admission::Admission {
+        id: hex::encode(id),
+        identity: identity.clone(),
+        node_name: name.to_owned(),
+        expires: attest_engine::UnixTime::from_secs(attest_trust::measurements::now().as_secs() + 3600),
+    };
+    let payload = admission.payload();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{}.json", hex::encode(id))),
+        attest_trust::admission::Admission::envelope(&payload, &signer.sign(&payload)),
+    )
+    .unwrap();
+}
+
 /// A join service and its collaborators, in a temporary directory removed on drop.
 pub(crate) struct Fixture {
     /// The directory: `pki/` (a generated kubeadm PKI), `salt`, `tokens/`.
@@ -184,6 +275,16 @@ impl Drop for Fixture {
 /// A join service calling the key service at `kms` (allowing it `key_timeout`), issuing tokens with `tokens`
 /// (default: the dry-run issuer writing to `tokens_dir`).
 pub(crate) fn fixture(kms: SocketAddr, key_timeout: Duration, tokens: Option<Arc<dyn TokenIssuer>>) -> Fixture {
+    fixture_with(kms, key_timeout, tokens, |s| s)
+}
+
+/// [`fixture`], the service configured further by `configure` (admissions, a cluster state, …).
+pub(crate) fn fixture_with(
+    kms: SocketAddr,
+    key_timeout: Duration,
+    tokens: Option<Arc<dyn TokenIssuer>>,
+    configure: impl FnOnce(JoinService) -> JoinService,
+) -> Fixture {
     let dir = temp_dir("svc");
     generate_pki(&dir.join("pki")).unwrap();
     let ca = Arc::new(ClusterCa::load(&dir.join("pki")).unwrap());
@@ -193,34 +294,11 @@ pub(crate) fn fixture(kms: SocketAddr, key_timeout: Duration, tokens: Option<Arc
     let metrics = Arc::new(Metrics::new());
     let keys = KeyServiceClient::new(kms, kms_connector(), key_timeout, Arc::clone(&metrics));
     let settings = ticket_settings(&dir.join("salt"));
-    let service = Arc::new(JoinService::new(keys, tokens, Arc::clone(&ca), settings, Arc::clone(&metrics)));
+    let service = Arc::new(configure(JoinService::new(keys, tokens, Arc::clone(&ca), settings, Arc::clone(&metrics))));
     Fixture { dir, service, metrics, ca, tokens_dir }
 }
 
-/// A `MakeWriter` collecting everything logged.
-#[derive(Clone, Default)]
-pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    /// Everything logged so far.
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
+#[path = "../../../atls/tests/support/captured.rs"]
+mod captured;
+#[allow(unused_imports)] // not every test that includes this module checks the log
+pub(crate) use captured::Captured;
