@@ -11,13 +11,17 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{AtlsAcceptor, AtlsConnector, Error, PeerAttestation};
-use attest_grpc::{Channel, ChannelConfig, PeerInfo, Server, Status};
+use attest_grpc::{Channel, ChannelConfig, Counted, PeerInfo, Server, Status};
 
 /// Serves `server`'s routes over aTLS connections accepted from `listener` by `acceptor` until the
 /// server shuts down. A failed handshake closes that connection only (logged at debug level; the aTLS
 /// error has already been sent to the peer as a TLS alert). Returns the local address.
+///
+/// Every connection goes through the server's admission table first (`attest_grpc::admission`: per-peer
+/// limits, pending-handshake limits with shedding, the handshake deadline from accept): the aTLS handshake,
+/// including the attestation this side issues and the peer's it verifies, is the pending phase.
 pub fn serve(server: &Server, listener: TcpListener, acceptor: Arc<AtlsAcceptor>) -> std::io::Result<SocketAddr> {
-    server.serve_with(listener, move |tcp: TcpStream| {
+    server.serve_with(listener, move |tcp: Counted<TcpStream>| {
         let acceptor = Arc::clone(&acceptor);
         async move {
             let tls = acceptor.accept(tcp).await?;

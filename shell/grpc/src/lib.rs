@@ -27,6 +27,9 @@
 //!   `grpc-timeout`.
 //! - [`service`]: typed [`Request`]/[`Response`]/[`Streaming`], the [`Service`] trait and the [`Router`].
 //! - [`server`]: connection and stream tasks, limits, deadlines, cancellation, graceful shutdown.
+//! - [`admission`]: fair admission of connections (per-peer limits, pending-handshake limits with shedding,
+//!   a reserve for established connections, deadlines from accept), shared with the services' plain
+//!   HTTP/1.1 endpoints, and its `/metrics` rendering.
 //! - [`client`]: [`Channel`] with [`Channel::unary`] and [`Channel::server_streaming`].
 //!
 //! Only the `identity` encoding is supported: the services exchange small, mostly random (incompressible)
@@ -38,6 +41,7 @@
 // errors are the slow path, and boxing it would cost an allocation on every failed call for nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod admission;
 pub mod client;
 pub mod codec;
 pub mod metadata;
@@ -45,6 +49,7 @@ pub mod server;
 pub mod service;
 pub mod status;
 
+pub use admission::{Admission, AdmissionConfig, AdmissionStats, Admitted, Counted};
 pub use client::{Channel, ChannelConfig};
 pub use metadata::Metadata;
 pub use server::{Server, ServerConfig};

@@ -1,0 +1,207 @@
+#![allow(clippy::many_single_char_names)] // connections a…f, in admission order
+use super::*;
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn config(max_connections: usize, per_peer: usize, handshakes: usize, handshakes_per_peer: usize) -> AdmissionConfig {
+    AdmissionConfig {
+        max_connections,
+        max_connections_per_peer: per_peer,
+        max_handshakes: handshakes,
+        max_handshakes_per_peer: handshakes_per_peer,
+        handshake_timeout: Duration::from_secs(60),
+        first_byte_timeout: Duration::from_secs(60),
+    }
+}
+
+/// The server read from an admitted connection and found nothing (yet).
+fn polled(a: &Admitted) -> &Admitted {
+    a.reads.polled.store(true, Ordering::Release);
+    a
+}
+
+/// Bytes "received" on an admitted connection.
+fn send(a: &Admitted, n: u64) {
+    polled(a).reads.bytes.fetch_add(n, Ordering::Release);
+}
+
+/// Admits and marks read (the server looked at it).
+fn admit_polled(table: &Arc<Admission>, peer: &str) -> Admitted {
+    let a = table.admit(addr(peer)).unwrap();
+    polled(&a);
+    a
+}
+
+fn shed(a: &Admitted) -> bool {
+    a.slot.shed.is_fired()
+}
+
+#[test]
+fn peers_are_ipv4_addresses_and_ipv6_slash_64s() {
+    assert_eq!(PeerKey::of(&addr("10.0.0.1:1")), PeerKey::of(&addr("10.0.0.1:2")));
+    assert_ne!(PeerKey::of(&addr("10.0.0.1:1")), PeerKey::of(&addr("10.0.0.2:1")));
+    assert_eq!(PeerKey::of(&addr("[2001:db8:1:2::1]:1")), PeerKey::of(&addr("[2001:db8:1:2:ffff::9]:5")));
+    assert_ne!(PeerKey::of(&addr("[2001:db8:1:2::1]:1")), PeerKey::of(&addr("[2001:db8:1:3::1]:1")));
+    assert_eq!(PeerKey::of(&addr("[::ffff:10.0.0.1]:1")), PeerKey::of(&addr("10.0.0.1:9")));
+    assert_eq!(PeerKey::of(&addr("[2001:db8:1:2::1]:1")).to_string(), "2001:db8:1:2::/64");
+}
+
+#[test]
+fn a_full_pending_set_sheds_the_oldest_silent_connection_first() {
+    let table = Admission::new(config(100, 100, 3, 100));
+    let a = admit_polled(&table, "10.0.0.1:1");
+    let b = admit_polled(&table, "10.0.0.2:1");
+    let c = admit_polled(&table, "10.0.0.3:1");
+    send(&a, 300); // a spoke, b and c are silent
+    let d = admit_polled(&table, "10.0.0.4:1");
+    assert!(!shed(&a) && shed(&b) && !shed(&c), "the oldest silent one goes first");
+    let e = admit_polled(&table, "10.0.0.5:1");
+    assert!(shed(&c) && !shed(&a));
+    send(&d, 1);
+    send(&e, 1);
+    // Nobody silent: the oldest goes.
+    let _f = table.admit(addr("10.0.0.6:1")).unwrap();
+    assert!(shed(&a) && !shed(&d) && !shed(&e));
+    let s = table.stats();
+    assert_eq!((s.pending, s.established_open, s.admitted, s.evicted), (3, 0, 6, 3));
+    // A shed connection cannot be established afterwards.
+    assert!(!a.promoter().establish());
+    assert!(d.promoter().establish());
+}
+
+#[test]
+fn a_peer_over_its_handshake_limit_sheds_its_own_connections_only() {
+    let table = Admission::new(config(100, 10, 50, 2));
+    let other = admit_polled(&table, "10.0.0.9:1");
+    let a1 = admit_polled(&table, "10.0.0.1:1");
+    let a2 = admit_polled(&table, "10.0.0.1:2");
+    let a3 = admit_polled(&table, "10.0.0.1:3");
+    assert!(shed(&a1) && !shed(&a2) && !shed(&a3) && !shed(&other));
+    // Established connections of the peer count against its connection limit, not its handshake limit.
+    assert!(a2.promoter().establish() && a3.promoter().establish());
+    let more: Vec<_> = (0..8)
+        .map(|i| {
+            let a = table.admit(addr(&format!("10.0.0.1:{}", 10 + i))).unwrap();
+            a.promoter().establish();
+            a
+        })
+        .collect();
+    // 10 established: the peer is full and has nothing pending to shed.
+    assert_eq!(table.admit(addr("10.0.0.1:99")).unwrap_err(), Refusal::PeerLimit);
+    assert!(!shed(&other));
+    drop(more);
+    assert!(table.admit(addr("10.0.0.1:99")).is_ok());
+    assert_eq!(table.stats().refused_peer_limit, 1);
+}
+
+#[test]
+fn established_connections_are_never_shed_and_a_full_listener_refuses() {
+    let table = Admission::new(config(4, 4, 2, 4));
+    let held: Vec<_> = (1..=4)
+        .map(|i| {
+            let a = table.admit(addr(&format!("10.0.0.{i}:1"))).unwrap();
+            assert!(a.promoter().establish());
+            a
+        })
+        .collect();
+    assert_eq!(table.admit(addr("10.0.0.9:1")).unwrap_err(), Refusal::ConnectionLimit);
+    assert!(held.iter().all(|a| !shed(a)));
+    drop(held);
+    let s = table.stats();
+    assert_eq!((s.pending, s.established_open, s.refused_connection_limit), (0, 0, 1));
+    // Pending connections fill at most max_handshakes of the slots: the rest is the established reserve.
+    let p1 = admit_polled(&table, "10.0.0.1:1");
+    let p2 = admit_polled(&table, "10.0.0.2:1");
+    let p3 = admit_polled(&table, "10.0.0.3:1");
+    assert!(shed(&p1) && !shed(&p2) && !shed(&p3));
+    assert_eq!(table.stats().pending, 2);
+}
+
+#[test]
+fn dropping_frees_every_count() {
+    let table = Admission::new(config(10, 10, 10, 10));
+    {
+        let a = table.admit(addr("10.0.0.1:1")).unwrap();
+        let b = table.admit(addr("10.0.0.1:2")).unwrap();
+        b.promoter().establish();
+        let _c = table.admit(addr("10.0.0.2:1")).unwrap();
+        drop(a);
+        let s = table.stats();
+        assert_eq!((s.pending, s.established_open), (1, 1));
+    }
+    let s = table.stats();
+    assert_eq!((s.pending, s.established_open), (0, 0));
+    assert!(table.lock().peers.is_empty());
+}
+
+#[tokio::test]
+async fn supervision_closes_silent_late_and_evicted_connections_only_while_pending() {
+    let mut c = config(10, 10, 1, 10);
+    c.first_byte_timeout = Duration::from_millis(50);
+    c.handshake_timeout = Duration::from_millis(200);
+    let table = Admission::new(c);
+    let forever = std::future::pending::<()>;
+
+    let silent = table.admit(addr("10.0.0.1:1")).unwrap();
+    assert_eq!(silent.supervise(forever()).await, Err(Shed::Silent));
+
+    let slow = table.admit(addr("10.0.0.1:2")).unwrap();
+    send(&slow, 1); // a trickle does not extend the deadline
+    assert_eq!(slow.supervise(forever()).await, Err(Shed::Deadline));
+
+    let first = admit_polled(&table, "10.0.0.1:3");
+    send(&first, 1);
+    let run = tokio::spawn(first.supervise(forever()));
+    tokio::task::yield_now().await;
+    let second = table.admit(addr("10.0.0.2:1")).unwrap(); // max_handshakes = 1: `first` is shed
+    assert_eq!(run.await.unwrap(), Err(Shed::Evicted));
+    drop(second);
+
+    // Established before the deadline: the work decides, however long it takes.
+    let ok = table.admit(addr("10.0.0.3:1")).unwrap();
+    let promoter = ok.promoter();
+    let work = async move {
+        assert!(promoter.establish());
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        7
+    };
+    assert_eq!(ok.supervise(work).await, Ok(7));
+    let s = table.stats();
+    assert_eq!((s.silent, s.deadline, s.evicted, s.established), (1, 1, 1, 1));
+}
+
+#[test]
+fn metrics_name_every_limit_and_event() {
+    let table = Admission::new(AdmissionConfig::default());
+    let _a = table.admit(addr("10.0.0.1:1")).unwrap();
+    let mut out = String::new();
+    render_metrics(&mut out, &[("join", table.stats()), ("registration", table.stats())]);
+    for line in [
+        "attest_admission_limit{server=\"join\",limit=\"max_connections\"} 1024",
+        "attest_admission_limit{server=\"join\",limit=\"max_connections_per_peer\"} 32",
+        "attest_admission_limit{server=\"join\",limit=\"max_handshakes\"} 128",
+        "attest_admission_limit{server=\"join\",limit=\"max_handshakes_per_peer\"} 8",
+        "attest_admission_limit{server=\"join\",limit=\"handshake_timeout_seconds\"} 10",
+        "attest_admission_limit{server=\"join\",limit=\"first_byte_timeout_seconds\"} 3",
+        "attest_admission_connections{server=\"registration\",state=\"pending\"} 1",
+        "attest_admission_events_total{server=\"join\",event=\"admitted\"} 1",
+        "attest_admission_events_total{server=\"join\",event=\"evicted\"} 0",
+    ] {
+        assert!(out.lines().any(|l| l == line), "missing {line:?} in\n{out}");
+    }
+    assert_eq!(out.matches("# TYPE").count(), 3);
+}
+
+#[test]
+fn connections_the_server_has_not_read_from_are_never_shed() {
+    let table = Admission::new(config(2, 2, 2, 2));
+    let a = table.admit(addr("10.0.0.1:1")).unwrap();
+    let b = table.admit(addr("10.0.0.2:1")).unwrap();
+    assert_eq!(table.admit(addr("10.0.0.3:1")).unwrap_err(), Refusal::ConnectionLimit);
+    assert_eq!(table.admit(addr("10.0.0.1:2")).unwrap_err(), Refusal::ConnectionLimit);
+    polled(&b);
+    let _c = table.admit(addr("10.0.0.3:1")).unwrap();
+    assert!(!shed(&a) && shed(&b));
+}
