@@ -189,7 +189,9 @@ pub fn loopback_peer(n: u32) -> std::net::IpAddr {
 pub async fn connect_from(source: std::net::IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
     let socket = if source.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
     socket.bind(SocketAddr::new(source, 0))?;
-    socket.connect(addr).await
+    let tcp = socket.connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    Ok(tcp)
 }
 
 /// A raw HTTP/2 client connection. Frames from the server are read by a background task.

@@ -14,7 +14,7 @@
 //!     [--backend kubeadm|dry-run] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
 //!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
 //!     [--recover-listen 0.0.0.0:9999|none] [--verify-listen 0.0.0.0:30081|none] [--verify-http-listen 0.0.0.0:30080|none]
-//!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID]
+//!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID] [--metrics-listen ADDR|none]
 //! ```
 //!
 //! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): against
@@ -197,6 +197,9 @@ struct Args {
     /// Verify service, plain HTTP (GET /?nonce=), or none.
     #[arg(long, default_value = "0.0.0.0:30080")]
     verify_http_listen: crate::cmd_lifecycle::Listen,
+    /// Prometheus /metrics of the node's endpoints (admission limits and decisions), or none.
+    #[arg(long, default_value = "none")]
+    metrics_listen: crate::cmd_lifecycle::Listen,
     /// This node's IP: the kubelet's --node-ip, the API server's advertise address (control plane), an IP SAN
     /// of the init node's kubelet serving certificate.
     #[arg(long, value_name = "IP")]
@@ -381,6 +384,17 @@ pub fn main() -> ExitCode {
         "bootstrapper: starting"
     );
 
+    // The node's /metrics, for the whole life of the process (whichever branch below runs).
+    let _metrics = match args.metrics_listen.0 {
+        Some(addr) => match runtime.block_on(crate::cmd_lifecycle::start_metrics(addr, node.metrics())) {
+            Ok(endpoint) => Some(endpoint),
+            Err(e) => {
+                tracing::error!(error = %e, %addr, "bootstrapper: cannot serve /metrics");
+                return ExitCode::from(EXIT_RUNTIME);
+            }
+        },
+        None => None,
+    };
     match node.startup() {
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot read the node state");
@@ -401,7 +415,12 @@ pub fn main() -> ExitCode {
             return if failed {
                 ExitCode::from(EXIT_FAILED)
             } else {
-                crate::cmd_lifecycle::run_bootstrapped(&(Arc::clone(&issuer) as _), state.cluster_id, &args.life())
+                crate::cmd_lifecycle::run_bootstrapped(
+                    &(Arc::clone(&issuer) as _),
+                    state.cluster_id,
+                    &args.life(),
+                    node.metrics(),
+                )
             };
         }
         Ok(Ok(Startup::Rejoin(state))) => {
@@ -489,13 +508,14 @@ async fn run(
         let _ = out.flush();
     }
 
-    let verify = match crate::cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life()).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
-    };
+    let verify =
+        match crate::cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life(), node.metrics()).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
+                return ExitCode::from(EXIT_RUNTIME);
+            }
+        };
     let mut join_task = None;
     // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
     // nextUpdate for as long as the bootstrapper runs.

@@ -127,6 +127,7 @@ pub struct Node {
     disk: Arc<dyn DiskSetup>,
     backend: Arc<dyn ClusterBackend>,
     outcome: watch::Sender<Option<Outcome>>,
+    metrics: Arc<super::node_metrics::NodeMetrics>,
 }
 
 impl Node {
@@ -138,7 +139,7 @@ impl Node {
         backend: Arc<dyn ClusterBackend>,
     ) -> Node {
         let store = StateStore::new(&config.state_dir);
-        Node { config, lock, store, disk, backend, outcome: watch::Sender::new(None) }
+        Node { config, lock, store, disk, backend, outcome: watch::Sender::new(None), metrics: Arc::default() }
     }
 
     /// The configuration.
@@ -164,6 +165,11 @@ impl Node {
     /// The state store.
     pub fn store(&self) -> &StateStore {
         &self.store
+    }
+
+    /// The node's listeners' admission tables, for its `/metrics`.
+    pub fn metrics(&self) -> &Arc<super::node_metrics::NodeMetrics> {
+        &self.metrics
     }
 
     /// What this node is at start-up: PCR 15 as the lock found it, combined with the node state (from the

@@ -160,6 +160,11 @@ impl Rejoiner {
         Rejoiner { node, state, busy: tokio::sync::Mutex::new(()), done: watch::Sender::new(None) }
     }
 
+    /// The node.
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
     /// The node's stored state.
     pub fn state(&self) -> &NodeState {
         &self.state

@@ -536,6 +536,54 @@ impl Admitted {
     }
 }
 
+/// Accepts connections from `listener` until `stop` completes, admits each into `admission` (a refused one
+/// is closed at once, logged at debug), sets TCP_NODELAY, and runs `serve(stream, peer, promoter)` for it in
+/// a task of its own under [`Admitted::supervise`]. After each accept it yields, so that the new
+/// connection's task reads what its client sent with the connect before more connections compete for its
+/// pending slot. `what` names the listener in logs. Returns the accept loop's task.
+pub fn accept_loop<S, F, Fut>(
+    listener: tokio::net::TcpListener,
+    admission: Arc<Admission>,
+    stop: S,
+    what: &'static str,
+    serve: F,
+) -> tokio::task::JoinHandle<()>
+where
+    S: Future<Output = ()> + Send + 'static,
+    F: Fn(Counted<tokio::net::TcpStream>, SocketAddr, Promoter) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(async move {
+        tokio::pin!(stop);
+        loop {
+            let accepted = tokio::select! {
+                r = listener.accept() => r,
+                () = &mut stop => return,
+            };
+            match accepted {
+                Ok((tcp, peer)) => match admission.admit(peer) {
+                    Ok(admitted) => {
+                        let _ = tcp.set_nodelay(true);
+                        let work = serve(admitted.counted(tcp), peer, admitted.promoter());
+                        tokio::spawn(async move {
+                            if let Err(why) = admitted.supervise(work).await {
+                                tracing::debug!(%peer, ?why, what, "pending connection closed");
+                            }
+                        });
+                        tokio::task::yield_now().await;
+                    }
+                    Err(why) => tracing::debug!(%peer, %why, what, "connection refused"),
+                },
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, what, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    })
+}
+
 /// A stream whose received bytes are counted for admission ([`Admitted::counted`]).
 #[derive(Debug)]
 pub struct Counted<IO> {
@@ -601,6 +649,9 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Counted<IO> {
         Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
+
+/// A listener's admission table, read when called (`/metrics` reads each at every scrape).
+pub type StatsSource = Box<dyn Fn() -> AdmissionStats + Send + Sync>;
 
 /// Renders the admission metrics of `tables` (`(server label, stats)`) in the Prometheus text format
 /// (0.0.4), one family each:

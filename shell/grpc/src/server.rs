@@ -59,8 +59,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Sleep;
 
 use super::admission::{
-    Admission, AdmissionConfig, AdmissionStats, Admitted, Counted, DEFAULT_FIRST_BYTE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_HANDSHAKES_PER_PEER, Promoter,
+    Admission, AdmissionConfig, AdmissionStats, Counted, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_PEER,
+    DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_HANDSHAKES_PER_PEER, Promoter,
 };
 use super::codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, MessageDecoder};
 use super::metadata::{Metadata, encode_bin, parse_timeout};
@@ -275,54 +275,29 @@ impl Server {
     /// [`Server::shutdown`], under the server's admission limits ([`super::admission`]: the pending phase is
     /// the preface and the first request headers). Returns the local address.
     pub fn serve(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
-        self.accept_loop(listener, |server, tcp, peer, admitted| {
+        self.accept_loop(listener, |server, io, peer, promoter| {
             let guard = server.inner.connections.guard();
-            let io = admitted.counted(tcp);
-            let promoter = admitted.promoter();
             let server = server.clone();
-            tokio::spawn(async move {
-                let work = server.serve_tracked(io, None, guard, Some((promoter, peer)));
-                if let Err(why) = admitted.supervise(work).await {
-                    tracing::debug!(%peer, ?why, "grpc: pending connection closed");
-                }
-            });
+            async move { server.serve_tracked(io, None, guard, Some((promoter, peer))).await }
         })
     }
 
-    /// The accept loop shared by [`Server::serve`] and [`Server::serve_with`]: runs until shutdown, admits
-    /// each connection ([`super::admission`]; a refused one is closed at once), sets TCP_NODELAY, and hands
-    /// it to `start`.
-    fn accept_loop<S>(&self, listener: TcpListener, start: S) -> std::io::Result<SocketAddr>
+    /// The accept loop shared by [`Server::serve`] and [`Server::serve_with`]: [`super::admission::accept_loop`]
+    /// until shutdown, each admitted connection served by `start`'s future under supervision.
+    fn accept_loop<S, Fut>(&self, listener: TcpListener, start: S) -> std::io::Result<SocketAddr>
     where
-        S: Fn(&Server, TcpStream, SocketAddr, Admitted) + Send + 'static,
+        S: Fn(&Server, Counted<TcpStream>, SocketAddr, Promoter) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
     {
         let addr = listener.local_addr()?;
         let server = self.clone();
-        let task = tokio::spawn(async move {
-            let mut phase = server.inner.phase.subscribe();
-            loop {
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = phase.wait_for(|p| *p != Phase::Running) => return,
-                };
-                match accepted {
-                    Ok((tcp, peer)) => match server.inner.admission.admit(peer) {
-                        Ok(admitted) => {
-                            let _ = tcp.set_nodelay(true);
-                            start(&server, tcp, peer, admitted);
-                            // Let the new connection's task read what its client sent with the connect
-                            // before more connections compete for its pending slot.
-                            tokio::task::yield_now().await;
-                        }
-                        Err(why) => tracing::warn!(%peer, %why, "grpc: connection refused"),
-                    },
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        tracing::warn!(error = %e, "grpc: accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
+        let mut phase = server.inner.phase.subscribe();
+        let stop = async move {
+            let _ = phase.wait_for(|p| *p != Phase::Running).await;
+        };
+        let admission = Arc::clone(&server.inner.admission);
+        let task = super::admission::accept_loop(listener, admission, stop, "grpc", move |io, peer, p| {
+            start(&server, io, peer, p)
         });
         self.inner.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
         Ok(addr)
@@ -363,23 +338,16 @@ impl Server {
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         E: std::fmt::Display + Send + 'static,
     {
-        let handshake = Arc::new(handshake);
-        self.accept_loop(listener, move |server, tcp, peer, admitted| {
+        self.accept_loop(listener, move |server, tcp, peer, promoter| {
             let guard = server.inner.connections.guard();
-            let fut = handshake(admitted.counted(tcp));
-            let promoter = admitted.promoter();
+            let fut = handshake(tcp);
             let server = server.clone();
-            tokio::spawn(async move {
-                let work = async {
-                    match fut.await {
-                        Ok((io, info)) => server.serve_tracked(io, info, guard, Some((promoter, peer))).await,
-                        Err(e) => tracing::debug!(%peer, error = %e, "grpc: connection handshake failed"),
-                    }
-                };
-                if let Err(why) = admitted.supervise(work).await {
-                    tracing::debug!(%peer, ?why, "grpc: pending connection closed");
+            async move {
+                match fut.await {
+                    Ok((io, info)) => server.serve_tracked(io, info, guard, Some((promoter, peer))).await,
+                    Err(e) => tracing::debug!(%peer, error = %e, "grpc: connection handshake failed"),
                 }
-            });
+            }
         })
     }
 

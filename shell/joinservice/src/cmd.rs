@@ -499,6 +499,8 @@ async fn serve(
     }
     let server = Server::new(router, ServerConfig::default());
     let addr = attest_atls::grpc::serve(&server, tokio::net::TcpListener::bind(args.listen).await?, acceptor)?;
+    let join_server = server.clone();
+    metrics.add_admission("join", Box::new(move || join_server.admission_stats()));
     tracing::info!(%addr, "join service: listening (mutual aTLS)");
     announce(addr)?;
 
@@ -510,9 +512,13 @@ async fn serve(
     let registration = match (args.registration_listen, ek_ca) {
         (Some(listen), Some(ca)) => {
             let mut router = Router::new();
-            router.add_service(Arc::new(RegistrationService::new(Arc::clone(&registry), ca)));
+            let service = Arc::new(RegistrationService::new(Arc::clone(&registry), ca));
+            router.add_service(Arc::clone(&service));
             let server = Server::new(router, ServerConfig::default());
             let addr = server.serve(tokio::net::TcpListener::bind(listen).await?)?;
+            let registration_server = server.clone();
+            metrics.add_admission("registration", Box::new(move || registration_server.admission_stats()));
+            metrics.add_section(Box::new(move |out| service.render_metrics(out)));
             tracing::info!(%addr, "join service: AK registration listening (h2c)");
             announce(addr)?;
             Some(server)

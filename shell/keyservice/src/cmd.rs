@@ -4,7 +4,13 @@
 //! ```text
 //! key-service --listen 127.0.0.1:9010 --master-secret FILE --tls-ca FILE --tls-cert FILE --tls-key FILE
 //!     [--allowed-client attest-join-service …] [--log-level info] [--shutdown-grace 5]
+//!     [--metrics-listen 127.0.0.1:9011]
 //! ```
+//!
+//! Connections are admitted fairly (`attest_grpc::admission`, the server defaults: per-address limits, a
+//! cap on pending handshakes that sheds idle sockets first, a reserve for connections that completed their
+//! mutual-TLS handshake); `--metrics-listen` serves those limits and decisions as Prometheus `/metrics`
+//! (`attest_admission_*`, `server="key-service"` and `"metrics"`), printed as a second `listening on ADDR`.
 //!
 //! There is no plaintext mode: a plaintext HTTP/2 (h2c) client fails in the TLS handshake.
 //!
@@ -26,6 +32,7 @@ use std::time::Duration;
 
 use crate::tls::{KmsAcceptor, TlsFiles};
 use crate::{KeyService, MasterSecret};
+use attest_grpc::http1::{HttpEndpoint, metrics_handler, metrics_limits};
 use attest_grpc::{Router, Server, ServerConfig};
 use clap::Parser;
 use tokio::signal::unix::{SignalKind, signal};
@@ -64,6 +71,9 @@ struct Args {
     /// CommonName of a client certificate that may call (repeatable; default: attest-join-service only).
     #[arg(long = "allowed-client", value_name = "NAME")]
     allowed_clients: Vec<String>,
+    /// Address of a Prometheus /metrics endpoint (plain HTTP: admission limits and decisions); off unless given.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
 }
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
@@ -114,11 +124,16 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = crate::tls::serve(&server, listener, acceptor)?;
     tracing::info!(%addr, "key service: listening (mutual TLS)");
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "listening on {addr}")?;
-        stdout.flush()?;
-    }
+    announce(addr)?;
+    let metrics = match args.metrics_listen {
+        Some(listen) => {
+            let endpoint = serve_metrics(tokio::net::TcpListener::bind(listen).await?, &server)?;
+            tracing::info!(addr = %endpoint.local_addr(), "key service: metrics listening");
+            announce(endpoint.local_addr())?;
+            Some(endpoint)
+        }
+        None => None,
+    };
 
     let signal_name = tokio::select! {
         r = tokio::signal::ctrl_c() => { r?; "SIGINT" }
@@ -126,10 +141,36 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
     };
     tracing::info!(signal = signal_name, in_flight = server.in_flight_calls(), "key service: shutting down");
     let drained = server.shutdown(Duration::from_secs(args.shutdown_grace)).await;
+    if let Some(m) = metrics {
+        m.shutdown().await;
+    }
     if drained {
         tracing::info!("key service: stopped");
     } else {
         tracing::warn!(grace_seconds = args.shutdown_grace, "key service: calls cancelled after the grace period");
     }
     Ok(())
+}
+
+fn announce(addr: SocketAddr) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on {addr}")?;
+    stdout.flush()
+}
+
+/// `/metrics` of the key service: the admission tables of its listener and of the endpoint itself.
+fn serve_metrics(listener: tokio::net::TcpListener, server: &Server) -> std::io::Result<HttpEndpoint> {
+    let kms = server.clone();
+    let own: Arc<std::sync::OnceLock<Arc<attest_grpc::Admission>>> = Arc::default();
+    let own_reader = Arc::clone(&own);
+    let render = Arc::new(move || {
+        let mut tables = vec![("key-service", kms.admission_stats())];
+        tables.extend(own_reader.get().map(|a| ("metrics", a.stats())));
+        let mut out = String::with_capacity(2048);
+        attest_grpc::admission::render_metrics(&mut out, &tables);
+        out
+    });
+    let endpoint = HttpEndpoint::serve(listener, metrics_limits(), metrics_handler(render))?;
+    let _ = own.set(endpoint.admission());
+    Ok(endpoint)
 }
