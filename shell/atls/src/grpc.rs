@@ -73,6 +73,16 @@ pub async fn connect(
         .await
         .map_err(|_| ConnectError::Tcp(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")))?
         .map_err(ConnectError::Tcp)?;
+    connect_over(tcp, connector, config).await
+}
+
+/// [`connect`] on a TCP connection already open (e.g. from a chosen local address) to the server.
+pub async fn connect_over(
+    tcp: TcpStream,
+    connector: &AtlsConnector,
+    config: ChannelConfig,
+) -> Result<(Channel, Option<PeerAttestation>), ConnectError> {
+    let addr = tcp.peer_addr().map_err(ConnectError::Tcp)?;
     let _ = tcp.set_nodelay(true);
     let tls = tokio::time::timeout(config.connect_timeout, connector.connect(tcp))
         .await

@@ -20,12 +20,12 @@
 //!     └─ chosen as a victim ──▶ closed
 //! ```
 //!
-//! The **victim** is the oldest pending connection that has not sent a single byte, else the oldest pending
-//! one — among those the server has already tried to read from: a genuine client sends its ClientHello (or
+//! The **victim** is the pending connection that has sent the fewest bytes, the oldest of those — among
+//! those the server has already tried to read from: a genuine client sends its whole ClientHello (or
 //! preface, or request line) the moment it connects, so it leaves the idle set at once and outlives every
-//! idle socket an attacker holds, and a connection is never judged idle before the server has looked (the
-//! accept loop yields to each new connection's task, which reads at once). With no such victim the new
-//! connection is refused.
+//! idle socket and every slow-loris trickle an attacker holds, and a connection is never judged idle
+//! before the server has looked (the accept loop yields to each new connection's task, which reads at
+//! once). With no such victim the new connection is refused.
 //!
 //! Why this shape:
 //! - **A reserve for those who finish.** At most `max_handshakes` of the `max_connections` slots can be
@@ -42,8 +42,8 @@
 //!   beyond the latter it sheds its *own* victims, so it can only hurt itself. A deployment that puts a
 //!   source-NAT in front of a service (all clients one address) must raise the per-peer limits.
 //! - **Counted bytes.** [`Counted`] counts the bytes a pending connection sends: none within
-//!   `first_byte_timeout` closes it (no client waits before its first byte), and the count picks victims.
-//!   The handshake deadline runs from accept and is never extended by bytes trickling in.
+//!   `first_byte_timeout` closes it (no client waits before its first byte), and the count picks victims
+//!   (fewest first). The handshake deadline runs from accept and is never extended by bytes trickling in.
 //!
 //! Every decision is counted ([`AdmissionStats`]) and rendered with the limits for `/metrics`
 //! ([`render_metrics`]).
@@ -225,20 +225,23 @@ struct Table {
 }
 
 impl Table {
-    /// The victim among pending entries the server has read from (of `peer` only, when given): the oldest
-    /// that sent no byte, else the oldest.
+    /// The victim among pending entries the server has read from (of `peer` only, when given): the one
+    /// that sent the fewest bytes, the oldest of those.
     fn victim(&self, peer: Option<PeerKey>) -> Option<u64> {
-        let mut oldest = None;
+        let mut best: Option<(u64, u64)> = None;
         for (&id, e) in &self.pending {
             if peer.is_some_and(|p| p != e.peer) || !e.reads.polled.load(Ordering::Acquire) {
                 continue;
             }
-            if e.reads.bytes.load(Ordering::Acquire) == 0 {
-                return Some(id);
+            let bytes = e.reads.bytes.load(Ordering::Acquire);
+            if bytes == 0 {
+                return Some(id); // ids ascend: the oldest silent one
             }
-            oldest.get_or_insert(id);
+            if best.is_none_or(|(b, _)| bytes < b) {
+                best = Some((bytes, id));
+            }
         }
-        oldest
+        best.map(|(_, id)| id)
     }
 
     /// Removes a pending entry and its counts; returns it.

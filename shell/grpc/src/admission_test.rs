@@ -61,14 +61,18 @@ fn a_full_pending_set_sheds_the_oldest_silent_connection_first() {
     assert!(shed(&c) && !shed(&a));
     send(&d, 1);
     send(&e, 1);
-    // Nobody silent: the oldest goes.
-    let _f = table.admit(addr("10.0.0.6:1")).unwrap();
-    assert!(shed(&a) && !shed(&d) && !shed(&e));
+    // Nobody silent: the one that sent the fewest bytes goes, the oldest of those (d before e; a sent 300).
+    let f = admit_polled(&table, "10.0.0.6:1");
+    assert!(!shed(&a) && shed(&d) && !shed(&e));
+    send(&e, 1000);
+    send(&f, 1000);
+    let _g = table.admit(addr("10.0.0.7:1")).unwrap();
+    assert!(shed(&a) && !shed(&e) && !shed(&f), "a trickle of 300 bytes goes before a whole ClientHello");
     let s = table.stats();
-    assert_eq!((s.pending, s.established_open, s.admitted, s.evicted), (3, 0, 6, 3));
+    assert_eq!((s.pending, s.established_open, s.admitted, s.evicted), (3, 0, 7, 4));
     // A shed connection cannot be established afterwards.
     assert!(!a.promoter().establish());
-    assert!(d.promoter().establish());
+    assert!(e.promoter().establish());
 }
 
 #[test]
