@@ -53,7 +53,9 @@
 //! (locked without state, state without its disk, PCR 15 mismatch): init and join refused; 6 rejoin refused
 //! (the node's measurements changed, or the keys are another cluster's): the node stays down; 7 rejoin
 //! failed (the disk did not reopen, PCR 15 or Kubernetes could not be brought back). Code 4 marks the node
-//! for reset: the systemd unit reboots it, and the next start resets it to a fresh node.
+//! for reset: the systemd unit reboots it, and the next start resets it to a fresh node; it is also the
+//! answer to a bootstrap interrupted after the lock in this boot (`{"event":"interrupted",…}`: killed or
+//! crashed between the lock and the end of bootstrapping, `crate::state`).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -154,7 +156,8 @@ struct Args {
     /// --runtime-dir; no encryption).
     #[arg(long, value_parser = parse_disk)]
     disk: DiskChoice,
-    /// Directory of the key file and disk UUID in key-file mode (a tmpfs in production).
+    /// Directory of the key file and disk UUID in key-file mode and of the node lock's intent marker (a
+    /// tmpfs in production: it must not survive a reboot).
     #[arg(long, default_value = "/run/attest", value_name = "DIR")]
     runtime_dir: PathBuf,
     /// Cluster backend: kubeadm (must be on PATH; `auto` is the same), or dry-run (runs nothing, announced).
@@ -288,6 +291,11 @@ fn host_name() -> String {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    // Fault injection for the crash matrix: only builds with the feature arm it (attest_util::fault).
+    #[cfg(feature = "fault-injection")]
+    attest_util::fault::arm_from_env("bootstrapper");
+    #[cfg(not(feature = "fault-injection"))]
+    attest_util::fault::warn_if_requested("bootstrapper");
     if args.snp_device.is_simulated() && !cfg!(feature = "dangerous-test-roots") {
         tracing::error!(snp_device = %args.snp_device,
             "bootstrapper: this build cannot use simulated hardware (built without the feature dangerous-test-roots)");
@@ -358,7 +366,7 @@ pub fn main() -> ExitCode {
     tracing::info!(variant = %issuer.variant(), "bootstrapper: attesting");
     let ek_certificate = issuer.qemu().map(|q| q.ek_certificate().to_vec()).unwrap_or_default();
     let lock = match NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>) {
-        Ok(l) => Arc::new(l),
+        Ok(l) => Arc::new(l.with_intent_dir(&args.runtime_dir)),
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot read PCR 15");
             return ExitCode::from(EXIT_RUNTIME);
@@ -431,6 +439,15 @@ pub fn main() -> ExitCode {
                     .ok()
             });
             return crate::cmd_lifecycle::run_rejoin(node, state, &(Arc::clone(&issuer) as _), call, &args.life());
+        }
+        Ok(Ok(Startup::Interrupted { cluster_id, state })) => {
+            // PCR 15 cannot be taken back in this boot: a reboot clears it (the unit reboots on exit 4), and
+            // the next start resets the node or, with no state written yet, finds it fresh.
+            tracing::error!(cluster_id = %hex::encode(cluster_id), phase = ?state.as_ref().map(|s| s.phase),
+                "bootstrapper: bootstrapping was interrupted after the node lock in this boot; marked for reset");
+            event(&serde_json::json!({"event": "interrupted", "cluster_id": hex::encode(cluster_id),
+                "state": state.is_some(), "marked_for_reset": true}));
+            return ExitCode::from(EXIT_FAILED);
         }
         Ok(Ok(Startup::Reset(state))) => match crate::lifecycle::reset(&node, &state) {
             Ok(lines) => {

@@ -25,6 +25,17 @@
 //! [`expected_pcr_value`]). A reboot resets PCR 15; re-establishing the node after a reboot (the rejoin path)
 //! is the job of the node's disk set-up, not of this lock.
 //!
+//! # The intent marker
+//!
+//! A node stopped (killed, or its bootstrapper crashed) right after the extend has PCR 15 set and no node
+//! state yet: it cannot join again in this boot (the join measurements require PCR 15 = 0) and has no key
+//! to continue with. To tell that case from a PCR 15 extended by something else, the lock first writes the
+//! cluster id it is about to extend with to [`LOCK_INTENT_FILE`] in the runtime directory
+//! ([`NodeLock::with_intent_dir`]: a tmpfs, so the marker lives exactly as long as the PCR value it
+//! explains). At the next start in the same boot, PCR 15 = SHA-256(0³² ‖ the marker's cluster id) with no
+//! state is an *interrupted* bootstrap ([`NodeLock::interrupted_lock`]): the node is marked for reset and
+//! rebooted, which clears PCR 15, and it starts fresh. A start with PCR 15 = 0 removes a stale marker.
+//!
 //! If the extend itself fails, the TPM may or may not have executed it. The lock then stays `Locked` anyway
 //! (never back to unlocked: a second extend could leave PCR 15 at a value no verifier expects) and the caller
 //! gets [`LockError::Pcr`]: the node refuses every later attempt and needs operator attention.
@@ -42,6 +53,8 @@ use attest_attester::tpm::{PcrMask, Tpm};
 
 /// The PCR the lock extends (SHA-256 bank).
 pub const BOOTSTRAP_PCR: u8 = 15;
+/// The lock's intent marker in the runtime directory (module docs, "The intent marker").
+pub const LOCK_INTENT_FILE: &str = "lock-intent";
 
 /// Who took the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +84,8 @@ pub enum PcrError {
     Tpm(attest_attester::tpm::Error),
     /// The TPM did not return the SHA-256 value of PCR 15.
     Missing,
+    /// The intent marker could not be written (nothing was extended).
+    Intent(attest_util::fs::FileError),
 }
 
 impl std::fmt::Display for PcrError {
@@ -78,6 +93,9 @@ impl std::fmt::Display for PcrError {
         match self {
             PcrError::Tpm(e) => write!(f, "PCR {BOOTSTRAP_PCR}: {e}"),
             PcrError::Missing => write!(f, "the TPM returned no SHA-256 value for PCR {BOOTSTRAP_PCR}"),
+            PcrError::Intent(e) => {
+                write!(f, "writing the lock's intent marker (PCR {BOOTSTRAP_PCR} not extended): {e}")
+            }
         }
     }
 }
@@ -86,6 +104,7 @@ impl std::error::Error for PcrError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             PcrError::Tpm(e) => Some(e),
+            PcrError::Intent(e) => Some(e),
             PcrError::Missing => None,
         }
     }
@@ -264,6 +283,8 @@ pub struct NodeLock {
     locked: watch::Sender<bool>,
     /// PCR 15 as found by [`NodeLock::open`].
     initial_pcr: [u8; 32],
+    /// Where the intent marker is written (`None`: not kept).
+    intent_dir: Option<std::path::PathBuf>,
 }
 
 impl NodeLock {
@@ -276,7 +297,43 @@ impl NodeLock {
             state: Mutex::new(if locked { State::Locked(None) } else { State::Unlocked }),
             locked: watch::Sender::new(locked),
             initial_pcr,
+            intent_dir: None,
         })
+    }
+
+    /// Keeps the intent marker in `dir` (the runtime directory: a tmpfs). Opened on PCR 15 = 0, a marker left
+    /// there is stale (the extend never happened) and removed.
+    pub fn with_intent_dir(mut self, dir: &std::path::Path) -> NodeLock {
+        if self.initial_pcr == [0; 32] {
+            let _ = std::fs::remove_file(dir.join(LOCK_INTENT_FILE));
+        }
+        self.intent_dir = Some(dir.to_owned());
+        self
+    }
+
+    /// The cluster id of a lock interrupted before its node state was written: PCR 15 at open equals
+    /// SHA-256(0³² ‖ the cluster id the intent marker names). `None` without a marker or when PCR 15 is
+    /// anything else.
+    pub fn interrupted_lock(&self) -> Option<[u8; 32]> {
+        let text = std::fs::read_to_string(self.intent_dir.as_ref()?.join(LOCK_INTENT_FILE)).ok()?;
+        let mut cluster_id = [0u8; 32];
+        hex::decode_to_slice(text.trim(), &mut cluster_id).ok()?;
+        (expected_pcr_value(&cluster_id) == self.initial_pcr).then_some(cluster_id)
+    }
+
+    /// Writes the intent marker for `cluster_id` (when kept); a failure to write it stops the lock (the
+    /// extend that follows must be explainable after a crash).
+    fn write_intent(&self, cluster_id: &[u8; 32]) -> Result<(), PcrError> {
+        if let Some(dir) = &self.intent_dir {
+            attest_util::fs::write_atomic(
+                &dir.join(LOCK_INTENT_FILE),
+                format!("{}\n", hex::encode(cluster_id)).as_bytes(),
+                attest_util::fs::SECRET_FILE_MODE,
+            )
+            .map_err(PcrError::Intent)?;
+            attest_util::fault::point("lock.intent-written");
+        }
+        Ok(())
     }
 
     /// PCR 15 as it was when the lock was opened.
@@ -313,13 +370,29 @@ impl NodeLock {
         *state = State::Locked(Some(holder));
         self.locked.send_replace(true);
         // Still under the mutex: nobody observes `Locked` before the extend has been attempted.
-        let extended = self.backend.extend_bootstrap_pcr(cluster_id);
+        let extended = self.write_intent(cluster_id).and_then(|()| self.backend.extend_bootstrap_pcr(cluster_id));
         drop(state);
-        extended.map_err(LockError::Pcr)
+        extended.map_err(LockError::Pcr)?;
+        attest_util::fault::point("lock.extended");
+        Ok(())
     }
 }
 
 impl NodeLock {
+    /// What [`NodeLock::relock`] would find, without changing anything: `Ok(true)` when PCR 15 is zero (it
+    /// would extend), `Ok(false)` when it already holds this cluster's value, [`RelockError::Foreign`] else.
+    pub fn check_relock(&self, cluster_id: &[u8; 32]) -> Result<bool, RelockError> {
+        let pcr = self.backend.read_bootstrap_pcr().map_err(RelockError::Pcr)?;
+        let expected = expected_pcr_value(cluster_id);
+        if pcr == expected {
+            Ok(false)
+        } else if pcr == [0; 32] {
+            Ok(true)
+        } else {
+            Err(RelockError::Foreign { pcr, expected })
+        }
+    }
+
     /// Re-establishes the lock of a bootstrapped node after a reboot (rejoin, recovery): reads PCR 15 *now*
     /// and extends it with `cluster_id` where it is zero (the TPM was reset), accepts it where it already is
     /// SHA-256(0³² ‖ cluster id), and refuses anything else. The lock is `Locked(holder)` afterwards, whatever
@@ -451,6 +524,25 @@ mod tests {
         assert_eq!(won.load(Ordering::SeqCst), 1);
         assert_eq!(already.load(Ordering::SeqCst), 999);
         assert_eq!(pcr.extend_count(), 1);
+    }
+
+    #[test]
+    fn the_intent_marker_explains_an_interrupted_lock_and_nothing_else() {
+        let tmp = attest_test_support::TempDir::new("lock-intent");
+        let pcr = Arc::new(MemoryPcr::new());
+        let lock = NodeLock::open(pcr.clone()).unwrap().with_intent_dir(tmp.path());
+        lock.try_lock(LockHolder::Join, &[5; 32]).unwrap();
+        // "Crash", restart in the same boot: PCR 15 and the marker agree.
+        let again = NodeLock::open(pcr.clone()).unwrap().with_intent_dir(tmp.path());
+        assert_eq!(again.interrupted_lock(), Some([5; 32]));
+        // Without the marker (another boot's runtime directory), or with a PCR 15 of another value: no.
+        assert_eq!(NodeLock::open(pcr.clone()).unwrap().interrupted_lock(), None);
+        pcr.extend_bootstrap_pcr(&[1; 32]).unwrap();
+        assert_eq!(NodeLock::open(pcr.clone()).unwrap().with_intent_dir(tmp.path()).interrupted_lock(), None);
+        // A fresh boot (PCR 15 = 0) removes the stale marker.
+        let fresh = NodeLock::open(Arc::new(MemoryPcr::new())).unwrap().with_intent_dir(tmp.path());
+        assert_eq!(fresh.interrupted_lock(), None);
+        assert!(!tmp.path().join(LOCK_INTENT_FILE).exists());
     }
 
     #[derive(Debug)]

@@ -181,7 +181,14 @@ impl Node {
             Ok(HeaderState::Unsupported) => self.store.load()?,
             Err(e) => return Err(StateError::Header { reason: e.to_string() }),
         };
-        let result = check_startup(&self.lock.initial_pcr(), state);
+        let result = match check_startup(&self.lock.initial_pcr(), state) {
+            // Locked without state, explained by the lock's intent marker: stopped right after the lock.
+            Err(StartupError::LockedWithoutState) => match self.lock.interrupted_lock() {
+                Some(cluster_id) => Ok(Startup::Interrupted { cluster_id, state: None }),
+                None => Err(StartupError::LockedWithoutState),
+            },
+            other => other,
+        };
         if let Ok(Startup::Rejoin(s)) = &result {
             // "Whose state disk exists": the disk the state names must be this node's.
             let disk_uuid = self.disk.disk_uuid().map_err(|e| StateError::Header { reason: e.to_string() })?;
@@ -238,7 +245,10 @@ impl Node {
                  Kubernetes cluster");
         }
         match self.disk.setup(disk_key) {
-            Ok(report) => log(&format!("disk: {report}")),
+            Ok(report) => {
+                attest_util::fault::point("commit.disk-set-up");
+                log(&format!("disk: {report}"));
+            }
             Err(e) => {
                 state.phase = Phase::Failed;
                 // Best effort: the state directory may be on the disk that failed.
@@ -250,15 +260,21 @@ impl Node {
             }
         }
         self.store.persist(&state).map_err(CommitError::State)?;
+        attest_util::fault::point("commit.state-file-written");
         self.disk.record_state(&state).map_err(CommitError::Disk)?;
+        attest_util::fault::point("commit.state-header-written");
         log(&format!("node state persisted ({}, role {})", self.store.path().display(), c.role));
         let result = run(self.backend.as_ref(), log);
+        attest_util::fault::point("commit.backend-done");
         state.phase = if result.is_ok() { Phase::Bootstrapped } else { Phase::Failed };
-        let persisted = self
-            .store
-            .persist(&state)
-            .map_err(CommitError::State)
-            .and_then(|()| self.disk.record_state(&state).map_err(CommitError::Disk));
+        // The file first, the disk's header last: where the disk keeps a header, the header is the record a
+        // rebooted node reads, so the phase changes when it is written (a crash between the two leaves the
+        // header's `bootstrapping`: interrupted, reset).
+        let persisted = self.store.persist(&state).map_err(CommitError::State).and_then(|()| {
+            attest_util::fault::point("commit.final-state-file-written");
+            self.disk.record_state(&state).map_err(CommitError::Disk)
+        });
+        attest_util::fault::point("commit.final-state-header-written");
         let value = result.map_err(CommitError::Backend)?;
         persisted?;
         Ok(value)

@@ -408,6 +408,11 @@ fn pcs(args: &Args) -> Result<attest_kds::Pcs, String> {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    // Fault injection for the crash matrix: only builds with the feature arm it (attest_util::fault).
+    #[cfg(feature = "fault-injection")]
+    attest_util::fault::arm_from_env("join-service");
+    #[cfg(not(feature = "fault-injection"))]
+    attest_util::fault::warn_if_requested("join-service");
     #[cfg(not(feature = "dangerous-test-roots"))]
     if args.dangerous_test_roots.is_some() {
         tracing::error!("join service: {TEST_ROOTS_REFUSED}");

@@ -80,6 +80,11 @@ struct Args {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    // Fault injection for the crash matrix: only builds with the feature arm it (attest_util::fault).
+    #[cfg(feature = "fault-injection")]
+    attest_util::fault::arm_from_env("key-service");
+    #[cfg(not(feature = "fault-injection"))]
+    attest_util::fault::warn_if_requested("key-service");
 
     let secret = match MasterSecret::from_file(&args.master_secret) {
         Ok(secret) => secret,
