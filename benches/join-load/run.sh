@@ -19,7 +19,8 @@
 #       SOAK_ATTACK=1 holds the attack of (d) (idle and slow-loris sockets) for the whole soak;
 #   (d) attacked vs unattacked (issue 28): JOINS/5 joins from 16 clients (one loopback address each) without an
 #       attack, then with 1,100 idle sockets on the join service and 2,000 on the key service, with 400
-#       slow-loris handshakes, and with both (150 attacker addresses, each socket re-opened 1 s after the server
+#       slow-loris handshakes, and with both (`join-load attack`, a process of its own started 5 s before the
+#       genuine load and held to its end; 150 attacker addresses, each socket re-opened 1 s after the server
 #       closes it): the genuine success rate and latency, and the join service's admission counters.
 #
 # Each join-service instance is scraped for its /metrics counters before it stops (refusals must stay 0), and its
@@ -461,10 +462,22 @@ if [ -z "$ONLY" ] || [ "$ONLY" = d ]; then
   start_join_service d 0,1
   attack_idle=(--attack-idle 1100 --attack-kms "$ks_addr" --attack-kms-idle 2000 --attack-peers 150)
   attack_slow=(--attack-slow 400 --attack-peers 150)
+  # attacked LABEL ATTACK-ARGS…: the attacker in a process of its own, then the genuine load, then the attacker's
+  # report merged into the run's JSON.
+  attacked() {
+    local label=$1; shift
+    taskset -c 0,1 $bin/join-load attack --addr "$js_addr" --json "$@" >"$out/$label-attack.json" &
+    local attacker=$!; pids+=("$attacker")
+    sleep 5
+    measure "$label" 0,1 --concurrency 16 --joins "$n" --duration 300 --warmup 3
+    kill -TERM "$attacker"; wait "$attacker" || true; forget "$attacker"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["attack"]=json.load(open(sys.argv[2])); json.dump(r, open(sys.argv[1], "w"))' \
+      "$out/$label.json" "$out/$label-attack.json"
+  }
   measure d-none 0,1 --concurrency 16 --joins "$n" --duration 300 --warmup 3
-  measure d-idle 0,1 --concurrency 16 --joins "$n" --duration 300 --warmup 3 "${attack_idle[@]}"
-  measure d-slow 0,1 --concurrency 16 --joins "$n" --duration 300 --warmup 3 "${attack_slow[@]}"
-  measure d-both 0,1 --concurrency 16 --joins "$n" --duration 300 --warmup 3 "${attack_idle[@]}" --attack-slow 400
+  attacked d-idle "${attack_idle[@]}"
+  attacked d-slow "${attack_slow[@]}"
+  attacked d-both "${attack_idle[@]}" --attack-slow 400
   stop_join_service d; check_metrics d
   stop_key_service
   echo "## (d) attacked vs unattacked ($n joins per run, 16 clients, one loopback address each; attackers on 150 other addresses)"

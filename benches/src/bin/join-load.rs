@@ -9,6 +9,8 @@
 //!     [--attack-reopen SECONDS] [--attack-trickle SECONDS]
 //! join-load validate --fixture DIR [--threads 1,2] [--per-thread 2000] [--rounds 3] [--json]
 //! join-load mtls --fixture DIR --addr KEY_SERVICE [--connections 5000] [--concurrency 16] [--json]
+//! join-load attack --addr JOIN_SERVICE [--attack-idle N] [--attack-slow N] [--attack-kms ADDR --attack-kms-idle N]
+//!     [--attack-peers P] [--attack-reopen SECONDS] [--attack-trickle SECONDS] [--duration SECONDS] [--json]
 //! ```
 //!
 //! `setup` writes the files of `attest_benches::joinload::fixture` (AKs, an AK registry pinning
@@ -22,7 +24,9 @@
 //! options hold the services' limits for the whole run, warm-up included (`attest_benches::joinload::attack`,
 //! issue 28): idle and slow-loris sockets on the join service and idle sockets on the key service, spread
 //! over `--attack-peers` loopback addresses, each re-opened `--attack-reopen` seconds after the server closes
-//! it; the report then has an `attack` section.
+//! it; the report then has an `attack` section. `attack` holds the same sockets in a process of its own (so
+//! that the attacker does not share the genuine clients' runtime) until SIGTERM/SIGINT or `--duration`, and
+//! prints what it did.
 //! `validate` runs the join service's handshake validation path on 1, 2, … threads in-process. `mtls` opens
 //! fresh mutual-TLS connections to the key service, one gRPC call each: the transport floor of a join
 //! (`attest_benches::joinload::mtls`).
@@ -148,6 +152,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Hold the services' limits (idle and slow-loris sockets) until stopped, as `run --attack-*` does but in a
+    /// process of its own.
+    Attack {
+        /// The join service's aTLS address.
+        #[arg(long)]
+        addr: SocketAddr,
+        #[command(flatten)]
+        attack: AttackArgs,
+        /// Stop after this many seconds (also on SIGTERM or SIGINT).
+        #[arg(long, default_value_t = 3600.0)]
+        duration: f64,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure the join service's handshake validation path on 1, 2, … threads (in-process).
     Validate {
         /// The fixture directory (`setup`).
@@ -258,6 +277,41 @@ fn main() -> ExitCode {
                         report.errors == 0
                     },
                 ),
+            }
+        }
+        Command::Attack { addr, attack, duration, json } => {
+            let config = match (attack.config(addr), seconds("duration", duration)) {
+                (Ok(Some(c)), Ok(d)) => (c, d),
+                (Ok(None), _) => {
+                    eprintln!("join-load: attack: give --attack-idle, --attack-slow or --attack-kms-idle");
+                    return ExitCode::from(2);
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("join-load: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Err(e) => Err(e.into()),
+                Ok(rt) => rt.block_on(async {
+                    let held = Attack::start(&config.0);
+                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                    tokio::select! {
+                        () = tokio::time::sleep(config.1) => {}
+                        _ = term.recv() => {}
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                    let a = held.stop().await;
+                    if json {
+                        println!("{}", a.json());
+                    } else {
+                        println!(
+                            "attack: {} sockets opened, {} closed by the servers and re-opened, {} connects failed",
+                            a.opened, a.closed_by_server, a.connect_failures
+                        );
+                    }
+                    Ok::<_, joinload::BoxError>(true)
+                }),
             }
         }
         Command::Validate { fixture, threads, per_thread, rounds, json } => {
