@@ -1,5 +1,5 @@
 # The two commands of README.md. Each installs what it needs first.
-.PHONY: demo demo-snp test setup
+.PHONY: demo demo-snp test setup crash-matrix
 
 setup:
 	bash scripts/setup.sh
@@ -29,3 +29,10 @@ demo-snp: setup
 
 test: setup
 	bash scripts/test.sh
+
+# The crash matrix alone (scripts/test.sh runs it too): every persistence point of init, join, rejoin, recovery
+# and reset, killed (SIGKILL) and power-cut, plus the join and key services killed mid-join. Needs root.
+crash-matrix: setup
+	cargo build -q --target-dir target/fault --features attest-bootstrapper/fault-injection,attest-joinservice/fault-injection,attest-keyservice/fault-injection \
+		--bin attest --bin attest-bootstrapper --bin join-service --bin key-service
+	python3 scripts/crash-matrix.py target/fault/debug

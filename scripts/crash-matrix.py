@@ -43,6 +43,7 @@ standard library only. Every process it started is stopped by PID at the end, ev
 """
 
 import base64
+import concurrent.futures
 import hashlib
 import importlib.util
 import json
@@ -66,6 +67,7 @@ log, Failure, run = dc.log, dc.Failure, dc.run
 POINT_TIMEOUT = 90   # seconds for a node to reach its fault point
 STEP_TIMEOUT = 120   # seconds for one bring-back step (an event, or an exit)
 MAX_BOOTS = 4        # starts of the bootstrapper while bringing a node back
+WORKERS = 2          # nodes taken through their cases at a time (each has its own TPM and disk)
 
 # Every persistence point, per flow, in the order the node reaches them (docs/ARCHITECTURE.md, "Crash safety").
 COMMIT = ["lock.intent-written", "lock.extended", "disk.formatted", "commit.disk-set-up",
@@ -247,8 +249,10 @@ class Machine:
         self.state_dir = self.mnt / "state"
         self.disk_image = self.mnt / "state-disk.img"
         if source is None:
+            # Provisioning (before the machine's first boot): the state disk exists, durably.
             with open(self.disk_image, "wb") as f:
                 f.truncate(20 * 1024 * 1024)
+            sh("sync", "-f", self.mnt)
         self.swtpm = None
         self.boots = 0
         self.boot()
@@ -395,8 +399,8 @@ def wait_point(log_path, proc, point):
 
 
 class Case:
-    def __init__(self, c, flow, point, kind):
-        self.c, self.flow, self.point, self.kind = c, flow, point, kind
+    def __init__(self, c, flow, point, kind, index):
+        self.c, self.flow, self.point, self.kind, self.index = c, flow, point, kind, index
         self.outcome = None
         self.detail = ""
         self.data_lost = False
@@ -453,18 +457,25 @@ def bring_back(case, m, *, join=True, recover=True, init=False, recovery=False, 
     raise Failure(f"{m.name} did not settle in {MAX_BOOTS} starts")
 
 
-def check_bootstrapped(case, m, uuid_before=None):
-    """The independent checks of a node that says it is bootstrapped; returns a one-line summary."""
+def check_bootstrapped(case, m, uuid_before=None, own_cluster=False):
+    """The independent checks of a node that says it is bootstrapped; returns a one-line summary. The node's
+    cluster is the seed's, or (`own_cluster`: a node that initialized a cluster) the one its own salt gives:
+    either way HKDF(HKDF(master secret, "key-measurementSecret"), salt, "key-clusterID")."""
     c = case.c
     problems = []
+    state = m.header_state() or {}
+    salt = bytes.fromhex(state.get("measurement_salt", ""))
+    cluster_id = c.cluster_id
+    if own_cluster:
+        ms = dc.hkdf_sha256(c.key, c.salt, b"key-measurementSecret")
+        cluster_id = dc.hkdf_sha256(ms, salt, b"key-clusterID").hex()
     pcr = m.pcr15()
-    want = hashlib.sha256(b"\0" * 32 + bytes.fromhex(c.cluster_id)).hexdigest()
+    want = hashlib.sha256(b"\0" * 32 + bytes.fromhex(cluster_id)).hexdigest()
     if pcr != want:
         problems.append(f"PCR 15 {pcr[:16]}… is not the cluster id extended")
-    state = m.header_state()
     uuid = m.disk_uuid()
-    if not state or state.get("phase") != "bootstrapped" or state.get("cluster_id") != c.cluster_id:
-        problems.append(f"the disk header's node state is {state}")
+    if state.get("phase") != "bootstrapped" or state.get("cluster_id") != cluster_id:
+        problems.append(f"the disk header's node state is {state or None}")
     elif state.get("disk_uuid") != uuid:
         problems.append(f"the node state names disk {state.get('disk_uuid')}, the disk is {uuid}")
     if uuid is None or not dc.luks_key_opens(m.disk_image, c.disk_key(uuid)):
@@ -481,17 +492,17 @@ def check_bootstrapped(case, m, uuid_before=None):
 
 def run_init(case):
     c = case.c
-    m = Machine(c, f"init-{len(c.cases)}", control_plane=True)
+    m = Machine(c, f"init-{case.index}", control_plane=True)
     try:
         p, out, log_path = m.bootstrapper("fault", faults=case.point, join=False)
         addr = wait_listening(out, p)
-        cli = c.attest_init(addr, f"fault-{len(c.cases)}")
+        cli = c.attest_init(addr, f"fault-{case.index}")
         wait_point(log_path, p, case.point)
         fault(case, m, p, extra=[cli])
         ev = bring_back(case, m, join=False, init=True)
         if ev["event"] == "refused":
             return "refusing with a clear reason", ev.get("reason", "")
-        detail = check_bootstrapped(case, m)
+        detail = check_bootstrapped(case, m, own_cluster=True)
         return ("reset and re-initialized" if case.reset else "initialized"), detail
     finally:
         m.destroy()
@@ -499,7 +510,7 @@ def run_init(case):
 
 def run_join(case):
     c = case.c
-    m = Machine(c, f"join-{len(c.cases)}")
+    m = Machine(c, f"join-{case.index}")
     try:
         p, _, log_path = m.bootstrapper("fault", faults=case.point)
         wait_point(log_path, p, case.point)
@@ -530,14 +541,14 @@ def joined_template(c):
 
 def run_rejoin(case, recovery=False):
     c = case.c
-    m = Machine(c, f"{case.flow}-{len(c.cases)}", source=joined_template(c))  # a reboot of the joined node
+    m = Machine(c, f"{case.flow}-{case.index}", source=joined_template(c))  # a reboot of the joined node
     try:
         uuid = m.disk_uuid()
         p, out, log_path = m.bootstrapper("fault", faults=case.point, join=not recovery, recover=recovery)
         extra = []
         if recovery:
             ev = first_event(out, p, ["recovery-listening"])
-            extra.append(c.attest_recover(ev["addr"], f"fault-{len(c.cases)}"))
+            extra.append(c.attest_recover(ev["addr"], f"fault-{case.index}"))
         wait_point(log_path, p, case.point)
         fault(case, m, p, extra=extra)
         ev = bring_back(case, m, join=not recovery, recover=recovery)
@@ -568,7 +579,7 @@ def interrupted_template(c):
 
 def run_reset(case):
     c = case.c
-    m = Machine(c, f"reset-{len(c.cases)}", source=interrupted_template(c))
+    m = Machine(c, f"reset-{case.index}", source=interrupted_template(c))
     try:
         p, _, log_path = m.bootstrapper("fault", faults=case.point)
         wait_point(log_path, p, case.point)
@@ -595,7 +606,7 @@ def run_service(case):
     else:
         stop(c.join)
         c.start_join_service(faults=case.point)
-    m = Machine(c, f"service-{len(c.cases)}")
+    m = Machine(c, f"service-{case.index}")
     try:
         p, out, _ = m.bootstrapper("join")
         svc_log = c.kms_log if service == "kms" else c.join_log
@@ -613,6 +624,23 @@ def run_service(case):
         return "joined", check_bootstrapped(case, m)
     finally:
         m.destroy()
+
+
+def run_case(case):
+    t = time.monotonic()
+    try:
+        case.outcome, case.detail = RUNNERS[case.flow](case)
+    except Failure as e:
+        case.outcome, case.detail = "FAILED", str(e)
+    except Exception as e:  # a harness error is a failed case, reported, not a crash of the run
+        case.outcome, case.detail = "FAILED", f"{type(e).__name__}: {e}"
+    case.seconds = time.monotonic() - t
+
+
+def report(case):
+    good = case.outcome in EXPECTED[case.flow] and not case.data_lost
+    print(f"  [{'ok' if good else 'FAIL'}] {case.name:<58} → {case.outcome} ({case.seconds:.1f}s)"
+          f"{'' if good else ': ' + case.detail}", flush=True)
 
 
 RUNNERS = {"init": run_init, "join": run_join, "rejoin": run_rejoin,
@@ -675,21 +703,25 @@ def main():
     try:
         setup(c)
         print()
-        print("crash matrix (issue 28)")
+        print(f"crash matrix (issue 28), {WORKERS} nodes at a time")
         print("=======================")
         for flow in only:
             for point in FLOWS[flow]:
                 for kind in (["sigkill"] if flow == "services" else kinds):
-                    case = Case(c, flow, point, kind)
-                    c.cases.append(case)
-                    t = time.monotonic()
-                    try:
-                        case.outcome, case.detail = RUNNERS[flow](case)
-                    except Failure as e:
-                        case.outcome, case.detail = "FAILED", str(e)
-                    good = case.outcome in EXPECTED[flow] and not case.data_lost
-                    print(f"  [{'ok' if good else 'FAIL'}] {case.name:<58} → {case.outcome} ({time.monotonic() - t:.1f}s)"
-                          f"{'' if good else ': ' + case.detail}", flush=True)
+                    c.cases.append(Case(c, flow, point, kind, len(c.cases)))
+        # The templates first (shared by the cases that clone them), then the cases two at a time — except
+        # those that restart the shared services, which run alone at the end.
+        if any(k.flow in ("rejoin", "recovery") for k in c.cases):
+            joined_template(c)
+        if any(k.flow == "reset" for k in c.cases):
+            interrupted_template(c)
+        with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+            parallel = [k for k in c.cases if k.flow != "services"]
+            for case, _ in zip(parallel, pool.map(run_case, parallel)):
+                report(case)
+        for case in (k for k in c.cases if k.flow == "services"):
+            run_case(case)
+            report(case)
         recovered = sum(1 for k in c.cases if k.outcome in EXPECTED[k.flow] and not k.data_lost)
         lost = sum(1 for k in c.cases if k.data_lost)
         print()

@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(libssl-dev pkg-config libtss2-dev swtpm swtpm-tools tpm2-tools nghttp2-client golang-go
           golang-google-grpc-dev python3 python3-venv openssl valgrind
-          cryptsetup-bin)  # cryptsetup-bin: the `cryptsetup` command alone (LUKS2 state disk), no initramfs hooks
+          cryptsetup-bin e2fsprogs)  # cryptsetup-bin: the `cryptsetup` command alone (LUKS2 state disk), no
+                                     # initramfs hooks; e2fsprogs: mkfs.ext4 (the crash matrix's node disks)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -43,6 +43,16 @@ done
 step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"
 cargo build -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
 python3 scripts/demo-cluster.py target/debug --snp-attacks target/simulated-debug
+step "crash matrix: a crash at every persistence point, SIGKILL and power cut (scripts/crash-matrix.py)"
+# Debug binaries built with the feature fault-injection (the only builds that honour ATTEST_FAULT_POINTS), kept in
+# target/fault-debug, then rebuilt without it, so that target/debug is a default build again.
+faults="attest-bootstrapper/fault-injection,attest-joinservice/fault-injection,attest-keyservice/fault-injection"
+cargo build -q --features "$faults" --bin attest-bootstrapper --bin join-service --bin key-service
+rm -rf target/fault-debug && mkdir -p target/fault-debug
+cp target/debug/attest-bootstrapper target/debug/join-service target/debug/key-service target/fault-debug/
+cargo build -q --bin attest --bin attest-bootstrapper --bin join-service --bin key-service
+cp target/debug/attest target/fault-debug/
+python3 scripts/crash-matrix.py target/fault-debug
 step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
 ffi/gen-header.sh --check
 step "ffi: make install + pkg-config, C program linked shared and static"
