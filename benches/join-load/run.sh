@@ -424,9 +424,18 @@ if { [ -z "$ONLY" ] || [ "$ONLY" = c ]; } && [ "$SOAK" != 0 ]; then
     done
   ) &
   sampler=$!
-  soak_attack=()
-  [ "${SOAK_ATTACK:-0}" = 1 ] && soak_attack=(--attack-idle 1100 --attack-slow 400 --attack-kms "$ks_addr" --attack-kms-idle 2000 --attack-peers 150)
-  measure c-soak 0,1 --concurrency 16 --rate "$SOAK_RATE" --duration "$SOAK" --warmup 0 --progress 60 "${soak_attack[@]}"
+  soak_attacker=""
+  if [ "${SOAK_ATTACK:-0}" = 1 ]; then
+    taskset -c 0,1 $bin/join-load attack --addr "$js_addr" --json --attack-idle 1100 --attack-slow 400 \
+      --attack-kms "$ks_addr" --attack-kms-idle 2000 --attack-peers 150 >"$out/c-soak-attack.json" &
+    soak_attacker=$!; pids+=("$soak_attacker")
+    sleep 5
+  fi
+  measure c-soak 0,1 --concurrency 16 --rate "$SOAK_RATE" --duration "$SOAK" --warmup 0 --progress 60
+  if [ -n "$soak_attacker" ]; then
+    kill -TERM "$soak_attacker"; wait "$soak_attacker" || true; forget "$soak_attacker"
+    log "c-soak attack: $(cat "$out/c-soak-attack.json")"
+  fi
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; sampler=""
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$js_pid/status")
   stop_join_service c; check_metrics c

@@ -65,9 +65,8 @@ use tokio::time::Instant;
 /// Default bound on open connections of one peer (pending and established): a node opens one or two at a
 /// time; 32 leaves room for a few nodes behind one address.
 pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 32;
-/// Default bound on pending connections (handshake not finished) of one listener: an eighth of
-/// [`DEFAULT_MAX_CONNECTIONS`](super::server::DEFAULT_MAX_CONNECTIONS), so seven eighths are reserved for
-/// connections that completed their handshake. Far above the handshakes a cluster runs at once (the join
+/// Default bound on pending connections (handshake not finished) of one listener: an eighth of the default
+/// `max_connections` (1024), so seven eighths are reserved for connections that completed their handshake. Far above the handshakes a cluster runs at once (the join
 /// load benchmark peaks at 64).
 pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
 /// Default bound on pending connections of one peer: a node runs one handshake at a time.
@@ -76,7 +75,8 @@ pub const DEFAULT_MAX_HANDSHAKES_PER_PEER: usize = 8;
 /// HTTP/1.1 and do so the moment they connect; a socket silent this long is idle by intent.
 pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The limits of one listener's [`Admission`] table (the gRPC server takes them from its `ServerConfig`).
+/// The limits of one listener's [`Admission`] table (the gRPC server takes them from its `ServerConfig`; the
+/// default is `ServerConfig::default()`'s).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AdmissionConfig {
     /// Open connections (pending and established).
@@ -91,19 +91,6 @@ pub struct AdmissionConfig {
     pub handshake_timeout: Duration,
     /// Time from accept to the first byte received.
     pub first_byte_timeout: Duration,
-}
-
-impl Default for AdmissionConfig {
-    fn default() -> AdmissionConfig {
-        AdmissionConfig {
-            max_connections: super::server::DEFAULT_MAX_CONNECTIONS,
-            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
-            max_handshakes: DEFAULT_MAX_HANDSHAKES,
-            max_handshakes_per_peer: DEFAULT_MAX_HANDSHAKES_PER_PEER,
-            handshake_timeout: super::server::DEFAULT_HANDSHAKE_TIMEOUT,
-            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
-        }
-    }
 }
 
 /// What one peer is, for the per-peer limits: an IPv4 address, or the /64 of an IPv6 address

@@ -145,6 +145,12 @@ impl ServerConfig {
     }
 }
 
+impl Default for AdmissionConfig {
+    fn default() -> AdmissionConfig {
+        ServerConfig::default().admission()
+    }
+}
+
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
