@@ -10,6 +10,7 @@
 //! the end; nothing asserts wall-clock speed (each case runs under a timeout only so that a hang fails).
 #![forbid(unsafe_code)]
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use attest_benches::joinload::attack::{Attack, AttackConfig, genuine_source};
@@ -17,22 +18,12 @@ use attest_benches::joinload::inprocess::Services;
 use attest_benches::joinload::{self, LoadConfig};
 use attest_grpc::ServerConfig;
 use attest_test_support::TempDir;
+use attest_test_support::h2raw::eventually;
 use attest_test_support::tpm::AkKind;
 
 const CASE_LIMIT: Duration = Duration::from_secs(300);
 const GENUINE_NODES: usize = 4;
 const GENUINE_JOINS: u64 = 40;
-
-async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    cond()
-}
 
 /// Genuine joins from `GENUINE_NODES` addresses while `attack` holds its sockets; returns the report.
 async fn genuine_joins_under(dir: &TempDir, services: &Services, attack: &AttackConfig) -> joinload::Report {
@@ -73,49 +64,54 @@ async fn genuine_joins_under(dir: &TempDir, services: &Services, attack: &Attack
     report
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_sockets_beyond_both_services_limits_leave_every_join_served() {
+/// Starts the services from a fresh fixture, runs the genuine joins under the attack `attack_for` builds for
+/// them (join service address, key service address), checks that every join succeeded, and returns the
+/// services for the case's own checks. Bounded by [`CASE_LIMIT`].
+async fn every_join_served_under(
+    name: &str,
+    attack_for: impl FnOnce(SocketAddr, SocketAddr) -> AttackConfig,
+) -> Services {
     let run = async {
-        let dir = TempDir::new("join-admission-idle");
+        let dir = TempDir::new(name);
         joinload::write_fixture(dir.path(), 2, AkKind::EccP256).unwrap();
         let services = Services::start(dir.path(), ServerConfig::default()).await.unwrap();
-        let attack = AttackConfig {
-            idle: vec![(services.addr, 1100), (services.kms_addr, 2000)],
-            slow: Vec::new(),
-            peers: 150,
-            reopen_after: Duration::from_secs(1),
-            trickle: Duration::from_secs(2),
-        };
-        let report = genuine_joins_under(&dir, &services, &attack).await;
+        let report = genuine_joins_under(&dir, &services, &attack_for(services.addr, services.kms_addr)).await;
         assert_eq!(report.joins_ok, GENUINE_JOINS, "{}", report.text());
         assert_eq!(report.error_count(), 0, "{}", report.text());
-        let (join, kms) = (services.join.admission_stats(), services.key_service.admission_stats());
-        assert!(join.evicted > 0 && kms.evicted > 0, "both services shed idle sockets: {join:?} {kms:?}");
-        assert!(join.established >= GENUINE_JOINS, "every genuine connection was established: {join:?}");
-        assert_eq!(services.metrics.refused_count(attest_joinservice::RefusalReason::KeyServiceUnavailable), 0);
+        services
     };
-    assert!(tokio::time::timeout(CASE_LIMIT, run).await.is_ok(), "did not finish within {CASE_LIMIT:?}");
+    tokio::time::timeout(CASE_LIMIT, run)
+        .await
+        .unwrap_or_else(|_| panic!("{name}: did not finish within {CASE_LIMIT:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_beyond_both_services_limits_leave_every_join_served() {
+    let services = every_join_served_under("join-admission-idle", |join, kms| AttackConfig {
+        idle: vec![(join, 1100), (kms, 2000)],
+        slow: Vec::new(),
+        peers: 150,
+        reopen_after: Duration::from_secs(1),
+        trickle: Duration::from_secs(2),
+    })
+    .await;
+    let (join, kms) = (services.join.admission_stats(), services.key_service.admission_stats());
+    assert!(join.evicted > 0 && kms.evicted > 0, "both services shed idle sockets: {join:?} {kms:?}");
+    assert!(join.established >= GENUINE_JOINS, "every genuine connection was established: {join:?}");
+    assert_eq!(services.metrics.refused_count(attest_joinservice::RefusalReason::KeyServiceUnavailable), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_loris_handshakes_leave_every_join_served() {
-    let run = async {
-        let dir = TempDir::new("join-admission-slow");
-        joinload::write_fixture(dir.path(), 2, AkKind::EccP256).unwrap();
-        let services = Services::start(dir.path(), ServerConfig::default()).await.unwrap();
-        // Slow-loris sockets beyond the pending slots: a TLS record header, one byte every second.
-        let attack = AttackConfig {
-            idle: Vec::new(),
-            slow: vec![(services.addr, 400)],
-            peers: 100,
-            reopen_after: Duration::from_secs(1),
-            trickle: Duration::from_secs(1),
-        };
-        let report = genuine_joins_under(&dir, &services, &attack).await;
-        assert_eq!(report.joins_ok, GENUINE_JOINS, "{}", report.text());
-        assert_eq!(report.error_count(), 0, "{}", report.text());
-        let join = services.join.admission_stats();
-        assert!(join.evicted + join.deadline > 0, "slow handshakes were shed or timed out: {join:?}");
-    };
-    assert!(tokio::time::timeout(CASE_LIMIT, run).await.is_ok(), "did not finish within {CASE_LIMIT:?}");
+    // Slow-loris sockets beyond the pending slots: a TLS record header, one byte every second.
+    let services = every_join_served_under("join-admission-slow", |join, _| AttackConfig {
+        idle: Vec::new(),
+        slow: vec![(join, 400)],
+        peers: 100,
+        reopen_after: Duration::from_secs(1),
+        trickle: Duration::from_secs(1),
+    })
+    .await;
+    let join = services.join.admission_stats();
+    assert!(join.evicted + join.deadline > 0, "slow handshakes were shed or timed out: {join:?}");
 }
