@@ -72,6 +72,6 @@ pub mod verify;
 pub mod x509;
 
 pub use attestation::{AttestationIssuer, AttestationValidator, EngineValidator, FirstUseRecorder, ValidationError};
-pub use conn::{ALPN_H2, AtlsAcceptor, AtlsConnector, AtlsStream};
+pub use conn::{ALPN_H2, AtlsAcceptor, AtlsConnector, AtlsStream, MAX_CONCURRENT_ISSUES};
 pub use error::{BoxError, Error, NonceChannel};
 pub use verify::{PeerAttestation, Verifier};
