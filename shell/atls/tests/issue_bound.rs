@@ -24,7 +24,7 @@ struct Gated {
 }
 
 impl AttestationIssuer for Gated {
-    fn oid(&self) -> &str {
+    fn oid(&self) -> &'static str {
         "1.3.9999.1"
     }
     fn issue(&self, nonce: &Nonce, _user_data: &[u8; 32]) -> Result<Vec<u8>, BoxError> {
