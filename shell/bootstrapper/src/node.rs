@@ -20,9 +20,12 @@
 //! ```
 //!
 //! The order is the one of `docs/ARCHITECTURE.md`, "Bootstrapper" (lock, disk key, state, cluster): the state directory may live on the state
-//! disk, so the state is written once the disk is set up. A crash between the lock and step 2 is the
-//! "locked without state" condition of [`super::state`]. Whatever fails after the lock, the node stays
-//! locked and its state says how it ended, so a restart never re-runs a half-done bootstrap.
+//! disk, so the state is written once the disk is set up. A crash between the lock and step 2 leaves PCR 15
+//! set and no state: the lock's intent marker (`super::lock`) makes the next start of that boot see an
+//! *interrupted* bootstrap, marked for reset like a failed one (`super::state`). Whatever fails after the
+//! lock, the node stays locked and its state says how it ended, so a restart never re-runs a half-done
+//! bootstrap; every step and what a crash after it leaves is in `docs/ARCHITECTURE.md`, "Crash safety"
+//! (each is a fault point of the crash matrix, `attest_util::fault`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -288,8 +288,9 @@ impl std::fmt::Display for StartupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StartupError::LockedWithoutState => f.write_str(
-                "node is locked without state: PCR 15 is set but no node state was persisted (the node stopped \
-                 between taking the lock and writing its state); it refuses init and join and must be reinstalled",
+                "node is locked without state: PCR 15 is set but no node state was persisted, and no lock intent \
+                 of this boot explains it (PCR 15 was extended by something else); it refuses init and join: \
+                 reboot it (PCR 15 resets) or reinstall it",
             ),
             StartupError::StateWithoutDisk { cluster_id, state_disk_uuid, disk_uuid } => write!(
                 f,
