@@ -678,10 +678,13 @@ def main():
         i = args.index("--kinds")
         kinds = args[i + 1].split(",")
         del args[i:i + 2]
-    if not args or os.geteuid() != 0:
+    if not args:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
-        print("crash-matrix: give BINDIR; run as root (loop mounts)", file=sys.stderr)
         return 2
+    if os.geteuid() != 0:
+        # Loop mounts and drop_caches need root: skip with a notice, except in CI, where it must run.
+        print("NOTICE: crash-matrix needs root (loop mounts of the nodes' disks); skipped", file=sys.stderr)
+        return 2 if os.environ.get("CI") == "true" else 0
     bindir = Path(args[0]).resolve()
     bins = {n: bindir / n for n in ("attest", "attest-bootstrapper", "join-service", "key-service")}
     for p in bins.values():
