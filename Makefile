@@ -1,5 +1,5 @@
 # The two commands of README.md. Each installs what it needs first.
-.PHONY: demo demo-snp test setup crash-matrix
+.PHONY: demo demo-snp test setup images crash-matrix
 
 setup:
 	bash scripts/setup.sh
@@ -29,6 +29,13 @@ demo-snp: setup
 
 test: setup
 	bash scripts/test.sh
+
+# OCI images of the key service and the join service (and the bootstrapper's tarball for node images) from
+# the release binaries, daemonless and reproducible: target/images/ (scripts/images.sh; README.md, "Deploy to
+# a cluster"). IMAGE_REGISTRY and IMAGE_TAG choose the references (default ghcr.io/attest, v<version>).
+images: setup
+	cargo build --release -q --bin key-service --bin join-service --bin attest-bootstrapper
+	bash scripts/images.sh --bin-dir target/release --out target/images
 
 # The crash matrix alone (scripts/test.sh runs it too): every persistence point of init, join, rejoin, recovery
 # and reset, killed (SIGKILL) and power-cut, plus the join and key services killed mid-join. Needs root.

@@ -281,4 +281,17 @@ put("attestation_document", "trustee-azure-tdx",
              hcl=(td / "trustee-az-tdx-vtpm/hcl-report.bin").read_bytes(),
              tdx=((td / "trustee-az-tdx-vtpm/td-quote.bin").read_bytes(), b"")))
 
+# The CC event log readers: the COS TD's ACPI table followed by its log area (and the table alone).
+ccel = (td / "go-tdx-guest/ccel/ccel_table.dat").read_bytes()
+put("tdx_ccel", "cos-113-table-and-area", ccel + (td / "go-tdx-guest/ccel/ccel_data.dat").read_bytes()[:20000])
+put("tdx_ccel", "cos-113-table", ccel)
+# The configfs-tsm output reader: a TDX entry after one write whose outblob is the COS TD's quote (report
+# data zero, 3065 zero bytes after it), as the kernel leaves it; and an SNP entry with a real report.
+cos = (td / "go-tdx-guest/ccel/cos-113-tdx-quote.dat").read_bytes()
+put("tsm_output", "tdx-cos-113", bytes([0, 1, 2, 2]) + (0).to_bytes(2, "little") + bytes(64) + b"6\n7\n" + cos)
+snp = (td / "go-sev-guest/attestation.bin").read_bytes() if (td / "go-sev-guest/attestation.bin").exists() else b""
+if len(snp) >= 0x4A0:
+    rd = snp[0x50:0x90]
+    put("tsm_output", "snp-report", bytes([1, 2, 1, 1]) + (0).to_bytes(2, "little") + rd + b"0" + b"2" + snp[:0x4A0])
+
 print(f"seed.py: seeds from {td} written to {out}")

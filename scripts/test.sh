@@ -43,6 +43,11 @@ done
 step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"
 cargo build -q --bin attest --bin key-service --bin join-service --bin attest-bootstrapper
 python3 scripts/demo-cluster.py target/debug --snp-attacks target/simulated-debug
+step "deployment: every kustomization rendered, validated against Kubernetes' schemas, security checks (scripts/check-deploy.py)"
+.venv/bin/python scripts/check-deploy.py --self-test
+step "container images: two builds give one digest; runc runs both services (scripts/container-test.py)"
+# The debug binaries just built (no second, release build in CI); `make images` builds the release ones.
+python3 scripts/container-test.py target/debug
 step "crash matrix: a crash at every persistence point, SIGKILL and power cut (scripts/crash-matrix.py)"
 # Debug binaries built with the feature fault-injection (the only builds that honour ATTEST_FAULT_POINTS), kept in
 # target/fault-debug, then rebuilt without it, so that target/debug is a default build again.

@@ -275,7 +275,19 @@ impl Appraisal {
             hardware: Some(AFFIRMING),
             instance_identity: affirm_if(passed(TdxCheck::ReportData)),
             executables: affirm_if(passed(TdxCheck::Mrtd)),
-            configuration: affirm_if(passed(TdxCheck::Debug)),
+            // Every TD-attribute check passed: not under debug, no reserved bits, SEPT_VE_DISABLE, not
+            // migratable (a waived one, e.g. a platform's, does not affirm the configuration).
+            configuration: affirm_if(
+                [
+                    TdxCheck::Debug,
+                    TdxCheck::DebugClass,
+                    TdxCheck::ReservedAttributes,
+                    TdxCheck::SeptVeDisable,
+                    TdxCheck::Migratable,
+                ]
+                .into_iter()
+                .all(passed),
+            ),
             runtime_opaque: Some(AFFIRMING),
             ..TrustVector::default()
         };
@@ -314,13 +326,13 @@ impl Appraisal {
         let hardware = validated.snp.is_some() || validated.instance.is_some() || validated.td.is_some();
         a.vector.hardware = affirm_if(hardware);
         a.vector.runtime_opaque = affirm_if(validated.snp.is_some() || validated.td.is_some());
-        if let Some(td) = &validated.td {
-            if validated.quote.is_some() {
-                // azure-tdx: the TD quote's claims next to the vTPM's.
-                let t = Self::from_tdx(td);
-                a.claims.insert("tdx".into(), Value::Object(t.claims));
-                a.checks.extend(t.checks);
-            }
+        if let Some(td) = &validated.td
+            && validated.quote.is_some()
+        {
+            // azure-tdx: the TD quote's claims next to the vTPM's.
+            let t = Self::from_tdx(td);
+            a.claims.insert("tdx".into(), Value::Object(t.claims));
+            a.checks.extend(t.checks);
         }
         let executables = !validated.pcrs.is_empty() || validated.event_log_replayed || validated.ccel.is_some();
         a.vector.executables = affirm_if(executables || a.vector.executables.is_some());

@@ -15,7 +15,7 @@
 //! | [`azure`] | Azure's vTPM HCL report and runtime data (the SNP report binds the vTPM attestation key) |
 //! | [`formats`] | evidence as other tools write it: TPM quote parts, trustee's TPM and Azure vTPM JSON, az-cvm-vtpm bincode |
 //! | [`gce`] | GCE Shielded VM / Confidential VM attestations (go-tpm-tools): AK certificate → Google's CA, quotes, event log |
-//! | [`variant`] | attestation documents per variant (qemu-vtpm, azure/aws/gcp-sev-snp): AK trust, freshness, PCR policy |
+//! | [`variant`] | attestation documents per variant (one row of [`variant::TABLE`] each): AK trust, freshness, PCR policy |
 //!
 //! Cryptography comes from an injected [`CryptoProvider`]: aws-lc-rs by default, ring as an alternative.
 //!

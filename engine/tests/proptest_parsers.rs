@@ -142,10 +142,10 @@ fn touch_report(input: &[u8], r: &Report<'_>) {
 fn touch_hcl(input: &[u8], h: &HclReport<'_>) {
     assert_eq!(h.hardware_report().len(), REPORT_SIZE);
     assert!(h.variable_data().len() <= input.len());
-    if let Some(r) = h.snp_report() {
-        if let Ok(report) = Report::parse(r) {
-            touch_report(r, &report);
-        }
+    if let Some(r) = h.snp_report()
+        && let Ok(report) = Report::parse(r)
+    {
+        touch_report(r, &report);
     }
     let _ = h.check_binding(attest_engine::crypto::default_provider());
 }

@@ -54,3 +54,32 @@ fn trustee_logs_parse_but_match_no_quote() {
         assert!(matches!(check_against(provider, &log, &body.body()), Err(Error::RtmrReplayMismatch { .. })), "{file}");
     }
 }
+
+#[test]
+fn the_acpi_table_and_the_written_log() {
+    use attest_engine::tdx::ccel::{CCEL_TABLE_SIZE, CcelTable, written_log};
+    let Some(dir) = common::testdata() else { return };
+    let provider = attest_engine::crypto::default_provider();
+    let table_bytes = common::read(&dir, "go-tdx-guest/ccel/ccel_table.dat");
+    let table = CcelTable::parse(&table_bytes).unwrap();
+    assert_eq!((table.cc_type, table.log_area_min_len), (2, 262_144));
+    let area = common::read(&dir, "go-tdx-guest/ccel/ccel_data.dat");
+    assert_eq!(written_log(provider, &table, &area).unwrap().len(), 18101);
+    // Every truncation and an extension of the table are typed errors; so is a bad checksum or signature.
+    for n in 0..CCEL_TABLE_SIZE {
+        assert!(matches!(CcelTable::parse(&table_bytes[..n]), Err(Error::Truncated { .. })), "{n}");
+    }
+    let mut longer = table_bytes.clone();
+    longer.push(0);
+    assert!(matches!(CcelTable::parse(&longer), Err(Error::TrailingData { .. })));
+    for i in 0..CCEL_TABLE_SIZE {
+        let mut t = table_bytes.clone();
+        t[i] ^= 0x40;
+        assert!(CcelTable::parse(&t).is_err(), "byte {i}: the checksum covers it");
+    }
+    // A log area larger than LAML, and one whose log does not parse.
+    let mut big = area.clone();
+    big.push(0xFF);
+    assert!(matches!(written_log(provider, &table, &big), Err(Error::LimitExceeded { .. })));
+    assert!(written_log(provider, &table, &area[..100]).is_err());
+}

@@ -207,16 +207,15 @@ fn run_ours(
         attest_engine::tdx::TcbStatus::OutOfDateConfigurationNeeded,
     ];
     let first = verifier.verify(&TdxRequest::new(quote, time), &policy).map(|v| v.advisory_ids().count());
-    if let Err(Error::TdxPolicy(p)) = &first {
-        if p.check == attest_engine::tdx::TdxCheck::AdvisoryIds {
-            // The oracle reports advisories and leaves judging them to the caller: allow the ones found.
-            let (q, pck) = verifier.dangerous_verify_signatures_only(quote, time).unwrap();
-            let c = verifier.collateral(&pck.fmspc).unwrap();
-            let eval =
-                attest_engine::tdx::tcb::evaluate(c.tcb_info(), c.qe_identity(), &pck, &q.body(), &q.qe_report())
-                    .unwrap();
-            policy.allowed_advisory_ids = eval.advisory_ids(c.tcb_info(), c.qe_identity()).map(str::to_owned).collect();
-        }
+    if let Err(Error::TdxPolicy(p)) = &first
+        && p.check == attest_engine::tdx::TdxCheck::AdvisoryIds
+    {
+        // The oracle reports advisories and leaves judging them to the caller: allow the ones found.
+        let (q, pck) = verifier.dangerous_verify_signatures_only(quote, time).unwrap();
+        let c = verifier.collateral(&pck.fmspc).unwrap();
+        let eval =
+            attest_engine::tdx::tcb::evaluate(c.tcb_info(), c.qe_identity(), &pck, &q.body(), &q.qe_report()).unwrap();
+        policy.allowed_advisory_ids = eval.advisory_ids(c.tcb_info(), c.qe_identity()).map(str::to_owned).collect();
     }
     match verifier.verify(&TdxRequest::new(quote, time), &policy) {
         Ok(v) => {

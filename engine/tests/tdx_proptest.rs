@@ -154,3 +154,53 @@ proptest! {
         let _ = QeIdentity::from_json(&j);
     }
 }
+
+/// A valid ACPI CCEL table for a TDX log area of `len` bytes (checksum fixed).
+fn ccel_table(len: u64, oem: [u8; 6]) -> Vec<u8> {
+    let mut t = b"CCEL".to_vec();
+    t.extend(56u32.to_le_bytes());
+    t.extend([1, 0]);
+    t.extend(oem);
+    t.extend([0u8; 8 + 4 + 4 + 4]);
+    t.extend([2, 0, 0, 0]);
+    t.extend(len.to_le_bytes());
+    t.extend(0x7F00_0000u64.to_le_bytes());
+    let sum = t.iter().fold(0u8, |s, b| s.wrapping_add(*b));
+    t[9] = 0u8.wrapping_sub(sum);
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The ACPI CCEL table: arbitrary bytes and every byte change of a valid table are typed errors or a table
+    /// that says what its bytes say; a valid table parses for any LAML within the limit.
+    #[test]
+    fn ccel_table_never_panics(b in proptest::collection::vec(any::<u8>(), 0..80), len in 1u64..(1 << 24), oem in any::<[u8; 6]>(), at in 0usize..56, x in 1u8..) {
+        let _ = attest_engine::tdx::ccel::CcelTable::parse(&b);
+        let t = ccel_table(len, oem);
+        let parsed = attest_engine::tdx::ccel::CcelTable::parse(&t).unwrap();
+        prop_assert_eq!(parsed.log_area_min_len, len);
+        let mut m = t.clone();
+        m[at] ^= x;
+        prop_assert!(attest_engine::tdx::ccel::CcelTable::parse(&m).is_err(), "the checksum covers byte {}", at);
+    }
+
+    /// The written part of a log area: never a panic, and an accepted log is a prefix of the area.
+    #[test]
+    fn written_log_is_a_prefix(area in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        let provider = attest_engine::crypto::default_provider();
+        let t = attest_engine::tdx::ccel::CcelTable::parse(&ccel_table(4096, *b"ATTEST")).unwrap();
+        if let Ok(log) = attest_engine::tdx::ccel::written_log(provider, &t, &area) {
+            prop_assert!(area.starts_with(log));
+        }
+    }
+
+    /// TDREPORT_STRUCT: exactly 1024 bytes of type TDX, anything else a typed error.
+    #[test]
+    fn tdreport_never_panics(b in proptest::collection::vec(any::<u8>(), 1000..1050)) {
+        use attest_engine::tdx::tdreport::{RawTdReportStruct, TDREPORT_SIZE, TDREPORT_TYPE_TDX};
+        let r = RawTdReportStruct::parse(&b);
+        prop_assert_eq!(r.is_ok(), b.len() == TDREPORT_SIZE && b[0] == TDREPORT_TYPE_TDX);
+    }
+}

@@ -387,3 +387,28 @@ fn real_azure_tdx_hcl_reports_bind_their_runtime_data() {
     let hcl = attest_engine::azure::HclReport::parse(&snp).unwrap();
     assert!(matches!(attest_engine::variant::tdx::hcl_report_data(provider, &hcl), Err(Error::MissingEvidence { .. })));
 }
+
+/// Rolling upgrades (issue 25): a `qemu-tdx` validator admits a TD meeting its own TD policy or any of its
+/// alternatives, says which, refuses one meeting none with the main policy's reason, and refuses to run at
+/// all when an alternative pins no launch.
+#[test]
+fn qemu_tdx_accepts_any_of_its_policies_and_each_must_pin_the_launch() {
+    let rd = qemu_report_data(default_provider(), USER_DATA, NONCE);
+    let pck = PKI.issue_pck(&PckSpec::default());
+    let quote = PKI.quote(&pck, &QuoteSpec { report_data: rd, ..QuoteSpec::default() });
+    let mut other = TdxPolicy::default();
+    other.mrtd.push(attest_engine::policy::Hex([0x22; 48]));
+    let only_other = tdx_validator(Variant::QemuTdx, verifier(), other.clone(), PcrPolicy::default());
+    let refused = only_other.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)).unwrap_err();
+    assert_eq!(refused.check_tdx(), Some(TdxCheck::Mrtd));
+    let rollout = only_other.clone().with_alternatives(Vec::new(), vec![pinned()]);
+    let ok = rollout.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)).unwrap();
+    assert_eq!(ok.measurement_set, 1, "admitted under the alternative");
+    let own = tdx_validator(Variant::QemuTdx, verifier(), pinned(), PcrPolicy::default())
+        .with_alternatives(Vec::new(), vec![other]);
+    assert_eq!(own.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)).unwrap().measurement_set, 0);
+    // An alternative without MRTD would admit any launch: the validator refuses to validate anything.
+    let unpinned = only_other.with_alternatives(Vec::new(), vec![TdxPolicy::default()]);
+    assert!(unpinned.launch_pinning().is_err());
+    assert!(unpinned.validate(&qemu_doc(&quote, &[]), NONCE, at(NOW)).is_err());
+}

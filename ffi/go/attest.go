@@ -80,6 +80,7 @@ const (
 	CodeAKCertificateKey       Code = C.ATTEST_RESULT_AK_CERTIFICATE_KEY_MISMATCH
 	CodeRuntimeUserData        Code = C.ATTEST_RESULT_RUNTIME_USER_DATA_MISMATCH
 	CodeEvidenceFormat         Code = C.ATTEST_RESULT_EVIDENCE_FORMAT
+	CodeUnsupportedVariant     Code = C.ATTEST_RESULT_UNSUPPORTED_VARIANT
 )
 
 // String is the code's static description.

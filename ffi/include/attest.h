@@ -20,6 +20,41 @@
 #include <stdint.h>
 
 /**
+ * `qemu-vtpm`: QEMU/KVM or swtpm vTPM, no confidential hardware; AK by credential activation or pin.
+ */
+#define ATTEST_VARIANT_QEMU_VTPM 1
+
+/**
+ * `azure-sev-snp`: Azure SEV-SNP CVM: HCL report (VCEK) binds the paravisor vTPM's AK.
+ */
+#define ATTEST_VARIANT_AZURE_SEV_SNP 2
+
+/**
+ * `aws-sev-snp`: AWS SEV-SNP instance: a fresh VLEK-signed report binds the vTPM's AK and the nonce.
+ */
+#define ATTEST_VARIANT_AWS_SEV_SNP 3
+
+/**
+ * `gcp-sev-snp`: GCP SEV-SNP instance: a fresh VCEK-signed report binds the vTPM's AK and the nonce.
+ */
+#define ATTEST_VARIANT_GCP_SEV_SNP 4
+
+/**
+ * `gcp-shielded-vm`: GCE Shielded/Confidential VM: the vTPM's AK certified by Google's CA.
+ */
+#define ATTEST_VARIANT_GCP_SHIELDED_VM 5
+
+/**
+ * `azure-tdx`: Azure TDX CVM: the TD quote binds the HCL runtime data with the paravisor vTPM's AK.
+ */
+#define ATTEST_VARIANT_AZURE_TDX 6
+
+/**
+ * `qemu-tdx`: QEMU/KVM TD without a vTPM: the TD quote binds the nonce; MRTD and RTMRs are measured.
+ */
+#define ATTEST_VARIANT_QEMU_TDX 7
+
+/**
  * Certificates remembered for verification without a certificate (see the module docs).
  */
 #define ATTEST_LEAF_STORE_CAPACITY 256
@@ -609,6 +644,22 @@ enum attest_result
    */
   ATTEST_RESULT_POLICY_TDX_SERVICE_TD = 5219,
   /**
+   * TDX policy check `debug_class` failed (another TUD bit: a TD under debug).
+   */
+  ATTEST_RESULT_POLICY_TDX_DEBUG_CLASS = 5220,
+  /**
+   * TDX policy check `reserved_attributes` failed (a reserved TD attribute bit).
+   */
+  ATTEST_RESULT_POLICY_TDX_RESERVED_ATTRIBUTES = 5221,
+  /**
+   * TDX policy check `sept_ve_disable` failed (a TD without SEPT_VE_DISABLE).
+   */
+  ATTEST_RESULT_POLICY_TDX_SEPT_VE_DISABLE = 5222,
+  /**
+   * TDX policy check `migratable` failed (a migratable TD).
+   */
+  ATTEST_RESULT_POLICY_TDX_MIGRATABLE = 5223,
+  /**
    * Another Azure or attestation-variant error.
    */
   ATTEST_RESULT_VARIANT_OTHER = 6000,
@@ -1016,6 +1067,25 @@ attest_result attest_verifier_verify_td_quote(const struct attest_verifier *veri
                                               struct attest_verdict **out);
 
 /**
+ * The name of the variant with code `code` ("qemu-vtpm", …; static storage) into `*out`.
+ * `ATTEST_RESULT_UNSUPPORTED_VARIANT` for a code this library does not know.
+ */
+attest_result attest_variant_name(uint32_t code, struct attest_str *out);
+
+/**
+ * The code of the variant named `(name, name_len)` (UTF-8, exactly as documents carry it) into `*out`.
+ * `ATTEST_RESULT_UNSUPPORTED_VARIANT` for a name this library does not know.
+ */
+attest_result attest_variant_code(const uint8_t *name,
+                                  size_t name_len,
+                                  uint32_t *out);
+
+/**
+ * The number of variants this library knows; their codes are those of the `ATTEST_VARIANT_*` constants.
+ */
+size_t attest_variant_count(void);
+
+/**
  * Frees a verdict. NULL is ignored. Everything borrowed from it becomes invalid.
  */
 void attest_verdict_free(struct attest_verdict *verdict);
@@ -1330,8 +1400,8 @@ attest_result attest_verifier_verify_azure_snp(const struct attest_verifier *ver
 
 /**
  * Validates an attestation document (the protobuf `attest.v1.AttestationDocument`, as sent in aTLS
- * certificates) for the attestation variant named `(variant, variant_len)` ("qemu-vtpm",
- * "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp", "azure-tdx", "qemu-tdx") against the expected values of a
+ * certificates) for the attestation variant named `(variant, variant_len)` (e.g. "qemu-vtpm";
+ * `attest_variant_name` gives the name of an `ATTEST_VARIANT_*` code) against the expected values of a
  * measurements file (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and
  * never empty) and the verifier's policies, for the verifier's `nonce` at the trusted `time`. An empty nonce
  * needs `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.

@@ -62,6 +62,7 @@ mod document;
 mod handle;
 pub mod result;
 pub mod tdx;
+pub mod variant;
 pub mod verdict;
 pub mod verifier;
 
@@ -70,6 +71,7 @@ pub use tdx::{
     attest_tdx_collateral_info, attest_verifier_set_tdx_collateral, attest_verifier_set_tdx_policy_json,
     attest_verifier_verify_td_quote,
 };
+pub use variant::{attest_variant_code, attest_variant_count, attest_variant_name};
 pub use verdict::{
     attest_bytes, attest_check, attest_evidence_kind, attest_outcome, attest_str, attest_tcb, attest_verdict,
     attest_verdict_accepted, attest_verdict_ak_basis, attest_verdict_cache_hit, attest_verdict_check,

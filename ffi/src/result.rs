@@ -269,6 +269,14 @@ pub enum attest_result {
     PolicyTdxMinTeeTcbSvn = 5218,
     /// TDX policy check `service_td` failed (a TD bound to service TDs).
     PolicyTdxServiceTd = 5219,
+    /// TDX policy check `debug_class` failed (another TUD bit: a TD under debug).
+    PolicyTdxDebugClass = 5220,
+    /// TDX policy check `reserved_attributes` failed (a reserved TD attribute bit).
+    PolicyTdxReservedAttributes = 5221,
+    /// TDX policy check `sept_ve_disable` failed (a TD without SEPT_VE_DISABLE).
+    PolicyTdxSeptVeDisable = 5222,
+    /// TDX policy check `migratable` failed (a migratable TD).
+    PolicyTdxMigratable = 5223,
 
     // ---- 6000: Azure and variants ---------------------------------------------------------------------------
     /// Another Azure or attestation-variant error.
@@ -487,6 +495,10 @@ result_table! {
     PolicyTdxXfam => "TDX policy check failed: xfam",
     PolicyTdxMinTeeTcbSvn => "TDX policy check failed: min_tee_tcb_svn",
     PolicyTdxServiceTd => "TDX policy check failed: service_td",
+    PolicyTdxDebugClass => "TDX policy check failed: debug_class",
+    PolicyTdxReservedAttributes => "TDX policy check failed: reserved_attributes",
+    PolicyTdxSeptVeDisable => "TDX policy check failed: sept_ve_disable",
+    PolicyTdxMigratable => "TDX policy check failed: migratable",
     VariantOther => "attestation variant error",
     RuntimeData => "malformed HCL runtime data",
     VariantMismatch => "attestation variant mismatch",
@@ -596,6 +608,10 @@ impl attest_result {
             TdxCheck::Xfam => Self::PolicyTdxXfam,
             TdxCheck::MinTeeTcbSvn => Self::PolicyTdxMinTeeTcbSvn,
             TdxCheck::ServiceTd => Self::PolicyTdxServiceTd,
+            TdxCheck::DebugClass => Self::PolicyTdxDebugClass,
+            TdxCheck::ReservedAttributes => Self::PolicyTdxReservedAttributes,
+            TdxCheck::SeptVeDisable => Self::PolicyTdxSeptVeDisable,
+            TdxCheck::Migratable => Self::PolicyTdxMigratable,
             // The other checks fail with errors of their own (signatures, collateral, TCB); a check added
             // later reports the generic TDX policy code.
             _ => Self::PolicyTdxViolation,
@@ -902,6 +918,10 @@ mod tests {
             (R::PolicyTdxXfam, 5217),
             (R::PolicyTdxMinTeeTcbSvn, 5218),
             (R::PolicyTdxServiceTd, 5219),
+            (R::PolicyTdxDebugClass, 5220),
+            (R::PolicyTdxReservedAttributes, 5221),
+            (R::PolicyTdxSeptVeDisable, 5222),
+            (R::PolicyTdxMigratable, 5223),
             (R::VariantOther, 6000),
             (R::RuntimeData, 6001),
             (R::VariantMismatch, 6002),
@@ -1048,6 +1068,10 @@ mod tests {
             TdxCheck::Xfam,
             TdxCheck::MinTeeTcbSvn,
             TdxCheck::ServiceTd,
+            TdxCheck::DebugClass,
+            TdxCheck::ReservedAttributes,
+            TdxCheck::SeptVeDisable,
+            TdxCheck::Migratable,
         ];
         for c in TdxCheck::ALL {
             let e = Error::TdxPolicy(attest_engine::error::TdxPolicyViolation {

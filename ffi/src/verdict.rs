@@ -46,7 +46,7 @@ pub struct attest_str {
 }
 
 impl attest_str {
-    fn new(s: &str) -> Self {
+    pub(crate) fn new(s: &str) -> Self {
         Self { data: s.as_ptr().cast(), len: s.len() }
     }
 }

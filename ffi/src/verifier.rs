@@ -27,9 +27,10 @@ use attest_engine::snp::Report;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::tpm::alg::hash_from_tpm;
 use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmtPublic, verify_quote};
-use attest_engine::variant::{AkBasis, PcrOutcome, PcrPolicy, StaticAkRegistry, Validator, Variant};
+use attest_engine::variant::{AkBasis, PcrOutcome, StaticAkRegistry, Variant};
 use attest_engine::x509::pem::{certificates_from_pem_or_der, parse_pem};
 use attest_engine::{Error, LaunchPinning, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_trust::{FactoryError, ValidatorFactory};
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_char;
@@ -179,6 +180,21 @@ impl Verifier {
     fn gce_policy(&self) -> Arc<GcePolicy> {
         Arc::clone(&self.gce_policy.read().unwrap_or_else(PoisonError::into_inner))
     }
+
+    /// The validator factory of documents: this verifier's SNP, TDX and GCE verifiers and current policies,
+    /// and its pinned AKs as the registry.
+    fn factory(&self) -> ValidatorFactory {
+        ValidatorFactory {
+            snp: Arc::clone(&self.snp),
+            snp_policy: (*self.policy()).clone(),
+            snp_policies: HashMap::new(),
+            tdx: Arc::clone(&self.tdx),
+            tdx_policy: (*self.tdx_policy()).clone(),
+            gce: Arc::clone(&self.gce),
+            gce_policy: (*self.gce_policy()).clone(),
+            ak_registry: Some(Arc::clone(&self.pinned_aks.read().unwrap_or_else(PoisonError::into_inner)) as _),
+        }
+    }
 }
 
 // The handle is shared across threads by C and Go callers: the type behind it must be Send + Sync.
@@ -209,6 +225,15 @@ impl From<attest_result> for Failure {
 impl From<attest_measurements::Error> for Failure {
     fn from(e: attest_measurements::Error) -> Self {
         Self { code: attest_result::MeasurementsFile, message: format!("measurements file: {e}") }
+    }
+}
+
+impl From<FactoryError> for Failure {
+    fn from(e: FactoryError) -> Self {
+        match e {
+            FactoryError::Measurements { source, .. } => source.into(),
+            other => misuse(&other.to_string()),
+        }
     }
 }
 
@@ -682,8 +707,8 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
 }
 
 /// Validates an attestation document (the protobuf `attest.v1.AttestationDocument`, as sent in aTLS
-/// certificates) for the attestation variant named `(variant, variant_len)` ("qemu-vtpm",
-/// "azure-sev-snp", "aws-sev-snp", "gcp-sev-snp", "azure-tdx", "qemu-tdx") against the expected values of a
+/// certificates) for the attestation variant named `(variant, variant_len)` (e.g. "qemu-vtpm";
+/// `attest_variant_name` gives the name of an `ATTEST_VARIANT_*` code) against the expected values of a
 /// measurements file (`(measurements, measurements_len)`, JSON or YAML, Constellation format; required and
 /// never empty) and the verifier's policies, for the verifier's `nonce` at the trusted `time`. An empty nonce
 /// needs `ATTEST_VERIFY_ALLOW_EMPTY_NONCE` in `flags`.
@@ -731,20 +756,12 @@ pub extern "C" fn attest_verifier_verify_document(
             message: format!("unsupported attestation variant {:?}", String::from_utf8_lossy(variant)),
         })?;
         let measurements = attest_measurements::parse_any(measurements)?;
-        let (expected, tdx_policy) = if variant.has_vtpm() {
-            (measurements.to_pcr_policy()?, (*v.tdx_policy()).clone())
-        } else {
-            (PcrPolicy::default(), measurements.to_tdx_policy(&v.tdx_policy())?)
-        };
+        let factory = v.factory();
+        let expected = factory.expected(variant, &measurements)?;
         let doc = document::decode(doc_bytes)?;
         let pcrs = document::pcr_values(&doc)?;
         let view = document::view(&doc, &pcrs);
-        let pins = Arc::clone(&v.pinned_aks.read().unwrap_or_else(PoisonError::into_inner));
-        let validator = Validator::new(variant, Arc::clone(&v.snp), (*v.policy()).clone(), expected)
-            .with_ak_registry(pins)
-            .with_tdx(Arc::clone(&v.tdx), tdx_policy)
-            .with_gce(Arc::clone(&v.gce), (*v.gce_policy()).clone());
-        let ok = validator.validate(&view, nonce, time)?;
+        let ok = factory.validator(variant, expected)?.validate(&view, nonce, time)?;
 
         let mut verdict = Verdict::new(attest_evidence_kind::Document);
         if let Some(snp) = &ok.snp {

@@ -25,6 +25,9 @@
 //! The CA is per process too (`swtpm_setup --config` → our own `swtpm-localca.conf` whose `statedir` is
 //! in the temp directory), so tests never read or write `/var/lib/swtpm-localca`. [`Swtpm::ca_dir`]
 //! gives its directory (`swtpm-localca-rootca-cert.pem`, `issuercert.pem`) for EK certificate checks.
+//! [`Swtpm::start_without_ek_certificate`] gives a TPM manufactured as a cloud whose vTPM has an EK but no
+//! certificate for it (AWS's NitroTPM): `swtpm_setup` without `--create-ek-cert --create-platform-cert`, from
+//! a second template.
 
 #![forbid(unsafe_code)]
 
@@ -67,6 +70,8 @@ struct Template {
 }
 
 static TEMPLATE: OnceLock<Result<Template, String>> = OnceLock::new();
+/// The template TPM state without an EK certificate (in the same per-process directory).
+static TEMPLATE_WITHOUT_EK_CERTIFICATE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 static INSTANCE: AtomicUsize = AtomicUsize::new(0);
 
 /// Removes `attest-hwtests-<pid>` directories of processes that no longer exist.
@@ -112,18 +117,21 @@ fn template() -> Result<&'static Template, HarnessError> {
                 ),
             )
             .map_err(|e| e.to_string())?;
-            manufacture(&state, &setup_conf).map_err(|e| e.0)?;
+            manufacture(&state, &setup_conf, true).map_err(|e| e.0)?;
             Ok(Template { root, setup_conf, state })
         })
         .as_ref()
         .map_err(|e| err(e.clone()))
 }
 
-fn manufacture(state: &Path, setup_conf: &Path) -> Result<(), HarnessError> {
+fn manufacture(state: &Path, setup_conf: &Path, ek_certificate: bool) -> Result<(), HarnessError> {
+    let certificates: &[&str] = if ek_certificate { &["--create-ek-cert", "--create-platform-cert"] } else { &[] };
     let out = Command::new("swtpm_setup")
         .args(["--tpm2", "--tpmstate"])
         .arg(state)
-        .args(["--createek", "--create-ek-cert", "--create-platform-cert", "--lock-nvram", "--overwrite", "--config"])
+        .arg("--createek")
+        .args(certificates)
+        .args(["--lock-nvram", "--overwrite", "--config"])
         .arg(setup_conf)
         .output()
         .map_err(|e| err(format!("running swtpm_setup (is swtpm-tools installed?): {e}")))?;
@@ -168,7 +176,26 @@ impl Swtpm {
     pub fn start_unique() -> Result<Self, HarnessError> {
         let t = template()?;
         let dir = Self::new_dir(t)?;
-        manufacture(&dir, &t.setup_conf)?;
+        manufacture(&dir, &t.setup_conf, true)?;
+        Self::run(dir)
+    }
+
+    /// Starts a swtpm whose EK has no certificate (as AWS's NitroTPM): a copy of a second template, with the
+    /// same endorsement seed among such TPMs of the process.
+    pub fn start_without_ek_certificate() -> Result<Self, HarnessError> {
+        let t = template()?;
+        let state = TEMPLATE_WITHOUT_EK_CERTIFICATE
+            .get_or_init(|| {
+                let state = t.root.join("template-without-ek-certificate");
+                std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
+                manufacture(&state, &t.setup_conf, false).map_err(|e| e.0)?;
+                Ok(state)
+            })
+            .as_ref()
+            .map_err(|e| err(e.clone()))?;
+        let dir = Self::new_dir(t)?;
+        let from = state.join("tpm2-00.permall");
+        std::fs::copy(&from, dir.join("tpm2-00.permall")).map_err(|e| err(format!("{}: {e}", from.display())))?;
         Self::run(dir)
     }
 
@@ -320,15 +347,16 @@ pub fn device_present(path: &str) -> bool {
 
 /// Helpers shared by the swtpm, registration and device tests.
 pub mod support {
+    use attest_engine::UnixTime;
     use attest_engine::tpm::{AkPublic, EccCurve, TpmtPublic};
-    use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
-    use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+    use attest_engine::variant::{AkRegistry, Validator, Variant};
     use std::sync::Arc;
 
-    /// A `qemu-vtpm` validator trusting the AKs of `registry` and expecting `pcrs`.
-    pub fn validator(registry: Arc<dyn AkRegistry>, pcrs: PcrPolicy) -> Validator {
-        Validator::new(Variant::QemuVtpm, Arc::new(SnpVerifier::new()), SnpPolicy::default(), pcrs)
-            .with_ak_registry(registry)
+    /// A `qemu-vtpm` validator trusting the AKs of `registry` and expecting `expected` (built by the validator
+    /// factory, as every consumer builds it).
+    pub fn validator(registry: Arc<dyn AkRegistry>, expected: impl Into<attest_trust::Expected>) -> Validator {
+        let factory = attest_trust::ValidatorFactory { ak_registry: Some(registry), ..Default::default() };
+        factory.validator(Variant::QemuVtpm, expected.into()).expect("a qemu-vtpm validator with a registry")
     }
 
     /// How a node verifies a `qemu-vtpm` join service that attests with `issuer`'s TPM: its PCRs 0–7 as they
@@ -357,8 +385,7 @@ pub mod support {
             attest_bootstrapper::JoinServiceTrust::new(
                 &[Variant::QemuVtpm],
                 &document,
-                &Arc::new(SnpVerifier::new()),
-                &SnpPolicy::default(),
+                &attest_trust::ValidatorFactory::default(),
                 Some(ek_ca),
                 trust,
             )

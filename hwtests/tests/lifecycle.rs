@@ -107,7 +107,7 @@ fn disk(dir: &Path) -> Arc<dyn DiskSetup> {
 }
 
 /// A verifier trusting exactly `issuer`'s AK with `pcrs`.
-fn verifier(issuer: &QemuVtpmIssuer, pcrs: PcrPolicy) -> Arc<Verifier> {
+fn verifier(issuer: &QemuVtpmIssuer, pcrs: attest_trust::Expected) -> Arc<Verifier> {
     let digest = ak_digest(issuer.attestation_key().tpm2b_public()).unwrap();
     let registry = Arc::new(StaticAkRegistry(vec![(digest, AkBasis::Pinned)]));
     Arc::new(Verifier::new(vec![Arc::new(EngineValidator::new(validator(registry, pcrs)))]))
@@ -116,14 +116,14 @@ fn verifier(issuer: &QemuVtpmIssuer, pcrs: PcrPolicy) -> Arc<Verifier> {
 /// `attest verify`'s validator of a `qemu-vtpm` node: its AKs from `registry`, `pcrs` expected.
 fn node_validator(
     registry: Arc<attest_registration::FileAkRegistry>,
-    pcrs: PcrPolicy,
+    pcrs: attest_trust::Expected,
 ) -> attest_cli::node::NodeValidator {
     attest_cli::node::NodeValidator { validator: validator(registry, pcrs), test_roots: None }
 }
 
 /// The default join measurements' rule: PCR 15 = 0 (a node bound to no cluster).
-fn pcr15_zero() -> PcrPolicy {
-    PcrPolicy { entries: vec![PcrExpectation { index: 15, expected: [0; 32], warn_only: false }] }
+fn pcr15_zero() -> attest_trust::Expected {
+    PcrPolicy { entries: vec![PcrExpectation { index: 15, expected: [0; 32], warn_only: false }] }.into()
 }
 
 async fn init(node: &Arc<Node>) -> Result<Vec<attest_proto::init::InitResponse>, attest_grpc::Status> {
@@ -293,7 +293,7 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
         ],
     };
     let service_tpm = ServiceTpm::start(&id);
-    let (strict, strict_addr) = join_service(verifier(&issuer, changed), KMS, &service_tpm).await;
+    let (strict, strict_addr) = join_service(verifier(&issuer, changed.into()), KMS, &service_tpm).await;
     let dead: SocketAddr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()

@@ -25,6 +25,7 @@ use attest_keyservice::MasterSecret;
 use attest_registration::FileAkRegistry;
 use attest_test_support::SigningKeyKind;
 use attest_test_support::gce::InstanceSpec;
+use attest_trust::ValidatorFactory;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -72,9 +73,12 @@ impl JoinServer {
             SnpPolicy { measurements: vec![Hex(DEFAULT_MEASUREMENT)], ..SnpPolicy::default() },
         );
         let config = ValidatorConfig {
-            snp: Arc::new(roots.snp_verifier().unwrap()),
-            gce: Arc::new(roots.gce_verifier().unwrap()),
-            snp_policies,
+            factory: ValidatorFactory {
+                snp: Arc::new(roots.snp_verifier().unwrap()),
+                gce: Arc::new(roots.gce_verifier().unwrap()),
+                snp_policies,
+                ..ValidatorFactory::default()
+            },
             ..ValidatorConfig::new(vec![Variant::AwsSevSnp, Variant::GcpShieldedVm], registry, signer.trust(&path))
         };
         let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());
@@ -103,7 +107,7 @@ async fn aws_snp_and_gce_nodes_join_one_service_and_the_snp_attacks_are_refused(
     let mut config = HardwareConfig::new(&aws_tpm.tcti());
     config.snp_device = device.clone();
     let aws = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::AwsSevSnp), &config).unwrap());
-    let aws_pcrs = aws.with_tpm(|tpm| tpm.read_pcrs(PcrMask::ALL)).unwrap();
+    let aws_pcrs = aws.with_tpm(|tpm| tpm.read_pcrs(PcrMask::ALL)).unwrap().unwrap();
 
     // The GCE node: a swtpm provisioned as a GCE vTPM (the CA goes into the same test-root directory).
     let gce_tpm = Swtpm::start().unwrap();

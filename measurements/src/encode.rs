@@ -47,9 +47,13 @@ impl ReleaseMeasurements {
             let sep = if i == 0 { "" } else { "," };
             let _ = write!(
                 out,
-                "{sep}\n    {{\n      \"csp\": \"{}\",\n      \"attestationVariant\": \"{}\",\n      \"measurements\": ",
+                "{sep}\n    {{\n      \"csp\": \"{}\",\n      \"attestationVariant\": \"{}\",\n",
                 e.csp, e.variant
             );
+            if let Some(image) = &e.image {
+                let _ = writeln!(out, "      \"image\": {},", s(image));
+            }
+            out.push_str("      \"measurements\": ");
             write_json_map(&mut out, &e.measurements, "      ");
             out.push_str("\n    }");
         }

@@ -184,6 +184,44 @@ pub enum Error {
         /// What was wrong with it.
         error: Box<Error>,
     },
+    /// A list entry's `image` label is empty, longer than [`crate::MAX_IMAGE_LABEL_LEN`] or holds a control
+    /// character.
+    InvalidImageLabel {
+        /// The label (cut to [`crate::MAX_ERROR_KEY_LEN`] characters).
+        label: String,
+    },
+    /// Two entries for one (CSP, variant) carry the same `image` label, or one of several carries none: the
+    /// accepted sets of a rolling upgrade are told apart by their image.
+    DuplicateImage {
+        /// The cloud provider.
+        csp: Csp,
+        /// The attestation variant.
+        variant: AttestationVariant,
+        /// The repeated label (empty when an entry has none).
+        image: String,
+    },
+    /// The list holds several accepted sets for (CSP, variant) and the caller asked for one
+    /// ([`crate::ReleaseMeasurements::select_all`] and [`crate::Document::sets_for_variant`] return them all).
+    SeveralSets {
+        /// The cloud provider.
+        csp: Csp,
+        /// The attestation variant.
+        variant: AttestationVariant,
+        /// How many sets.
+        sets: usize,
+    },
+    /// Removing an image would leave (CSP, variant) with no accepted set at all.
+    LastSet {
+        /// The cloud provider.
+        csp: Csp,
+        /// The attestation variant.
+        variant: AttestationVariant,
+    },
+    /// No entry carries the image label asked for.
+    UnknownImage {
+        /// The label (cut to [`crate::MAX_ERROR_KEY_LEN`] characters).
+        image: String,
+    },
     /// The release list has no entry for the requested (CSP, variant).
     NotInList {
         /// The CSP asked for.
@@ -296,6 +334,23 @@ impl fmt::Display for Error {
             }
             Self::DuplicateListEntry { csp, variant } => write!(f, "two list entries for {csp} / {variant}"),
             Self::ListEntry { position, error } => write!(f, "list entry {position}: {error}"),
+            Self::InvalidImageLabel { label } => {
+                write!(f, "invalid image label {label:?} (1 to 128 characters, no control characters)")
+            }
+            Self::DuplicateImage { csp, variant, image } if image.is_empty() => {
+                write!(f, "{csp} / {variant} has several accepted sets and one has no image label (each needs its own)")
+            }
+            Self::DuplicateImage { csp, variant, image } => {
+                write!(f, "{csp} / {variant} has two accepted sets labelled {image:?}")
+            }
+            Self::SeveralSets { csp, variant, sets } => write!(
+                f,
+                "{csp} / {variant} has {sets} accepted measurement sets (a rolling upgrade); this reader takes one"
+            ),
+            Self::LastSet { csp, variant } => {
+                write!(f, "removing it would leave {csp} / {variant} without any accepted measurements")
+            }
+            Self::UnknownImage { image } => write!(f, "no measurement set is labelled {image:?}"),
             Self::NotInList { csp, variant } => write!(f, "no measurements for {csp} / {variant} in the list"),
             Self::AmbiguousList { entries } => {
                 write!(f, "release list has {entries} entries; select one by CSP and attestation variant")

@@ -36,6 +36,19 @@
 //!   YAML has tighter ones ([`MAX_YAML_SIZE`], [`MAX_YAML_FLOW_COLLECTIONS`]) because libyaml's scanner is
 //!   quadratic in flow-collection depth; write flow-style (`{…}`) files as JSON.
 //!
+//! # Rolling upgrades: several accepted sets per variant
+//!
+//! A release list may hold several entries for one (CSP, attestation variant), each naming the image its
+//! values come from (`"image": "v1.4.0"`, an optional field of list entries that Constellation's readers
+//! ignore): every one is an accepted set, and a machine is admitted when it meets any of them. Several
+//! entries for one pair must each carry a distinct label ([`Error::DuplicateImage`]), at most
+//! [`MAX_SETS_PER_VARIANT`]. Readers that can take only one set get [`Error::SeveralSets`] instead of a silent
+//! pick; [`Document::sets_for_variant`] returns them all. [`ReleaseMeasurements::merge`] combines files and
+//! [`ReleaseMeasurements::without_image`] drops an image once the rollout is done. A file without labels and
+//! without repeated pairs is exactly Constellation's format. The top level keeps its four fields; anything
+//! else there is still refused ([`Error::UnknownField`]), which leaves the top level free for a future
+//! version and expiry of the signed file.
+//!
 //! Merge rules (release values + user overrides) are documented on [`Measurements::merge`] and
 //! [`Measurements::merge_strict`].
 
@@ -55,7 +68,7 @@ mod signature;
 pub use compare::{PcrCheck, PcrStatus, Report};
 pub use error::{Error, Form};
 pub use key::VerifyingKey;
-pub use parse::{Document, for_engine_variant, parse_any, parse_document};
+pub use parse::{Document, MeasurementSet, for_engine_variant, parse_any, parse_document};
 pub use pcr::{Measurement, Measurements, PcrIndex};
 pub use release::{AttestationVariant, Csp, ReleaseEntry, ReleaseMeasurements};
 pub use signature::SignedMeasurements;
@@ -79,6 +92,14 @@ pub const MAX_YAML_FLOW_COLLECTIONS: usize = 256;
 /// Most entries in the `list` of a release file. Constellation ships fewer than 15 (one per
 /// CSP × attestation variant).
 pub const MAX_LIST_ENTRIES: usize = 64;
+
+/// Most accepted measurement sets per (CSP, attestation variant) in one list: the images of a rolling
+/// upgrade (old and new, perhaps a canary). Each set is compared in turn for every refused attestation, so the
+/// bound also bounds that work.
+pub const MAX_SETS_PER_VARIANT: usize = 8;
+
+/// Longest `image` label of a list entry, in characters.
+pub const MAX_IMAGE_LABEL_LEN: usize = 128;
 
 /// Largest detached-signature input, in bytes. A DER ECDSA P-256 signature is at most 72 bytes, its base64
 /// text 96 characters; the rest is slack for line breaks.

@@ -43,12 +43,30 @@ impl Document {
 
     /// The map that applies to an attestation variant of the engine: a map applies to every variant; a
     /// release list is searched for the variant's (CSP, attestationVariant) entry ([`for_engine_variant`]).
+    /// A list accepting several sets for the variant gives [`Error::SeveralSets`]: callers that can admit any
+    /// of several use [`sets_for_variant`](Self::sets_for_variant).
     pub fn for_variant(&self, variant: attest_engine::variant::Variant) -> Result<&Measurements, Error> {
         match self {
             Self::Map(map) => Ok(map),
             Self::List(list) => {
-                let (csp, v) = for_engine_variant(variant);
+                let (csp, v) = for_engine_variant(variant)?;
                 list.select(csp, v)
+            }
+        }
+    }
+
+    /// Every accepted set for an engine variant (at least one): the map itself, or each of the release
+    /// list's entries for the variant (rolling upgrades), in file order.
+    pub fn sets_for_variant(&self, variant: attest_engine::variant::Variant) -> Result<Vec<MeasurementSet<'_>>, Error> {
+        match self {
+            Self::Map(map) => Ok(vec![MeasurementSet { image: None, measurements: map }]),
+            Self::List(list) => {
+                let (csp, v) = for_engine_variant(variant)?;
+                Ok(list
+                    .select_all(csp, v)?
+                    .into_iter()
+                    .map(|e| MeasurementSet { image: e.image.as_deref(), measurements: &e.measurements })
+                    .collect())
             }
         }
     }
@@ -66,20 +84,23 @@ impl Document {
     }
 }
 
-/// The release-list entry that holds an engine variant's measurements: (CSP, attestationVariant).
-/// `gcp-shielded-vm` (a GCE vTPM whose AK Google certifies) reads Constellation's `gcp-sev-es` entry, the
-/// variant that attests the same vTPM.
-pub fn for_engine_variant(variant: attest_engine::variant::Variant) -> (Csp, AttestationVariant) {
-    use attest_engine::variant::Variant;
-    match variant {
-        Variant::QemuVtpm => (Csp::Qemu, AttestationVariant::QemuVtpm),
-        Variant::AzureSevSnp => (Csp::Azure, AttestationVariant::AzureSevSnp),
-        Variant::AwsSevSnp => (Csp::Aws, AttestationVariant::AwsSevSnp),
-        Variant::GcpSevSnp => (Csp::Gcp, AttestationVariant::GcpSevSnp),
-        Variant::GcpShieldedVm => (Csp::Gcp, AttestationVariant::GcpSevEs),
-        Variant::AzureTdx => (Csp::Azure, AttestationVariant::AzureTdx),
-        Variant::QemuTdx => (Csp::Qemu, AttestationVariant::QemuTdx),
-    }
+/// One accepted measurement set of a variant, borrowed from a [`Document`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeasurementSet<'a> {
+    /// The image the set belongs to, when the file names it.
+    pub image: Option<&'a str>,
+    /// The expected values.
+    pub measurements: &'a Measurements,
+}
+
+/// The release-list entry that holds an engine variant's measurements: (CSP, attestationVariant), as the
+/// engine's variant table names it ([`attest_engine::variant::VariantInfo::constellation`]; e.g.
+/// `gcp-shielded-vm`, a GCE vTPM whose AK Google certifies, reads Constellation's `gcp-sev-es` entry, the
+/// variant that attests the same vTPM). Fails only for a table entry this crate does not know (a test keeps
+/// every row known).
+pub fn for_engine_variant(variant: attest_engine::variant::Variant) -> Result<(Csp, AttestationVariant), Error> {
+    let entry = variant.info().constellation;
+    Ok((Csp::from_name(entry.csp)?, AttestationVariant::from_name(entry.variant)?))
 }
 
 /// Parses a document, detecting the syntax: input whose first non-whitespace character is `{` or `[` is
@@ -384,6 +405,9 @@ struct RawEntry {
     #[serde(rename = "attestationVariant")]
     attestation_variant: String,
     measurements: RawMap,
+    /// The image label of a rolling-upgrade set (our extension; optional).
+    #[serde(default)]
+    image: Option<String>,
 }
 
 impl RawEntry {
@@ -393,7 +417,10 @@ impl RawEntry {
         if !variant.runs_on(csp) {
             return Err(Error::CspVariantMismatch { csp, variant });
         }
-        Ok(ReleaseEntry { csp, variant, measurements: self.measurements.0.finish()? })
+        if let Some(label) = &self.image {
+            crate::release::check_image_label(label)?;
+        }
+        Ok(ReleaseEntry { csp, variant, measurements: self.measurements.0.finish()?, image: self.image })
     }
 }
 

@@ -144,12 +144,25 @@ pub struct ReleaseEntry {
     pub variant: AttestationVariant,
     /// The expected PCR values (not empty).
     pub measurements: Measurements,
+    /// The image these values come from (`"image"`; required when the list holds several entries for
+    /// this (CSP, variant): the accepted sets of a rolling upgrade).
+    pub image: Option<String>,
+}
+
+/// Checks an image label: 1..=[`crate::MAX_IMAGE_LABEL_LEN`] characters, none of them a control character.
+pub(crate) fn check_image_label(label: &str) -> Result<(), Error> {
+    let n = label.chars().count();
+    if n == 0 || n > crate::MAX_IMAGE_LABEL_LEN || label.chars().any(char::is_control) {
+        return Err(Error::InvalidImageLabel { label: cut(label) });
+    }
+    Ok(())
 }
 
 /// A release's measurements for every (CSP, attestation variant) it supports.
 ///
 /// Invariants (checked by the parser and [`ReleaseMeasurements::new`]): 1..=[`crate::MAX_LIST_ENTRIES`]
-/// entries, no two with the same (CSP, variant), every variant runs on its CSP, no empty map.
+/// entries, every variant runs on its CSP, no empty map; several entries for one (CSP, variant) — accepted
+/// sets of a rolling upgrade, at most [`crate::MAX_SETS_PER_VARIANT`] — each carry a distinct image label.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReleaseMeasurements {
     version: String,
@@ -180,8 +193,31 @@ impl ReleaseMeasurements {
             if e.measurements.is_empty() {
                 return Err(wrap(Error::NoMeasurements));
             }
-            if entries[..position].iter().any(|p| (p.csp, p.variant) == (e.csp, e.variant)) {
+            if let Some(label) = &e.image {
+                check_image_label(label).map_err(wrap)?;
+            }
+            let earlier: Vec<&ReleaseEntry> =
+                entries[..position].iter().filter(|p| (p.csp, p.variant) == (e.csp, e.variant)).collect();
+            if earlier.is_empty() {
+                continue;
+            }
+            // A second set for the pair: every set must be labelled, each label once.
+            if earlier.iter().any(|p| p.image.is_none()) && e.image.is_none() {
                 return Err(wrap(Error::DuplicateListEntry { csp: e.csp, variant: e.variant }));
+            }
+            if let Some(clash) = earlier.iter().find(|p| p.image.is_none() || p.image == e.image) {
+                let image = if clash.image.is_none() { String::new() } else { e.image.clone().unwrap_or_default() };
+                return Err(wrap(Error::DuplicateImage { csp: e.csp, variant: e.variant, image }));
+            }
+            if e.image.is_none() {
+                return Err(wrap(Error::DuplicateImage { csp: e.csp, variant: e.variant, image: String::new() }));
+            }
+            if earlier.len() + 1 > crate::MAX_SETS_PER_VARIANT {
+                return Err(wrap(Error::LimitExceeded {
+                    what: "accepted sets per variant",
+                    limit: crate::MAX_SETS_PER_VARIANT,
+                    found: earlier.len() + 1,
+                }));
             }
         }
         Ok(Self { version, reference, stream, entries })
@@ -229,21 +265,57 @@ impl ReleaseMeasurements {
         &self.entries
     }
 
-    /// The measurements for `csp` and `variant`, or [`Error::NotInList`].
+    /// The measurements for `csp` and `variant`, or [`Error::NotInList`]; [`Error::SeveralSets`] when the
+    /// list accepts several sets for them (use [`select_all`](Self::select_all)).
     pub fn select(&self, csp: Csp, variant: AttestationVariant) -> Result<&Measurements, Error> {
-        self.entries
-            .iter()
-            .find(|e| e.csp == csp && e.variant == variant)
-            .map(|e| &e.measurements)
-            .ok_or(Error::NotInList { csp, variant })
+        match self.select_all(csp, variant)?.as_slice() {
+            [only] => Ok(&only.measurements),
+            sets => Err(Error::SeveralSets { csp, variant, sets: sets.len() }),
+        }
     }
 
-    /// Consumes the list, keeping the measurements for `csp` and `variant`.
+    /// Every accepted set for `csp` and `variant`, in file order (at least one, else [`Error::NotInList`]).
+    pub fn select_all(&self, csp: Csp, variant: AttestationVariant) -> Result<Vec<&ReleaseEntry>, Error> {
+        let sets: Vec<&ReleaseEntry> = self.entries.iter().filter(|e| e.csp == csp && e.variant == variant).collect();
+        if sets.is_empty() { Err(Error::NotInList { csp, variant }) } else { Ok(sets) }
+    }
+
+    /// Consumes the list, keeping the measurements for `csp` and `variant` (the errors of
+    /// [`select`](Self::select)).
     pub fn into_selected(self, csp: Csp, variant: AttestationVariant) -> Result<Measurements, Error> {
-        self.entries
-            .into_iter()
-            .find(|e| e.csp == csp && e.variant == variant)
-            .map(|e| e.measurements)
-            .ok_or(Error::NotInList { csp, variant })
+        self.select(csp, variant).cloned()
+    }
+
+    /// The entries of `self` and then of `other`, under `other`'s version, ref and stream (the newer
+    /// release names the result). An entry of `other` equal to one of `self` is kept once; otherwise the
+    /// invariants of [`new`](Self::new) apply — in particular two different sets for one (CSP, variant)
+    /// must carry distinct image labels.
+    pub fn merge(&self, other: &Self) -> Result<Self, Error> {
+        let mut entries = self.entries.clone();
+        for e in &other.entries {
+            if !entries.contains(e) {
+                entries.push(e.clone());
+            }
+        }
+        Self::new(other.version.clone(), other.reference.clone(), other.stream.clone(), entries)
+    }
+
+    /// The list without the sets labelled `image` (the end of a rollout): [`Error::UnknownImage`] when no
+    /// set has that label, [`Error::LastSet`] when a (CSP, variant) would be left without any set.
+    pub fn without_image(&self, image: &str) -> Result<Self, Error> {
+        let (gone, kept): (Vec<&ReleaseEntry>, Vec<&ReleaseEntry>) =
+            self.entries.iter().partition(|e| e.image.as_deref() == Some(image));
+        if gone.is_empty() {
+            return Err(Error::UnknownImage { image: cut(image) });
+        }
+        if let Some(e) = gone.iter().find(|g| !kept.iter().any(|k| (k.csp, k.variant) == (g.csp, g.variant))) {
+            return Err(Error::LastSet { csp: e.csp, variant: e.variant });
+        }
+        Self::new(
+            self.version.clone(),
+            self.reference.clone(),
+            self.stream.clone(),
+            kept.into_iter().cloned().collect(),
+        )
     }
 }

@@ -419,8 +419,8 @@ fn list_entries() {
         assert_eq!(got.root(), &want);
         assert!(got.to_string().starts_with("list entry 1: "));
     }
-    let extra_field = list_doc(&ok.replace(r#""csp""#, r#""image": "x", "csp""#));
-    assert!(matches!(err(&extra_field), Error::Json { message, .. } if message.contains("unknown field `image`")));
+    let extra_field = list_doc(&ok.replace(r#""csp""#, r#""imageRef": "x", "csp""#));
+    assert!(matches!(err(&extra_field), Error::Json { message, .. } if message.contains("unknown field `imageRef`")));
     let missing = list_doc(&ok.replace(r#""csp": "AWS", "#, ""));
     assert!(matches!(err(&missing), Error::Json { message, .. } if message.contains("missing field `csp`")));
 }
@@ -438,7 +438,8 @@ fn list_entry_limit() {
 #[test]
 fn release_constructor_checks_invariants() {
     let map = Measurements::from_json(&fixture("map.json")).unwrap();
-    let entry = |csp, variant| attest_measurements::ReleaseEntry { csp, variant, measurements: map.clone() };
+    let entry =
+        |csp, variant| attest_measurements::ReleaseEntry { csp, variant, measurements: map.clone(), image: None };
     let new = |entries| ReleaseMeasurements::new("v1".into(), "-".into(), "stable".into(), entries);
     assert!(new(vec![entry(Csp::Gcp, AttestationVariant::GcpSevEs)]).is_ok());
     assert_eq!(new(vec![]), Err(Error::NoMeasurements));

@@ -327,6 +327,8 @@ impl IntelPki {
             let entries: Vec<&[u8]> = entries.iter().map(Vec::as_slice).collect();
             parts.push(der::sequence(&entries));
         }
+        // crlExtensions [0]: the CRL number (RFC 5280 §5.2.3 requires it; Intel's CRLs carry it).
+        parts.push(der::tlv(0xA0, &der::sequence(&[&extension("2.5.29.20", false, &der::integer_u64(1))])));
         let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
         let tbs = der::sequence(&parts);
         let sig = key.sign_asn1(&tbs);

@@ -26,6 +26,7 @@ pub mod intel;
 pub mod tempdir;
 pub mod testdata;
 pub mod tpm;
+pub mod uki;
 pub mod x509;
 
 mod crl;

@@ -20,20 +20,21 @@ use std::process::Command;
 /// The workspace crates by layer, bottom first. A crate may depend only on crates of lower layers.
 const LAYERS: &[&[&str]] = &[
     // Foundations of the shell: no workspace dependency.
-    &["attest-openssl-ext", "attest-util"],
+    &["attest-openssl-ext", "attest-tdx-ioctl", "attest-util"],
     // The sans-IO engine.
     &["attest-engine"],
     // Test fixtures over the engine's spec constants (see UPWARD_DEV_DEPENDENCIES).
     &["attest-test-support"],
-    // Wire contracts and expected values over the engine's types.
-    &["attest-proto", "attest-measurements"],
-    // The C ABI; gRPC (knows no attestation); certificate supply; Kubernetes client.
-    &["attest-ffi", "attest-grpc", "attest-kds", "attest-k8s"],
+    // Wire contracts and expected values over the engine's types; reference values computed from images.
+    &["attest-proto", "attest-measurements", "attest-reference"],
+    // gRPC (knows no attestation); certificate supply; Kubernetes client.
+    &["attest-grpc", "attest-kds", "attest-k8s"],
     // Attested TLS; the verifier side of AK trust; the key service; the verifier's trust inputs (signed
     // measurements, CRLs, launch pinning, waivers) shared by the services and the CLI.
     &["attest-atls", "attest-registration", "attest-keyservice", "attest-trust"],
-    // The attester side (TPM, issuers): implements aTLS's issuer trait.
-    &["attest-attester"],
+    // The attester side (TPM, issuers): implements aTLS's issuer trait. The C ABI (over the engine and the
+    // trust layer's validator factory, built without its service part).
+    &["attest-attester", "attest-ffi"],
     // The node: bootstrapper (attests).
     &["attest-bootstrapper"],
     // The join service (verifies joining nodes and, since issue 14, attests itself to them with its node's

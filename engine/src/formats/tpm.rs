@@ -45,11 +45,11 @@ impl AkKey {
         if input.first() == Some(&0x30) && AkPublic::from_spki_der(input).is_ok() {
             return Ok(Self::Spki(input.to_vec()));
         }
-        if let [hi, lo, rest @ ..] = input {
-            if usize::from(u16::from_be_bytes([*hi, *lo])) == rest.len() {
-                TpmtPublic::parse(rest)?;
-                return Ok(Self::Tpmt(rest.to_vec()));
-            }
+        if let [hi, lo, rest @ ..] = input
+            && usize::from(u16::from_be_bytes([*hi, *lo])) == rest.len()
+        {
+            TpmtPublic::parse(rest)?;
+            return Ok(Self::Tpmt(rest.to_vec()));
         }
         TpmtPublic::parse(input)?;
         Ok(Self::Tpmt(input.to_vec()))

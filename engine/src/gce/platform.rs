@@ -136,7 +136,7 @@ pub fn platform_state<'a>(
 /// Parses UTF-16LE `"GCE Virtual Firmware v<N>"` with a terminating NUL into N.
 fn gce_firmware_version(data: &[u8]) -> Option<u32> {
     const PREFIX: &str = "GCE Virtual Firmware v";
-    if data.len() % 2 != 0 || data.len() > 128 {
+    if !data.len().is_multiple_of(2) || data.len() > 128 {
         return None;
     }
     let mut units = data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));

@@ -103,10 +103,11 @@ impl<T: CacheEntry> LeafCache<T> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.tick += 1;
         let tick = inner.tick;
-        if !inner.map.contains_key(&key) && inner.map.len() >= self.capacity {
-            if let Some(oldest) = inner.map.iter().min_by_key(|(_, s)| s.last_used).map(|(k, _)| *k) {
-                inner.map.remove(&oldest);
-            }
+        if !inner.map.contains_key(&key)
+            && inner.map.len() >= self.capacity
+            && let Some(oldest) = inner.map.iter().min_by_key(|(_, s)| s.last_used).map(|(k, _)| *k)
+        {
+            inner.map.remove(&oldest);
         }
         inner.map.insert(key, Slot { leaf, last_used: tick });
     }

@@ -112,7 +112,7 @@ const _: () = assert!(core::mem::offset_of!(RawReport, signature_r) == SIGNED_LE
 const _: () = assert!(core::mem::offset_of!(RawReport, signature_s) == 0x2E8);
 
 /// Which key signed the report (SIGNING_KEY, bits 4:2 of offset 0x48).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SigningKey {
     /// The chip's VCEK (0).
     Vcek,

@@ -301,10 +301,10 @@ impl SnpVerifier {
         let mut verdict = Verdict::default();
         let report = Report::parse(req.report)?;
         verdict.set(Check::ReportStructure, Outcome::Passed);
-        if let Some(rd) = req.report_data {
-            if rd.len() != 64 {
-                return Err(Error::Misuse { reason: "expected REPORT_DATA must be exactly 64 bytes" });
-            }
+        if let Some(rd) = req.report_data
+            && rd.len() != 64
+        {
+            return Err(Error::Misuse { reason: "expected REPORT_DATA must be exactly 64 bytes" });
         }
 
         let leaf_key = self.provider.digests.sha256(req.leaf);

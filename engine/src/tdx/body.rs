@@ -29,6 +29,39 @@ pub const TD_ATTRIBUTE_DEBUG: u64 = 1 << 0;
 pub const TD_ATTRIBUTE_SEPT_VE_DISABLE: u64 = 1 << 28;
 /// TDATTRIBUTES bit 29: the TD may be migrated.
 pub const TD_ATTRIBUTE_MIGRATABLE: u64 = 1 << 29;
+/// TDATTRIBUTES bit 30: protection keys for supervisor pages (PKS) enabled; allowed.
+pub const TD_ATTRIBUTE_PKS: u64 = 1 << 30;
+/// TDATTRIBUTES bit 31: key locker (KL) enabled; allowed.
+pub const TD_ATTRIBUTE_KL: u64 = 1 << 31;
+/// TDATTRIBUTES bit 63: performance monitoring (PERFMON) enabled; allowed.
+pub const TD_ATTRIBUTE_PERFMON: u64 = 1 << 63;
+/// TDATTRIBUTES bits 1–7: the rest of the "TUD" (TD under debug) group. Reserved in TDX 1.0/1.5 and, being
+/// in the debug group, any of them set means the TD is under debug.
+pub const TD_ATTRIBUTES_TUD_OTHER: u64 = 0xFE;
+/// The reserved TDATTRIBUTES bits outside the TUD group: "SEC" bits 8–27 and "OTHER" bits 32–62.
+pub const TD_ATTRIBUTES_RESERVED: u64 = 0x0FFF_FF00 | 0x7FFF_FFFF_0000_0000;
+
+// Every TDATTRIBUTES bit belongs to exactly one of the groups the policy judges.
+const _: () = {
+    let groups = [
+        TD_ATTRIBUTE_DEBUG,
+        TD_ATTRIBUTES_TUD_OTHER,
+        TD_ATTRIBUTES_RESERVED,
+        TD_ATTRIBUTE_SEPT_VE_DISABLE,
+        TD_ATTRIBUTE_MIGRATABLE,
+        TD_ATTRIBUTE_PKS,
+        TD_ATTRIBUTE_KL,
+        TD_ATTRIBUTE_PERFMON,
+    ];
+    let mut all = 0u64;
+    let mut i = 0;
+    while i < groups.len() {
+        assert!(all & groups[i] == 0, "TDATTRIBUTES groups overlap");
+        all |= groups[i];
+        i += 1;
+    }
+    assert!(all == u64::MAX, "a TDATTRIBUTES bit belongs to no group");
+};
 
 /// The raw TDX 1.0 body.
 #[derive(FromBytes, KnownLayout, Immutable, Unaligned, Debug)]

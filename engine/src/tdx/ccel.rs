@@ -12,6 +12,10 @@
 //! [`replay`] returns the four values and which registers the log touched; [`check_against`] requires each
 //! touched register to equal the quote's (an untouched register is not judged by the log: a log that
 //! touches nothing proves nothing, and is refused).
+//!
+//! [`CcelTable`] reads the ACPI table itself (what an attester finds at `/sys/firmware/acpi/tables/CCEL`,
+//! next to the log area at `…/tables/data/CCEL`), and [`written_log`] cuts a log area to its written part,
+//! which is what a document carries.
 
 use super::body::TdReport;
 use crate::crypto::{CryptoProvider, HashAlgorithm};
@@ -73,4 +77,89 @@ pub fn check_against(provider: &CryptoProvider, log: &[u8], body: &TdReport<'_>)
         }
     }
     Ok(r)
+}
+
+/// Size of the ACPI CCEL table (ACPI 6.5 §5.2.34 "Confidential Computing Event Log Table"): the 36-byte
+/// ACPI header, CC type, CC subtype, 2 reserved bytes, LAML (u64), LASA (u64).
+pub const CCEL_TABLE_SIZE: usize = 56;
+/// The CC type of Intel TDX in the CCEL table.
+pub const CC_TYPE_TDX: u8 = 2;
+/// Largest log area accepted (TDVF reserves 64 KiB–256 KiB; OVMF's default is 256 KiB).
+pub const MAX_CCEL_LOG_AREA: usize = 16 * 1024 * 1024;
+
+/// The ACPI CCEL table, checked: signature, length, checksum, a known CC type and a log area within
+/// [`MAX_CCEL_LOG_AREA`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CcelTable {
+    /// CC type (2: TDX; 1: SEV).
+    pub cc_type: u8,
+    /// CC subtype.
+    pub cc_subtype: u8,
+    /// LAML: the log area's minimum length.
+    pub log_area_min_len: u64,
+    /// LASA: the log area's guest-physical start address.
+    pub log_area_start: u64,
+}
+
+impl CcelTable {
+    /// Parses the table (exactly [`CCEL_TABLE_SIZE`] bytes; the ACPI length field must say so, and the
+    /// bytes must sum to zero modulo 256 as ACPI requires).
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        let bad = |offset: usize, reason: &'static str| Error::EventLog { offset, reason };
+        if bytes.len() < CCEL_TABLE_SIZE {
+            return Err(Error::Truncated { structure: "ACPI CCEL table", needed: CCEL_TABLE_SIZE, found: bytes.len() });
+        }
+        if bytes.len() > CCEL_TABLE_SIZE {
+            return Err(Error::TrailingData { structure: "ACPI CCEL table", extra: bytes.len() - CCEL_TABLE_SIZE });
+        }
+        if &bytes[..4] != b"CCEL" {
+            return Err(bad(0, "not an ACPI CCEL table (signature)"));
+        }
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        if u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize != CCEL_TABLE_SIZE {
+            return Err(bad(4, "the ACPI table length is not 56"));
+        }
+        if bytes.iter().fold(0u8, |sum, b| sum.wrapping_add(*b)) != 0 {
+            return Err(bad(9, "the ACPI table checksum does not sum to zero"));
+        }
+        let table = Self {
+            cc_type: bytes[36],
+            cc_subtype: bytes[37],
+            log_area_min_len: u64_at(40),
+            log_area_start: u64_at(48),
+        };
+        if table.cc_type != CC_TYPE_TDX && table.cc_type != 1 {
+            return Err(bad(36, "unknown CC type (1: SEV, 2: TDX)"));
+        }
+        if table.log_area_min_len == 0 || table.log_area_min_len > MAX_CCEL_LOG_AREA as u64 {
+            return Err(Error::LimitExceeded {
+                what: "CCEL log area",
+                limit: MAX_CCEL_LOG_AREA,
+                found: usize::try_from(table.log_area_min_len).unwrap_or(usize::MAX),
+            });
+        }
+        Ok(table)
+    }
+}
+
+/// The written part of a TDX log area (`log_area`, as read next to the table): the log must replay
+/// ([`replay`]: well-formed events, SHA-384 digests, nothing extending MRTD) and the area must be no larger
+/// than the table's minimum length allows for (`table.log_area_min_len`, at most [`MAX_CCEL_LOG_AREA`]).
+pub fn written_log<'a>(provider: &CryptoProvider, table: &CcelTable, log_area: &'a [u8]) -> Result<&'a [u8], Error> {
+    if table.cc_type != CC_TYPE_TDX {
+        return Err(Error::EventLog { offset: 36, reason: "the CCEL table is not a TDX one" });
+    }
+    if log_area.len() as u64 > table.log_area_min_len.max(1).min(MAX_CCEL_LOG_AREA as u64) {
+        return Err(Error::LimitExceeded {
+            what: "CCEL log area (beyond the table's LAML)",
+            limit: usize::try_from(table.log_area_min_len).unwrap_or(usize::MAX),
+            found: log_area.len(),
+        });
+    }
+    let r = replay(provider, log_area)?;
+    Ok(&log_area[..r.log_len])
 }

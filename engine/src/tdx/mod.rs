@@ -12,7 +12,8 @@
 //! | [`tcb`] | TCB evaluation as Intel specifies it |
 //! | [`policy`] | [`TdxPolicy`], [`TdxCheck`], [`TdxVerdict`] |
 //! | [`verify`] | [`TdxVerifier`] with a cached PCK path |
-//! | [`ccel`] | CC event log (CCEL) replay against RTMR0–3 |
+//! | [`ccel`] | CC event log (CCEL) replay against RTMR0–3; the ACPI CCEL table |
+//! | [`tdreport`] | TDREPORT_STRUCT, the in-TD report (RTMR read-back, Azure's quote requests) |
 //!
 //! # Decisions
 //!
@@ -57,6 +58,7 @@ pub mod quote;
 pub mod status;
 pub mod tcb;
 pub mod tcb_info;
+pub mod tdreport;
 pub mod verify;
 
 pub use body::TdReport;

@@ -2,8 +2,22 @@
 //! of their outcomes ([`TdxVerdict`]).
 //!
 //! Secure by default, like [`crate::SnpPolicy`]: only the TCB status `UpToDate` is accepted, no advisory ID
-//! is allowed, debuggable TDs are refused, a TD bound to service TDs (non-zero MRSERVICETD) is refused, CRLs
-//! are required, and only zero padding may follow the quote. Measurement checks (MRTD, RTMRs, MRCONFIGID,
+//! is allowed, a TD bound to service TDs (non-zero MRSERVICETD) is refused, CRLs are required, and only zero
+//! padding may follow the quote. TD attributes are judged as Intel's ecosystem (dcap-qvl, Intel's QVL
+//! appraisal policies) does, each bit group by a check of its own with a waiver of its own:
+//!
+//! | TDATTRIBUTES bits | check | refused by default when | waiver |
+//! |---|---|---|---|
+//! | 0 DEBUG | `debug` | set | `allow_debug` |
+//! | 1–7 (rest of TUD, "TD under debug") | `debug_class` | any set | `allow_debug_class` |
+//! | 8–27, 32–62 (reserved) | `reserved_attributes` | any set | `allow_reserved_attributes` |
+//! | 28 SEPT_VE_DISABLE | `sept_ve_disable` | clear | `allow_missing_sept_ve_disable` |
+//! | 29 MIGRATABLE | `migratable` | set | `allow_migratable` |
+//! | 30 PKS, 31 KL, 63 PERFMON | — | never | — |
+//!
+//! A variant whose platform cannot pass one of these checks waives exactly that one in its row of the
+//! variant table (`td_waivers`: Azure's TD-partitioned guests run without SEPT_VE_DISABLE), applied with
+//! [`TdxPolicy::with_waived`]; the verdict records it as [`Outcome::Waived`]. Measurement checks (MRTD, RTMRs, MRCONFIGID,
 //! MROWNER, MROWNERCONFIG, MRSEAM, MRSIGNERSEAM, attributes, XFAM, minimum TEE_TCB_SVN, REPORT_DATA) run when
 //! configured and are recorded as [`Outcome::Waived`] otherwise. Expected values must have their exact length;
 //! nothing is padded or truncated. Policies load from TOML or JSON; unknown keys are errors.
@@ -68,8 +82,16 @@ TdxCheck {
     MrSeam => "mr_seam",
     /// MRSIGNERSEAM equals the expected value.
     MrSignerSeam => "mr_signer_seam",
-    /// TDATTRIBUTES.DEBUG is clear (or debugging is explicitly allowed).
+    /// TDATTRIBUTES.DEBUG (bit 0) is clear (or debugging is explicitly allowed).
     Debug => "debug",
+    /// The other TUD ("TD under debug") bits of TDATTRIBUTES, 1–7, are clear (or explicitly allowed).
+    DebugClass => "debug_class",
+    /// The reserved TDATTRIBUTES bits (SEC 8–27, OTHER 32–62) are clear (or explicitly allowed).
+    ReservedAttributes => "reserved_attributes",
+    /// TDATTRIBUTES.SEPT_VE_DISABLE (bit 28) is set (or its absence is explicitly allowed).
+    SeptVeDisable => "sept_ve_disable",
+    /// TDATTRIBUTES.MIGRATABLE (bit 29) is clear (or migratable TDs are explicitly allowed).
+    Migratable => "migratable",
     /// TDATTRIBUTES match the expected value under the mask.
     TdAttributes => "td_attributes",
     /// XFAM matches the expected value under the mask.
@@ -179,6 +201,16 @@ pub struct TdxPolicy {
     pub mr_signer_seam: Option<Hex<48>>,
     /// Accept debuggable TDs (TDATTRIBUTES bit 0).
     pub allow_debug: bool,
+    /// Accept TDs with any of the other TUD bits (TDATTRIBUTES bits 1–7; a TD under debug).
+    pub allow_debug_class: bool,
+    /// Accept TDs with reserved TDATTRIBUTES bits set (bits 8–27 and 32–62).
+    pub allow_reserved_attributes: bool,
+    /// Accept TDs without SEPT_VE_DISABLE (TDATTRIBUTES bit 28): the guest kernel then receives #VE for EPT
+    /// violations the host can provoke. Azure's TD-partitioned guests run this way (the `azure-tdx` row of
+    /// the variant table waives it).
+    pub allow_missing_sept_ve_disable: bool,
+    /// Accept migratable TDs (TDATTRIBUTES bit 29): the TD's state may leave this platform.
+    pub allow_migratable: bool,
     /// Expected TDATTRIBUTES under a mask.
     pub td_attributes: Option<Masked>,
     /// Expected XFAM under a mask.
@@ -215,6 +247,10 @@ impl Default for TdxPolicy {
             mr_seam: Vec::new(),
             mr_signer_seam: None,
             allow_debug: false,
+            allow_debug_class: false,
+            allow_reserved_attributes: false,
+            allow_missing_sept_ve_disable: false,
+            allow_migratable: false,
             td_attributes: None,
             xfam: None,
             min_tee_tcb_svn: None,
@@ -265,6 +301,50 @@ impl TdxPolicy {
         } else {
             Err(Error::LaunchUnpinned)
         }
+    }
+
+    /// This policy with the TD-attribute checks in `waived` waived, as a variant whose platform cannot pass
+    /// them needs (the variant table's `td_waivers`). Only the TD-attribute checks ([`TdxPolicy::WAIVABLE_FOR_PLATFORM`]) have waivers; other checks in `waived` are not waivable this way and are ignored
+    /// (the variant table's test keeps its rows to waivable checks).
+    pub fn with_waived(mut self, waived: &[TdxCheck]) -> Self {
+        for check in waived {
+            match check {
+                TdxCheck::Debug => self.allow_debug = true,
+                TdxCheck::DebugClass => self.allow_debug_class = true,
+                TdxCheck::ReservedAttributes => self.allow_reserved_attributes = true,
+                TdxCheck::SeptVeDisable => self.allow_missing_sept_ve_disable = true,
+                TdxCheck::Migratable => self.allow_migratable = true,
+                TdxCheck::ServiceTd => self.allow_service_td = true,
+                _ => {}
+            }
+        }
+        self
+    }
+
+    /// The checks [`TdxPolicy::with_waived`] can waive.
+    pub const WAIVABLE_FOR_PLATFORM: [TdxCheck; 6] = [
+        TdxCheck::Debug,
+        TdxCheck::DebugClass,
+        TdxCheck::ReservedAttributes,
+        TdxCheck::SeptVeDisable,
+        TdxCheck::Migratable,
+        TdxCheck::ServiceTd,
+    ];
+
+    /// The TD-attribute checks with their waivers and the TDATTRIBUTES bits each judges (set bits fail,
+    /// except for SEPT_VE_DISABLE, whose absence fails), in verdict order.
+    pub(crate) fn attribute_checks(&self) -> [(TdxCheck, bool, u64); 5] {
+        use super::body::{
+            TD_ATTRIBUTE_DEBUG, TD_ATTRIBUTE_MIGRATABLE, TD_ATTRIBUTE_SEPT_VE_DISABLE, TD_ATTRIBUTES_RESERVED,
+            TD_ATTRIBUTES_TUD_OTHER,
+        };
+        [
+            (TdxCheck::Debug, self.allow_debug, TD_ATTRIBUTE_DEBUG),
+            (TdxCheck::DebugClass, self.allow_debug_class, TD_ATTRIBUTES_TUD_OTHER),
+            (TdxCheck::ReservedAttributes, self.allow_reserved_attributes, TD_ATTRIBUTES_RESERVED),
+            (TdxCheck::SeptVeDisable, self.allow_missing_sept_ve_disable, TD_ATTRIBUTE_SEPT_VE_DISABLE),
+            (TdxCheck::Migratable, self.allow_migratable, TD_ATTRIBUTE_MIGRATABLE),
+        ]
     }
 
     /// The RTMR expectations in index order.
@@ -351,6 +431,8 @@ mod tests {
         let p = TdxPolicy::default();
         assert_eq!(p.accepted_tcb_statuses, vec![TcbStatus::UpToDate]);
         assert!(!p.allow_debug && !p.allow_service_td);
+        assert!(!p.allow_debug_class && !p.allow_reserved_attributes);
+        assert!(!p.allow_missing_sept_ve_disable && !p.allow_migratable);
         assert_eq!(p.revocation, Revocation::Require);
         assert_eq!(TdxPolicy::from_toml("").unwrap(), p);
         assert_eq!(TdxPolicy::from_json("{}").unwrap(), p);
@@ -387,6 +469,21 @@ mod tests {
         // RTMRs alone pin nothing: the firmware that extends them is unmeasured.
         let r = TdxPolicy::from_toml(&format!("rtmr0 = \"{}\"", "22".repeat(48))).unwrap();
         assert_eq!(r.launch_pinning(), Err(Error::LaunchUnpinned));
+    }
+
+    #[test]
+    fn platform_waivers_set_exactly_their_waiver() {
+        let base = TdxPolicy::default();
+        let w = base.clone().with_waived(&[TdxCheck::SeptVeDisable]);
+        assert!(w.allow_missing_sept_ve_disable);
+        assert_eq!(TdxPolicy { allow_missing_sept_ve_disable: false, ..w }, base);
+        // Checks that are not TD-attribute checks cannot be waived this way.
+        assert_eq!(base.clone().with_waived(&[TdxCheck::TcbStatus, TdxCheck::Mrtd]), base);
+        for c in TdxPolicy::WAIVABLE_FOR_PLATFORM {
+            assert_ne!(base.clone().with_waived(&[c]), base, "{c}");
+        }
+        let p = TdxPolicy::from_toml("allow_migratable = true\nallow_missing_sept_ve_disable = true").unwrap();
+        assert!(p.allow_migratable && p.allow_missing_sept_ve_disable && !p.allow_debug_class);
     }
 
     #[test]

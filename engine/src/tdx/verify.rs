@@ -568,13 +568,7 @@ fn check_policy(
     policy::exact(v, TdxCheck::MrOwnerConfig, policy.mr_owner_config.as_ref(), body.mr_owner_config())?;
     policy::allow_list(v, TdxCheck::MrSeam, &policy.mr_seam, body.mr_seam())?;
     policy::exact(v, TdxCheck::MrSignerSeam, policy.mr_signer_seam.as_ref(), body.mr_signer_seam())?;
-    if policy.allow_debug {
-        v.set(TdxCheck::Debug, Outcome::Waived);
-    } else if body.is_debug() {
-        return Err(violation(TdxCheck::Debug, Value::Bool(false), Value::Bool(true)));
-    } else {
-        v.set(TdxCheck::Debug, Outcome::Passed);
-    }
+    check_td_attributes(body.td_attributes(), policy, v)?;
     policy::masked(v, TdxCheck::TdAttributes, policy.td_attributes.as_ref(), body.td_attributes())?;
     policy::masked(v, TdxCheck::Xfam, policy.xfam.as_ref(), body.xfam())?;
     match &policy.min_tee_tcb_svn {
@@ -608,6 +602,32 @@ fn check_policy(
         }
         Some(_) => v.set(TdxCheck::ServiceTd, Outcome::Passed),
         None => v.set(TdxCheck::ServiceTd, Outcome::Waived),
+    }
+    Ok(())
+}
+
+/// The TD-attribute checks (DEBUG, the other TUD bits, reserved bits, SEPT_VE_DISABLE, MIGRATABLE), each
+/// recorded under its own name: waived when the policy allows it, else passed or refused.
+fn check_td_attributes(attributes: u64, policy: &TdxPolicy, v: &mut TdxVerdict) -> Result<(), Error> {
+    for (check, allowed, bits) in policy.attribute_checks() {
+        let set = attributes & bits;
+        // SEPT_VE_DISABLE must be set; every other group must be clear.
+        let failed = if check == TdxCheck::SeptVeDisable { set == 0 } else { set != 0 };
+        if allowed {
+            v.set(check, Outcome::Waived);
+        } else if failed {
+            return Err(match check {
+                TdxCheck::Debug | TdxCheck::Migratable => violation(check, Value::Bool(false), Value::Bool(true)),
+                TdxCheck::SeptVeDisable => violation(check, Value::Bool(true), Value::Bool(false)),
+                _ => violation(
+                    check,
+                    Value::Text("these TDATTRIBUTES bits clear"),
+                    Value::Bytes(Bytes::new(&set.to_le_bytes())),
+                ),
+            });
+        } else {
+            v.set(check, Outcome::Passed);
+        }
     }
     Ok(())
 }

@@ -249,10 +249,10 @@ impl<'a> TpmtPublic<'a> {
         if a & SENSITIVE_DATA_ORIGIN == 0 {
             return fail("not generated in the TPM (sensitiveDataOrigin clear)");
         }
-        if let AkPublic::Rsa { .. } = self.key {
-            if !matches!(self.key_bits, 2048 | 3072) {
-                return fail("RSA attestation keys must be 2048 or 3072 bits");
-            }
+        if let AkPublic::Rsa { .. } = self.key
+            && !matches!(self.key_bits, 2048 | 3072)
+        {
+            return fail("RSA attestation keys must be 2048 or 3072 bits");
         }
         Ok(())
     }

@@ -137,13 +137,10 @@ pub fn verify_quote<'a>(provider: &CryptoProvider, req: &QuoteRequest<'a, '_>) -
         }
     };
     let scheme = sig.scheme();
-    if let Some(want) = req.ak_scheme {
-        if want != scheme {
-            return Err(Error::UnsupportedTpmAlgorithm {
-                what: "signature scheme differs from the AK's scheme",
-                id: 0,
-            });
-        }
+    if let Some(want) = req.ak_scheme
+        && want != scheme
+    {
+        return Err(Error::UnsupportedTpmAlgorithm { what: "signature scheme differs from the AK's scheme", id: 0 });
     }
     let hash = scheme.hash();
     if hash == HashAlgorithm::Sha1 {

@@ -1,35 +1,39 @@
 //! Attestation variants: how an attestation document is validated, and how its attestation key (AK) is
 //! trusted — as in Constellation, the variant decides the AK's root of trust.
 //!
-//! | variant | AK trusted because | hardware evidence |
+//! Every fact about a variant is one row of [`TABLE`] ([`VariantInfo`]: name, OID, Constellation entry,
+//! hardware, AK trust, nonce carrier, launch pin, measured registers, C code); the [`Validator`] branches on
+//! those columns, never on a variant's name:
+//!
+//! | [`AkTrust`] | the AK is trusted because | variants today |
 //! |---|---|---|
-//! | `qemu-vtpm` | registered by credential activation against an EK certificate, or pinned (trust on first use) — looked up in an [`AkRegistry`]; never trusted unconditionally | none |
-//! | `azure-sev-snp` | the SNP report binds the HCL runtime data that carries it ("HCLAkPub") | HCL report + VCEK |
-//! | `aws-sev-snp` | a fresh VLEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VLEK |
-//! | `gcp-sev-snp` | a fresh VCEK-signed report whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | SNP report + VCEK |
-//! | `gcp-shielded-vm` | an AK certificate from Google's EK/AK CA (pinned roots), naming the VM ([`gce`](self) module docs) | none (vTPM only) |
-//! | `azure-tdx` | the TD quote's REPORTDATA binds the HCL runtime data that carries it ("HCLAkPub") ([`tdx`]) | TD quote + HCL report (TDX) |
-//! | `qemu-tdx` | — (no vTPM: the TD quote itself binds the nonce, MRTD and RTMR0–3 are the measurements) ([`tdx`]) | TD quote, optional CC event log |
+//! | [`AkTrust::Registry`] | registered by credential activation against an EK certificate, or pinned (trust on first use) — looked up in an [`AkRegistry`]; never trusted unconditionally | `qemu-vtpm` |
+//! | [`AkTrust::HclRuntimeData`] | the hardware evidence (an SNP report signed by the row's signer, or a TD quote) binds the HCL runtime data that carries it ("HCLAkPub") ([`tdx`] for TDX) | `azure-sev-snp`, `azure-tdx` |
+//! | [`AkTrust::FreshReportBinding`] | a fresh SNP report, signed by the row's signer (VLEK or VCEK), whose REPORT_DATA binds the AK **and this attestation's nonce** ([`binding`]) | `aws-sev-snp`, `gcp-sev-snp` |
+//! | [`AkTrust::ProviderCertificate`] | an AK certificate from Google's EK/AK CA (pinned roots), naming the VM (the `gce` module's docs) | `gcp-shielded-vm` |
+//! | [`AkTrust::NoAk`] | — (no vTPM: the TD quote itself binds the nonce; MRTD and RTMR0–3 are the measurements) ([`tdx`]) | `qemu-tdx` |
 //!
 //! Freshness: `extra = SHA-256(user_data ‖ nonce)`, and the quote's extraData must equal
-//! `SHA-256(instance_info ‖ extra)` ([`Validator::quote_nonce`]). Where the vTPM runs outside the TEE (AWS,
-//! GCP) the quote alone proves nothing — the host holds the AK — so the hardware-signed report must carry the
-//! same value ([`binding::snp_vtpm_report_data`]); the module [`binding`] says why Azure and QEMU need no
-//! more than the quote. The quoted SHA-256 PCRs are then compared with the expected measurements
-//! ([`PcrPolicy`]); an event log, when present, must replay to the quoted values.
+//! `SHA-256(instance_info ‖ extra)` ([`Validator::quote_nonce`]). Where the vTPM runs outside the TEE
+//! ([`NonceCarrier::QuoteAndReport`]) the quote alone proves nothing — the host holds the AK — so the
+//! hardware-signed report must carry the same value ([`binding::snp_vtpm_report_data`]); the module
+//! [`binding`] says why the others need no more than the quote. The quoted SHA-256 PCRs are then compared
+//! with the expected measurements ([`PcrPolicy`]); an event log, when present, must replay to the quoted
+//! values.
 //!
-//! Launch: the SNP-based variants refuse to validate unless their SNP policy pins the guest's launch
-//! (MEASUREMENT or ID_KEY_DIGEST allow-list) or sets the named waiver `dangerous_allow_unpinned_launch`
+//! Launch ([`LaunchPin`]): the SNP-based variants refuse to validate unless their SNP policy pins the guest's
+//! launch (MEASUREMENT or ID_KEY_DIGEST allow-list) or sets the named waiver `dangerous_allow_unpinned_launch`
 //! ([`Validator::launch_pinning`], [`crate::policy`]); PCRs of a host-controlled TPM prove nothing on their
 //! own. The TDX variants likewise need an MRTD allow-list in their [`TdxPolicy`] (or the same waiver).
 //! Every [`Validated`] says how the launch was pinned.
 //!
 //! One [`Validator`] serves every variant: SNP verification through its [`SnpVerifier`], TD quotes through its
-//! [`TdxVerifier`] ([`Validator::with_tdx`]), GCE AK certificates through its GCE verifier. `qemu-tdx` has no
-//! vTPM, so a [`Validated`] carries the TPM parts (`quote`, `ak_basis`) as options: `None` only for
-//! `qemu-tdx`; every other variant fails without them, exactly as before.
+//! [`TdxVerifier`] ([`Validator::with_tdx`]), GCE AK certificates through its GCE verifier. A variant without
+//! a vTPM has no quote and no AK, so a [`Validated`] carries the TPM parts (`quote`, `ak_basis`) as options:
+//! `None` only there; every other variant fails without them.
 
 mod gce;
+mod table;
 
 pub mod tdx;
 
@@ -48,99 +52,10 @@ use std::sync::Arc;
 pub mod binding;
 
 pub use binding::{SNP_VTPM_REPORT_DATA_LABEL, snp_vtpm_report_data};
-
-/// An attestation variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Variant {
-    /// QEMU/swtpm vTPM without confidential hardware.
-    QemuVtpm,
-    /// Azure SEV-SNP confidential VM with the paravisor's vTPM.
-    AzureSevSnp,
-    /// AWS SEV-SNP instance (VLEK) with a vTPM.
-    AwsSevSnp,
-    /// GCP SEV-SNP instance (VCEK) with a vTPM.
-    GcpSevSnp,
-    /// GCE Shielded VM / Confidential VM whose vTPM AK Google's CA certifies.
-    GcpShieldedVm,
-    /// Azure TDX confidential VM with the paravisor's vTPM.
-    AzureTdx,
-    /// QEMU/KVM TD without a vTPM.
-    QemuTdx,
-}
-
-impl Variant {
-    /// All variants.
-    pub const ALL: [Variant; 7] = [
-        Variant::QemuVtpm,
-        Variant::AzureSevSnp,
-        Variant::AwsSevSnp,
-        Variant::GcpSevSnp,
-        Variant::GcpShieldedVm,
-        Variant::AzureTdx,
-        Variant::QemuTdx,
-    ];
-
-    /// The variant's name in documents and configuration.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::QemuVtpm => "qemu-vtpm",
-            Self::AzureSevSnp => "azure-sev-snp",
-            Self::AwsSevSnp => "aws-sev-snp",
-            Self::GcpSevSnp => "gcp-sev-snp",
-            Self::GcpShieldedVm => "gcp-shielded-vm",
-            Self::AzureTdx => "azure-tdx",
-            Self::QemuTdx => "qemu-tdx",
-        }
-    }
-
-    /// Whether the variant's hardware evidence is an Intel TDX quote.
-    pub fn is_tdx(self) -> bool {
-        matches!(self, Self::AzureTdx | Self::QemuTdx)
-    }
-
-    /// Whether documents of this variant carry a vTPM quote (every variant but `qemu-tdx`).
-    pub fn has_vtpm(self) -> bool {
-        self != Self::QemuTdx
-    }
-
-    /// Parses a variant name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.name() == name)
-    }
-
-    /// The X.509 extension OID that carries this variant's document in aTLS certificates, as dotted text.
-    ///
-    /// These are the values Constellation assigns (its `variant` package: AWS under 1.3.9900.2, GCP under
-    /// .3, Azure under .4, QEMU under .5), so that certificates name the same variant in both projects:
-    /// `aws-sev-snp` 1.3.9900.2.2, `gcp-sev-snp` .3.2, `azure-sev-snp` .4.1, `azure-tdx` .4.3, `qemu-vtpm`
-    /// .5.1 and `qemu-tdx` .5.99 (marked a placeholder there). `gcp-shielded-vm` has no Constellation
-    /// counterpart (Constellation's `gcp-sev-es`, .3.1, trusts the AK through the Compute API, not through
-    /// Google's AK certificate), so it takes 1.3.9900.3.99 in the GCP arc, following the `.99` convention of
-    /// `qemu-tdx` for a value Constellation has not assigned.
-    pub fn oid(self) -> &'static str {
-        match self {
-            Self::QemuVtpm => "1.3.9900.5.1",
-            Self::AzureSevSnp => "1.3.9900.4.1",
-            Self::AwsSevSnp => "1.3.9900.2.2",
-            Self::GcpSevSnp => "1.3.9900.3.2",
-            Self::GcpShieldedVm => "1.3.9900.3.99",
-            Self::AzureTdx => "1.3.9900.4.3",
-            Self::QemuTdx => "1.3.9900.5.99",
-        }
-    }
-
-    /// The variant whose OID is `dotted`.
-    pub fn from_oid(dotted: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.oid() == dotted)
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use table::{
+    AkTrust, ConstellationEntry, Hardware, LaunchPin, Measured, NonceCarrier, TABLE, UnknownVariant, Variant,
+    VariantInfo,
+};
 
 /// TPM evidence of a document, borrowed.
 #[derive(Clone, Copy, Debug)]
@@ -286,7 +201,7 @@ pub enum PcrOutcome {
 pub struct Validated<'a> {
     /// The variant.
     pub variant: Variant,
-    /// The verified vTPM quote; `None` only for `qemu-tdx` ([`Variant::has_vtpm`]).
+    /// The verified vTPM quote; `None` only for a variant without a vTPM ([`Variant::has_vtpm`]).
     pub quote: Option<VerifiedQuote<'a>>,
     /// The verified SNP report (SNP variants).
     pub snp: Option<VerifiedReport<'a>>,
@@ -307,6 +222,9 @@ pub struct Validated<'a> {
     /// How the guest's launch is pinned ([`Validator::launch_pinning`]); services log
     /// [`LaunchPinning::DangerouslyUnpinned`] with every verdict.
     pub launch: LaunchPinning,
+    /// Which accepted measurement set the document met: 0 for the validator's own, `i` for the `i`-th of
+    /// [`Validator::with_alternatives`] (rolling upgrades).
+    pub measurement_set: usize,
 }
 
 /// Validates documents of one variant.
@@ -321,6 +239,15 @@ pub struct Validator {
     gce_policy: crate::gce::GcePolicy,
     tdx: Arc<TdxVerifier>,
     tdx_policy: TdxPolicy,
+    /// Rolling upgrades (issue 25): further accepted measurement sets, see [`Validator::with_alternatives`].
+    alternatives: Alternatives,
+}
+
+/// Further accepted measurement sets of a [`Validator`]: PCRs (vTPM variants) and TD policies (`qemu-tdx`).
+#[derive(Clone, Debug, Default)]
+struct Alternatives {
+    pcrs: Vec<PcrPolicy>,
+    tdx: Vec<TdxPolicy>,
 }
 
 impl Validator {
@@ -335,8 +262,22 @@ impl Validator {
             gce: Arc::new(crate::gce::GceVerifier::new()),
             gce_policy: crate::gce::GcePolicy::default(),
             tdx: Arc::new(TdxVerifier::new()),
-            tdx_policy: TdxPolicy::default(),
+            tdx_policy: TdxPolicy::default().with_waived(variant.info().td_waivers),
+            alternatives: Alternatives::default(),
         }
+    }
+
+    /// Rolling upgrades: accepts a document that meets the validator's own measurements **or** any of these
+    /// sets, tried in order — `pcrs` for the variants with a vTPM (each a whole [`PcrPolicy`], so values of
+    /// two images are never mixed), `tdx` for `qemu-tdx` (each a whole [`TdxPolicy`], which must pin the
+    /// launch like the main one: [`Validator::launch_pinning`] checks them all). When no set matches, the
+    /// error of the validator's own set is returned. [`Validated::measurement_set`] says which set matched.
+    pub fn with_alternatives(mut self, pcrs: Vec<PcrPolicy>, tdx: Vec<TdxPolicy>) -> Self {
+        // Each alternative TD policy gets the variant's platform waivers, as the main one does (`with_tdx`).
+        let waived = self.variant.info().td_waivers;
+        let tdx = tdx.into_iter().map(|p| p.with_waived(waived)).collect();
+        self.alternatives = Alternatives { pcrs, tdx };
+        self
     }
 
     /// Sets the GCE verifier (trust anchors) and policy of `gcp-shielded-vm` (default: Google's pinned
@@ -351,9 +292,12 @@ impl Validator {
     /// the TDX variants (default: a verifier without collateral, which refuses every quote, and
     /// [`TdxPolicy::default`], which pins no launch and so refuses to validate). For `qemu-tdx`, `policy`
     /// holds the measurements (MRTD, RTMR0–3); for `azure-tdx` they are the vTPM PCRs of the [`PcrPolicy`].
+    ///
+    /// The TD-attribute checks the variant's platform cannot pass (its row's `td_waivers`) are waived in
+    /// `policy` here, whatever it says, and every verdict records them as waived.
     pub fn with_tdx(mut self, verifier: Arc<TdxVerifier>, policy: TdxPolicy) -> Self {
         self.tdx = verifier;
-        self.tdx_policy = policy;
+        self.tdx_policy = policy.with_waived(self.variant.info().td_waivers);
         self
     }
 
@@ -375,7 +319,10 @@ impl Validator {
 
     /// The crypto provider of the variant's hardware verifier.
     fn provider(&self) -> &'static CryptoProvider {
-        if self.variant.is_tdx() { self.tdx.provider() } else { self.snp.provider() }
+        match self.variant.info().hardware {
+            Hardware::Tdx => self.tdx.provider(),
+            Hardware::None | Hardware::SevSnp { .. } => self.snp.provider(),
+        }
     }
 
     /// How this validator pins the guest's launch: [`LaunchPinning::NotApplicable`] for `qemu-vtpm` and
@@ -384,10 +331,16 @@ impl Validator {
     /// `dangerous_allow_unpinned_launch`. Services call this at start and refuse to start on error (and log a
     /// warning for [`LaunchPinning::DangerouslyUnpinned`]); [`Validator::validate`] checks it every time.
     pub fn launch_pinning(&self) -> Result<LaunchPinning, Error> {
-        match self.variant {
-            Variant::QemuVtpm | Variant::GcpShieldedVm => Ok(LaunchPinning::NotApplicable),
-            Variant::AzureSevSnp | Variant::AwsSevSnp | Variant::GcpSevSnp => self.snp_policy.launch_pinning(),
-            Variant::AzureTdx | Variant::QemuTdx => self.tdx_policy.launch_pinning(),
+        match self.variant.info().launch {
+            LaunchPin::NotApplicable => Ok(LaunchPinning::NotApplicable),
+            LaunchPin::SnpPolicy => self.snp_policy.launch_pinning(),
+            LaunchPin::TdxMrtd => {
+                // Every accepted TD policy must pin the launch; the main one decides how it is reported.
+                for alternative in &self.alternatives.tdx {
+                    alternative.launch_pinning()?;
+                }
+                self.tdx_policy.launch_pinning()
+            }
         }
     }
 
@@ -409,78 +362,83 @@ impl Validator {
             });
         }
         let launch = self.launch_pinning()?;
-        if self.variant == Variant::QemuTdx {
-            return self.validate_qemu_tdx(doc, nonce, time, launch);
+        let info = self.variant.info();
+        if info.ak == AkTrust::NoAk {
+            return self.validate_td_only(doc, nonce, time, launch);
         }
         let provider = self.provider();
         let tpm = doc.tpm.as_ref().ok_or(Error::MissingEvidence { what: "TPM evidence" })?;
         let tpm_nonce = Self::quote_nonce(provider, doc.instance_info, doc.user_data, nonce);
 
-        // Establish the AK.
+        // Establish the AK, as the variant's row says it is trusted.
         let runtime;
         let tpmt;
         let mut instance = None;
         let mut gce_ak = None;
         let mut td = None;
-        let (ak, ak_scheme, ak_basis, snp): (AkPublic<'_>, _, AkBasis, Option<VerifiedReport<'a>>) = match self.variant
-        {
-            Variant::QemuVtpm => {
-                tpmt = TpmtPublic::parse_tpm2b(tpm.ak_public)?;
-                tpmt.check_attestation_key()?;
-                let digest = provider.digests.sha256(tpmt.as_bytes());
-                let basis = self
-                    .ak_registry
-                    .as_ref()
-                    .and_then(|r| r.lookup(&digest))
-                    .ok_or(Error::AkNotTrusted { ak_digest: Bytes::new(&digest) })?;
-                (tpmt.key(), tpmt.scheme(), basis, None)
-            }
-            Variant::AzureSevSnp => {
-                let hcl = HclReport::parse(doc.hcl_report)?;
-                let report =
-                    hcl.snp_report().ok_or(Error::MissingEvidence { what: "an SNP report in the HCL report" })?;
-                let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "the VCEK" })?;
-                hcl.expected_report_data(provider)?;
-                let verified = self.snp.verify(&snp_request(report, snp_ev, time), &self.snp_policy)?;
-                verified.check_signer(crate::CertRole::Vcek)?;
-                hcl.check_report_data(provider, verified.report().report_data())?;
-                runtime = RuntimeData::parse(hcl.variable_data())?;
-                (runtime.ak().ak_public(), None, AkBasis::HardwareReport, Some(verified))
-            }
-            Variant::AwsSevSnp | Variant::GcpSevSnp => {
-                tpmt = TpmtPublic::parse_tpm2b(tpm.ak_public)?;
-                tpmt.check_attestation_key()?;
-                let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "SNP evidence" })?;
-                let verified = self.snp.verify(&snp_request(snp_ev.report, snp_ev, time), &self.snp_policy)?;
-                let want =
-                    if self.variant == Variant::AwsSevSnp { crate::CertRole::Vlek } else { crate::CertRole::Vcek };
-                verified.check_signer(want)?;
-                // Freshness inside the TEE: the report binds the AK and this attestation's quote nonce.
-                let binding = snp_vtpm_report_data(provider, tpm.ak_public, &tpm_nonce);
-                if verified.report().report_data() != &binding {
-                    return Err(Error::FreshnessBindingMismatch {
-                        expected: Bytes::new(&binding),
-                        found: Bytes::new(verified.report().report_data()),
+        let (ak, ak_scheme, ak_basis, snp): (AkPublic<'_>, _, AkBasis, Option<VerifiedReport<'a>>) =
+            match (info.ak, info.hardware) {
+                (AkTrust::Registry, _) => {
+                    tpmt = TpmtPublic::parse_tpm2b(tpm.ak_public)?;
+                    tpmt.check_attestation_key()?;
+                    let digest = provider.digests.sha256(tpmt.as_bytes());
+                    let basis = self
+                        .ak_registry
+                        .as_ref()
+                        .and_then(|r| r.lookup(&digest))
+                        .ok_or(Error::AkNotTrusted { ak_digest: Bytes::new(&digest) })?;
+                    (tpmt.key(), tpmt.scheme(), basis, None)
+                }
+                (AkTrust::HclRuntimeData, Hardware::SevSnp { signer }) => {
+                    let hcl = HclReport::parse(doc.hcl_report)?;
+                    let report =
+                        hcl.snp_report().ok_or(Error::MissingEvidence { what: "an SNP report in the HCL report" })?;
+                    let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "the VCEK" })?;
+                    hcl.expected_report_data(provider)?;
+                    let verified = self.snp.verify(&snp_request(report, snp_ev, time), &self.snp_policy)?;
+                    verified.check_signer(signer.role())?;
+                    hcl.check_report_data(provider, verified.report().report_data())?;
+                    runtime = RuntimeData::parse(hcl.variable_data())?;
+                    (runtime.ak().ak_public(), None, AkBasis::HardwareReport, Some(verified))
+                }
+                (AkTrust::HclRuntimeData, Hardware::Tdx) => {
+                    let hcl = HclReport::parse(doc.hcl_report)?;
+                    td = Some(tdx::verify_azure_td(&self.tdx, &self.tdx_policy, doc, &hcl, time)?);
+                    runtime = RuntimeData::parse(hcl.variable_data())?;
+                    (runtime.ak().ak_public(), None, AkBasis::HardwareReport, None)
+                }
+                (AkTrust::FreshReportBinding, Hardware::SevSnp { signer }) => {
+                    tpmt = TpmtPublic::parse_tpm2b(tpm.ak_public)?;
+                    tpmt.check_attestation_key()?;
+                    let snp_ev = doc.snp.as_ref().ok_or(Error::MissingEvidence { what: "SNP evidence" })?;
+                    let verified = self.snp.verify(&snp_request(snp_ev.report, snp_ev, time), &self.snp_policy)?;
+                    verified.check_signer(signer.role())?;
+                    // Freshness inside the TEE: the report binds the AK and this attestation's quote nonce.
+                    let binding = snp_vtpm_report_data(provider, tpm.ak_public, &tpm_nonce);
+                    if verified.report().report_data() != &binding {
+                        return Err(Error::FreshnessBindingMismatch {
+                            expected: Bytes::new(&binding),
+                            found: Bytes::new(verified.report().report_data()),
+                        });
+                    }
+                    (tpmt.key(), tpmt.scheme(), AkBasis::HardwareReport, Some(verified))
+                }
+                (AkTrust::ProviderCertificate, _) => {
+                    tpmt = TpmtPublic::parse_tpm2b(tpm.ak_public)?;
+                    tpmt.check_attestation_key()?;
+                    let certified = gce::certify_ak(&self.gce, &self.gce_policy, &tpmt, tpm.ak_certificate, time)?;
+                    instance = Some(certified.instance);
+                    gce_ak = Some(tpmt);
+                    (tpmt.key(), tpmt.scheme(), AkBasis::CertifiedByProvider, None)
+                }
+                (AkTrust::HclRuntimeData | AkTrust::FreshReportBinding, Hardware::None)
+                | (AkTrust::FreshReportBinding, Hardware::Tdx)
+                | (AkTrust::NoAk, _) => {
+                    return Err(Error::Misuse {
+                        reason: "the variant table pairs this AK trust with hardware that cannot carry it",
                     });
                 }
-                (tpmt.key(), tpmt.scheme(), AkBasis::HardwareReport, Some(verified))
-            }
-            Variant::GcpShieldedVm => {
-                tpmt = TpmtPublic::parse_tpm2b(tpm.ak_public)?;
-                tpmt.check_attestation_key()?;
-                let certified = gce::certify_ak(&self.gce, &self.gce_policy, &tpmt, tpm.ak_certificate, time)?;
-                instance = Some(certified.instance);
-                gce_ak = Some(tpmt);
-                (tpmt.key(), tpmt.scheme(), AkBasis::CertifiedByProvider, None)
-            }
-            Variant::AzureTdx => {
-                let hcl = HclReport::parse(doc.hcl_report)?;
-                td = Some(tdx::verify_azure_td(&self.tdx, &self.tdx_policy, doc, &hcl, time)?);
-                runtime = RuntimeData::parse(hcl.variable_data())?;
-                (runtime.ak().ak_public(), None, AkBasis::HardwareReport, None)
-            }
-            Variant::QemuTdx => return Err(Error::Misuse { reason: "qemu-tdx documents carry no vTPM quote" }),
-        };
+            };
 
         let quote = verify_quote(
             provider,
@@ -499,7 +457,17 @@ impl Validator {
         if let Some(ak) = &gce_ak {
             gce::check_quote(provider, &self.gce_policy, ak, &quote, tpm.event_log)?;
         }
-        let pcrs = self.pcrs.evaluate(&quote)?;
+        // The first accepted set the quoted PCRs meet; the main set's error when none does.
+        let (measurement_set, pcrs) = match self.pcrs.evaluate(&quote) {
+            Ok(pcrs) => (0, pcrs),
+            Err(e) => self
+                .alternatives
+                .pcrs
+                .iter()
+                .enumerate()
+                .find_map(|(i, p)| p.evaluate(&quote).ok().map(|pcrs| (i + 1, pcrs)))
+                .ok_or(e)?,
+        };
         let ccel = match &td {
             Some(td) => tdx::replay_ccel(provider, doc, td)?,
             None => None,
@@ -516,12 +484,13 @@ impl Validator {
             user_data: doc.user_data,
             instance,
             launch,
+            measurement_set,
         })
     }
 
-    /// `qemu-tdx`: the TD quote alone, its REPORTDATA binding the user data and the nonce; MRTD and the RTMRs
-    /// are judged by the [`TdxPolicy`]. A TPM part in the document is not looked at.
-    fn validate_qemu_tdx<'a>(
+    /// A variant without a vTPM (`qemu-tdx`): the TD quote alone, its REPORTDATA binding the user data and the
+    /// nonce; MRTD and the RTMRs are judged by the [`TdxPolicy`]. A TPM part in the document is not looked at.
+    fn validate_td_only<'a>(
         &self,
         doc: &Document<'a>,
         nonce: &[u8],
@@ -533,7 +502,17 @@ impl Validator {
                 reason: "qemu-tdx has no vTPM: its measurements are MRTD and RTMR0-3 in the TdxPolicy, not PCRs",
             });
         }
-        let td = tdx::verify_qemu_td(&self.tdx, &self.tdx_policy, doc, nonce, time)?;
+        // The first accepted TD policy the quote meets (rolling upgrades); the main policy's error otherwise.
+        let (measurement_set, td) = match tdx::verify_qemu_td(&self.tdx, &self.tdx_policy, doc, nonce, time) {
+            Ok(td) => (0, td),
+            Err(e) => self
+                .alternatives
+                .tdx
+                .iter()
+                .enumerate()
+                .find_map(|(i, p)| tdx::verify_qemu_td(&self.tdx, p, doc, nonce, time).ok().map(|td| (i + 1, td)))
+                .ok_or(e)?,
+        };
         let ccel = tdx::replay_ccel(self.tdx.provider(), doc, &td)?;
         Ok(Validated {
             variant: self.variant,
@@ -547,6 +526,7 @@ impl Validator {
             user_data: doc.user_data,
             instance: None,
             launch,
+            measurement_set,
         })
     }
 }

@@ -200,10 +200,10 @@ impl<'b, 'a> Builder<'b, 'a> {
         }
         // Non-self-issued intermediates below the candidate (the leaf does not count), RFC 5280 §6.1.4 (l), (m).
         let below = path[1..].iter().filter(|c| c.subject() != c.issuer()).count();
-        if let Some(max) = candidate.path_len_constraint() {
-            if (below as u64) > max {
-                return Err(Error::PathLenConstraintViolated { role, path_len: max, intermediates_below: below });
-            }
+        if let Some(max) = candidate.path_len_constraint()
+            && (below as u64) > max
+        {
+            return Err(Error::PathLenConstraintViolated { role, path_len: max, intermediates_below: below });
         }
         check_eku(candidate, self.options, role, path.len())
     }

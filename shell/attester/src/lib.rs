@@ -2,11 +2,14 @@
 //!
 //! The attesting side: TPM 2.0 access ([`tpm`], via `tss-esapi`), the issuers that turn evidence into an
 //! attestation document for a verifier's nonce ([`issuer`]: `qemu-vtpm` on a TPM, SEV-SNP on
-//! `/dev/sev-guest`, Azure's vTPM), and the attester's half of AK registration ([`registration`]).
+//! `/dev/sev-guest` or configfs-tsm, Azure's vTPM, GCE's vTPM, a TD (`qemu-tdx`: configfs-tsm or
+//! `/dev/tdx_guest`) and Azure's TD partitions), and the attester's half of AK registration ([`registration`]).
 //!
 //! **May depend on:** `attest-engine`, `attest-proto`, `attest-grpc`, `attest-atls` (it implements
 //! [`attest_atls::AttestationIssuer`]), `attest-registration` (the shared error and credential types), and the
-//! device libraries (`tss-esapi`, `sev`). **Must not depend on:** a service or the CLI; and no
+//! device libraries (`tss-esapi`, `sev`, `attest-tdx-ioctl` for the TDX guest device's one ioctl, `socket2` for
+//! vsock), `attest-kds` (the SEV-SNP certificate table), and with the feature `cli` clap (the node's hardware
+//! flags, `issuer::args`). **Must not depend on:** a service or the CLI; and no
 //! verifier-only crate should need this one — a verifier that links it links the TSS library for nothing.
 
 #![forbid(unsafe_code)]

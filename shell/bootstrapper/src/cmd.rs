@@ -3,24 +3,33 @@
 //!
 //! ```text
 //! attest-bootstrapper --tpm swtpm:host=127.0.0.1,port=2321 --state-dir DIR --init-secret-hash FILE
-//!     [--variant auto|qemu-vtpm|azure-sev-snp|aws-sev-snp|gcp-sev-snp|gcp-shielded-vm]
-//!     [--snp-device /dev/sev-guest|sim:/path] [--snp-leaf FILE] [--event-log FILE]
+//!     [--variant auto|VARIANT]
+//!     [--snp-device /dev/sev-guest|tsm:/dir|sim:/path] [--snp-leaf FILE] [--event-log FILE]
+//!     [--tdx-root /|sim:/dir] [--tdx-quote-endpoint URL]
 //!     [--init-listen 0.0.0.0:9000] [--registration ADDR] [--node-name NAME]
 //!     [--join-service ADDR --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!      | --dangerously-skip-measurements-signature) [--join-service-ek-ca FILE …] [--join-service-variant V …]
 //!      [--snp-policy FILE] [--kds-store DIR] [--kds-url URL|offline] [--allow-stale-crl]
-//!      [--dangerous-allow-unpinned-launch]]
+//!      [--dangerous-allow-unpinned-launch] [--dangerous-test-roots DIR]
+//!      [--tdx-platform FMSPC[:CA] … [--tdx-policy FILE] [--pcs-store DIR] [--pcs-url URL | --pcs-offline]]]
 //!     [--control-plane] [--disk key-file|luks:/dev/X] [--runtime-dir /run/attest]
 //!     [--backend kubeadm|dry-run] [--api-server-endpoint HOST:PORT] [--log-level info] [--shutdown-grace 30]
 //!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
+//!     [--join-endpoints-from aws|gcp|azure [--join-endpoints-key KEY] [--metadata-url URL]]
 //!     [--recover-listen 0.0.0.0:9999|none] [--verify-listen 0.0.0.0:30081|none] [--verify-http-listen 0.0.0.0:30080|none]
 //!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID] [--metrics-listen ADDR|none]
 //! ```
 //!
-//! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): against
-//! `--measurements` (signature-checked unless explicitly waived), a `qemu-vtpm` service's AK by credential
-//! activation against `--join-service-ek-ca`, an SNP service's launch pinned and its CRLs loaded at start;
-//! so does a rebooted node asking for a rejoin ticket. The backend is `kubeadm` unless `--backend dry-run` is
+//! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): as a
+//! service of `--join-service-variant` (by default this node's own variant: the service attests with the
+//! hardware of the control-plane node it runs on), against `--measurements` (signature-checked unless
+//! explicitly waived), with that variant's validator — an SNP service's launch pinned and its CRLs loaded at
+//! start, its report binding the handshake; a TDX service's MRTD pinned (`--tdx-policy`, or the measurements
+//! file for `qemu-tdx`) and the collateral of each `--tdx-platform` loaded at start and kept fresh
+//! (`attest_trust::tdx`); only a `qemu-vtpm` service's AK by credential activation against
+//! `--join-service-ek-ca`, which no other variant needs. So does a rebooted node asking for a rejoin ticket.
+//! The init server, the recovery endpoint and the verify service attest with the node's issuer of its
+//! variant (`attest_attester::issuer::NodeIssuer`). The backend is `kubeadm` unless `--backend dry-run` is
 //! given; a missing `kubeadm` is a configuration error (exit 3), never a silent dry run, and a dry run is
 //! announced in the logs, the init stream, every stdout event (`"dry_run": true`) and the node state.
 //!
@@ -73,13 +82,17 @@ use crate::{
     LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
 };
 use attest_atls::AttestationIssuer;
-use attest_attester::issuer::{HardwareConfig, NodeIssuer, SnpDeviceAddr, VariantChoice};
+use attest_attester::issuer::{HardwareArgs, NodeIssuer, VariantChoice};
 use attest_attester::registration::ActivationService;
 use attest_engine::SnpVerifier;
-use attest_engine::variant::Variant;
+use attest_engine::gce::GceVerifier;
+use attest_engine::tdx::TdxVerifier;
+use attest_engine::variant::{AkTrust, LaunchPin, Variant};
 use attest_registration::EkCaBundle;
-use attest_trust::{Trust, TrustArgs};
+use attest_trust::tdx::{InstalledCollateral, TdxArgs};
+use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::Parser;
+use clap::builder::TypedValueParser as _;
 use tokio::signal::unix::{SignalKind, signal};
 
 const EXIT_RUNTIME: u8 = 1;
@@ -110,24 +123,13 @@ fn parse_disk(s: &str) -> Result<DiskChoice, String> {
 #[derive(Parser, Debug)]
 #[command(name = "attest-bootstrapper", version)]
 struct Args {
-    /// TPM TCTI: swtpm:host=127.0.0.1,port=N or device:/dev/tpmrm0.
-    #[arg(long, value_name = "TCTI")]
-    tpm: String,
-    /// Attestation variant: auto (detected from the machine; never qemu-vtpm), qemu-vtpm, azure-sev-snp,
-    /// aws-sev-snp, gcp-sev-snp or gcp-shielded-vm.
-    #[arg(long, default_value = "auto", value_name = "VARIANT")]
+    /// The node's hardware: TPM, SEV-SNP guest device, leaf certificate, event log.
+    #[command(flatten)]
+    hardware: HardwareArgs,
+    /// Attestation variant of this node.
+    #[arg(long, default_value = "auto", value_name = "VARIANT",
+          value_parser = attest_trust::variant_arg::node_variant().map(VariantChoice::from))]
     variant: VariantChoice,
-    /// SEV-SNP guest device: /dev/sev-guest, or sim:/path (a simulator; builds with dangerous-test-roots only).
-    #[arg(long, default_value = "/dev/sev-guest", value_parser = SnpDeviceAddr::parse, value_name = "DEVICE")]
-    snp_device: SnpDeviceAddr,
-    /// VCEK/VLEK (DER or PEM) sent when the host's certificate table lacks it; on Azure the VCEK (THIM's
-    /// JSON document or the certificate).
-    #[arg(long, value_name = "FILE")]
-    snp_leaf: Option<PathBuf>,
-    /// TCG event log sent with every attestation (qemu-vtpm, gcp-shielded-vm), e.g.
-    /// /sys/kernel/security/tpm0/binary_bios_measurements.
-    #[arg(long, value_name = "FILE")]
-    event_log: Option<PathBuf>,
     /// State directory (node state, kubeadm configuration, dry-run PKI).
     #[arg(long, value_name = "DIR")]
     state_dir: PathBuf,
@@ -179,18 +181,40 @@ struct Args {
     /// CA certificate (PEM) of the join service TPM's EK certificate (repeatable: root and intermediates).
     #[arg(long = "join-service-ek-ca", value_name = "FILE")]
     join_service_ek_ca: Vec<PathBuf>,
-    /// Attestation variant the join service may attest with (repeatable).
-    #[arg(long = "join-service-variant", default_value = "qemu-vtpm", value_parser = parse_variant)]
+    /// Attestation variant the join service may attest with (repeatable) [default: this node's variant].
+    #[arg(long = "join-service-variant", value_parser = attest_trust::variant_arg::any())]
     join_service_variants: Vec<Variant>,
     /// SNP policy file (TOML or JSON) for an SNP join service variant.
     #[arg(long, value_name = "FILE")]
     snp_policy: Option<PathBuf>,
+    /// DANGEROUS: verify the join service's SIMULATED hardware against the test roots in DIR instead of AMD's,
+    /// Google's and Intel's (written by attest-hwsim). Only builds with the cargo feature dangerous-test-roots
+    /// accept it.
+    #[arg(long, value_name = "DIR")]
+    dangerous_test_roots: Option<PathBuf>,
+    /// TDX collateral (per platform, from the PCS store or Intel's PCS) and policy for a TDX join service.
+    #[command(flatten)]
+    tdx: TdxArgs,
     /// Measurements signature, launch pinning, CRLs and their waivers (for verifying the join service).
     #[command(flatten)]
     trust: TrustArgs,
     /// File of join endpoints (one HOST:PORT a line), re-read on every round; with or instead of --join-service.
     #[arg(long, value_name = "FILE", requires = "measurements")]
     join_endpoints_file: Option<PathBuf>,
+    /// Join endpoints from this cloud's instance metadata, asked every round (aws: IMDSv2 instance tag; gcp:
+    /// instance or project attribute; azure: IMDS compute tag); with or instead of the flags and the file.
+    #[arg(long, value_name = "CLOUD", value_parser = parse_cloud, requires = "measurements")]
+    join_endpoints_from: Option<crate::metadata::Cloud>,
+    /// The tag or attribute holding the join endpoints (HOST[:PORT] entries, space- or comma-separated).
+    #[arg(long, value_name = "KEY", default_value = crate::metadata::DEFAULT_KEY)]
+    join_endpoints_key: String,
+    /// The metadata service's base URL (all three clouds: the link-local address).
+    #[arg(long, value_name = "URL", default_value = crate::metadata::DEFAULT_BASE_URL)]
+    metadata_url: String,
+    /// The metadata source built from the three flags above (at start, so that a bad URL or key is a usage
+    /// error, and shared by the join and rejoin clients, so that its last good list is too).
+    #[arg(skip)]
+    metadata: Option<Arc<crate::metadata::MetadataEndpoints>>,
     /// Recovery endpoint (recover.API over aTLS, this node attests) of a rebooted node, or none.
     #[arg(long, default_value = "0.0.0.0:9999")]
     recover_listen: crate::cmd_lifecycle::Listen,
@@ -224,58 +248,162 @@ impl Args {
             recover: self.recover_listen.0,
             join_services: self.join_service.clone(),
             join_endpoints_file: self.join_endpoints_file.clone(),
+            metadata: self.metadata.clone(),
             grace: Duration::from_secs(self.shutdown_grace),
         }
     }
 }
 
-fn parse_variant(s: &str) -> Result<Variant, String> {
-    Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
+fn parse_cloud(s: &str) -> Result<crate::metadata::Cloud, String> {
+    crate::metadata::Cloud::from_name(s).ok_or_else(|| format!("unknown cloud {s:?} (aws, gcp or azure)"))
 }
 
-/// How the join client verifies the join service, from the flags: measurements (signature checked), SNP
-/// launch pinning, CRLs loaded now, the EK CA for a `qemu-vtpm` service.
-async fn join_service_trust(args: &Args) -> Result<Arc<JoinServiceTrust>, String> {
-    let path = args.measurements.as_deref().ok_or("--join-service needs --measurements")?;
-    let loaded = args.trust.measurements_trust().and_then(|t| t.load(path)).map_err(|e| e.to_string())?;
-    let policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
-    let mut variants = args.join_service_variants.clone();
-    variants.dedup();
-    let snp = Arc::new(SnpVerifier::new());
-    let probes: Vec<attest_engine::variant::Validator> = variants
-        .iter()
-        .map(|&v| {
-            attest_engine::variant::Validator::new(
-                v,
-                Arc::clone(&snp),
-                policy.clone(),
-                attest_engine::variant::PcrPolicy::default(),
-            )
-        })
-        .collect();
-    let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
-    let crls = args.trust.revocation(Arc::clone(&snp), &variants, &policy).await.map_err(|e| e.to_string())?;
-    let trust = Arc::new(Trust {
-        measurements: loaded.signature,
-        launch,
-        revocation: (!crls.wanted().is_empty()).then_some(crls),
-    });
+/// The variants the join service may attest with: `--join-service-variant`, else this node's own variant
+/// (`own`; `None` while the node's variant is still to be detected). A join service on a node of the
+/// cluster attests with that node's hardware, so a node of a one-variant cluster expects its own variant.
+fn join_service_variants(args: &Args, own: Option<Variant>) -> Option<Vec<Variant>> {
+    if args.join_service_variants.is_empty() {
+        return own.map(|v| vec![v]);
+    }
+    let mut variants: Vec<Variant> = Vec::new();
+    for &v in &args.join_service_variants {
+        if !variants.contains(&v) {
+            variants.push(v);
+        }
+    }
+    Some(variants)
+}
+
+/// What verifying a join service needs whatever its variant, read at start before the TPM is opened: the
+/// measurements (signature checked), the validator factory (SNP and TDX policies, pinned or test roots) and
+/// the EK CA; `tdx_collateral`: the test roots brought the TDX collateral.
+struct TrustInputs {
+    path: PathBuf,
+    loaded: attest_trust::LoadedMeasurements,
+    factory: ValidatorFactory,
+    tdx_collateral: bool,
+    ek_ca: Option<EkCaBundle>,
+}
+
+fn trust_inputs(args: &Args) -> Result<TrustInputs, String> {
+    let path = args.measurements.clone().ok_or("--join-service needs --measurements")?;
+    let loaded = args.trust.measurements_trust().and_then(|t| t.load(&path)).map_err(|e| e.to_string())?;
+    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
+    let tdx_policy = args.tdx.policy().map_err(|e| e.to_string())?;
+    let (snp, gce, tdx) = verifiers(args)?;
+    let tdx_collateral = tdx.is_some();
+    let factory = ValidatorFactory {
+        snp: Arc::new(snp),
+        gce: Arc::new(gce),
+        tdx: Arc::new(tdx.unwrap_or_default()),
+        snp_policy,
+        tdx_policy,
+        ..ValidatorFactory::default()
+    };
     let ek_ca = if args.join_service_ek_ca.is_empty() {
         None
     } else {
         Some(EkCaBundle::from_files(&args.join_service_ek_ca).map_err(|e| format!("--join-service-ek-ca: {e}"))?)
     };
-    let server = JoinServiceTrust::new(&variants, &loaded.document, &snp, &policy, ek_ca, Arc::clone(&trust))
+    Ok(TrustInputs { path, loaded, factory, tdx_collateral, ek_ca })
+}
+
+/// How the join client verifies a join service of `variants`: `inputs`, the launch pinning of each variant,
+/// the CRLs (SEV-SNP) and collateral (TDX: of each `--tdx-platform`, returned to be kept fresh) loaded now —
+/// the test PKI's with `--dangerous-test-roots` —, and the EK CA for a variant whose AK is trusted through a
+/// registry (`qemu-vtpm`) — and for no other.
+async fn join_service_trust(
+    args: &Args,
+    inputs: &TrustInputs,
+    variants: &[Variant],
+) -> Result<(Arc<JoinServiceTrust>, Option<InstalledCollateral>), String> {
+    let factory = &inputs.factory;
+    let mut probes = Vec::new();
+    for &v in variants {
+        probes.push(if v.info().launch == LaunchPin::TdxMrtd {
+            // Pinned by the TDX policy's MRTD (measured by TD registers: the measurements file's MRTD).
+            factory.validator_for(v, &inputs.loaded.document).map_err(|e| e.to_string())?
+        } else {
+            factory.launch_probe(v)
+        });
+    }
+    let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
+    let collateral = if variants.iter().any(|v| v.is_tdx()) && !inputs.tdx_collateral {
+        let installed = args.tdx.install(&factory.tdx).await.map_err(|e| e.to_string())?;
+        if installed.is_none() {
+            return Err("a TDX join service variant is configured but no --tdx-platform: no TD quote could be \
+                        verified"
+                .into());
+        }
+        installed
+    } else {
+        None
+    };
+    // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
+    let crl_variants = if args.dangerous_test_roots.is_some() { &[][..] } else { variants };
+    let crls = args
+        .trust
+        .revocation(Arc::clone(&factory.snp), crl_variants, &factory.snp_policy)
+        .await
         .map_err(|e| e.to_string())?;
+    let trust = Arc::new(Trust {
+        measurements: inputs.loaded.signature,
+        launch,
+        revocation: (!crls.wanted().is_empty()).then_some(crls),
+    });
+    if inputs.ek_ca.is_some() && !variants.iter().any(|v| v.info().ak == AkTrust::Registry) {
+        tracing::warn!(variants = ?variants, "bootstrapper: --join-service-ek-ca is not used: no join service \
+            variant configured trusts its AK through an EK certificate");
+    }
+    let server =
+        JoinServiceTrust::new(variants, &inputs.loaded.document, factory, inputs.ek_ca.clone(), Arc::clone(&trust))
+            .map_err(|e| e.to_string())?;
     tracing::info!(
-        measurements = %path.display(),
-        measurements_sha256 = %hex::encode(loaded.file_sha256),
+        measurements = %inputs.path.display(),
+        measurements_sha256 = %hex::encode(inputs.loaded.file_sha256),
         variants = ?variants,
+        how = %server.describe(),
         waivers = %trust.waivers_field(),
         "bootstrapper: the join service will be verified before a ticket is accepted"
     );
-    Ok(Arc::new(server))
+    Ok((Arc::new(server), collateral))
 }
+
+/// The exit of a bootstrapper that cannot verify a join service (configuration: exit 3, announced as a
+/// refusal).
+fn refuse_join_config(e: &str) -> ExitCode {
+    tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
+    event(&serde_json::json!({"event": "refused", "reason": e}));
+    ExitCode::from(EXIT_CONFIG)
+}
+
+/// The SNP, GCE and TDX verifiers the join service is checked with: AMD's, Google's and Intel's pinned roots
+/// (TDX collateral installed later, per `--tdx-platform`: `None` here), or (`--dangerous-test-roots`, feature
+/// builds only) the test roots of simulated hardware, with the test TDX collateral.
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
+    match &args.dangerous_test_roots {
+        None => Ok((SnpVerifier::new(), GceVerifier::new(), None)),
+        Some(dir) => test_root_verifiers(dir),
+    }
+}
+
+#[cfg(feature = "dangerous-test-roots")]
+fn test_root_verifiers(dir: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
+    tracing::warn!(roots = %roots.describe(), "bootstrapper: DANGEROUS: verifying the join service's SIMULATED \
+        hardware against TEST ROOTS");
+    let v = roots.verifiers().map_err(|e| e.to_string())?;
+    Ok((v.snp, v.gce, v.tdx))
+}
+
+#[cfg(not(feature = "dangerous-test-roots"))]
+fn test_root_verifiers(_: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
+    Err(TEST_ROOTS_REFUSED.to_owned())
+}
+
+/// Why a build without the feature refuses test roots and simulated devices.
+const TEST_ROOTS_REFUSED: &str = "this build cannot use simulated hardware or trust test roots (built without the \
+    feature dangerous-test-roots)";
 
 fn event(value: &serde_json::Value) {
     let mut out = std::io::stdout().lock();
@@ -289,16 +417,17 @@ fn host_name() -> String {
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
 pub fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
     attest_util::init_service_logging(args.log_level);
     // Fault injection for the crash matrix: only builds with the feature arm it (attest_util::fault).
     #[cfg(feature = "fault-injection")]
     attest_util::fault::arm_from_env("bootstrapper");
     #[cfg(not(feature = "fault-injection"))]
     attest_util::fault::warn_if_requested("bootstrapper");
-    if args.snp_device.is_simulated() && !cfg!(feature = "dangerous-test-roots") {
-        tracing::error!(snp_device = %args.snp_device,
-            "bootstrapper: this build cannot use simulated hardware (built without the feature dangerous-test-roots)");
+    if (args.hardware.is_simulated() || args.dangerous_test_roots.is_some()) && !cfg!(feature = "dangerous-test-roots")
+    {
+        tracing::error!(snp_device = %args.hardware.snp_device, test_roots = ?args.dangerous_test_roots,
+            "bootstrapper: {TEST_ROOTS_REFUSED}");
         return ExitCode::from(2);
     }
     let node_name = args.node_name.clone().unwrap_or_else(host_name);
@@ -340,30 +469,56 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    let server_trust = if args.join_service.is_empty() && args.join_endpoints_file.is_none() {
-        None
-    } else {
-        match runtime.block_on(join_service_trust(&args)) {
-            Ok(t) => Some(t),
+    if let Some(cloud) = args.join_endpoints_from {
+        match crate::metadata::MetadataEndpoints::new(cloud, &args.metadata_url, &args.join_endpoints_key) {
+            Ok(m) => args.metadata = Some(Arc::new(m)),
             Err(e) => {
-                tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
-                event(&serde_json::json!({"event": "refused", "reason": e}));
-                return ExitCode::from(EXIT_CONFIG);
+                tracing::error!(error = %e, "bootstrapper: --join-endpoints-from");
+                return ExitCode::from(2);
             }
         }
+    }
+    // How the join service is verified is configuration, checked before the TPM is opened: its inputs always,
+    // the whole of it when its variants are known now (given, or this node's fixed variant); a detected
+    // variant is known once the issuer is open.
+    let joins = !args.join_service.is_empty() || args.join_endpoints_file.is_some() || args.metadata.is_some();
+    let inputs = if joins {
+        match trust_inputs(&args) {
+            Ok(i) => Some(i),
+            Err(e) => return refuse_join_config(&e),
+        }
+    } else {
+        None
     };
-    let issuer = match open_issuer(&args) {
+    let fixed = match args.variant {
+        VariantChoice::Fixed(v) => Some(v),
+        VariantChoice::Auto => None,
+    };
+    let (mut server_trust, mut tdx_collateral) = (None, None);
+    if let (Some(inputs), Some(variants)) = (&inputs, join_service_variants(&args, fixed)) {
+        match runtime.block_on(join_service_trust(&args, inputs, &variants)) {
+            Ok((t, c)) => (server_trust, tdx_collateral) = (Some(t), c),
+            Err(e) => return refuse_join_config(&e),
+        }
+    }
+    let issuer = match args.hardware.open(args.variant) {
         Ok(v) => Arc::new(v),
         Err(e) => {
-            tracing::error!(error = %e, tcti = %args.tpm, "bootstrapper: cannot open the node's attestation issuer");
+            tracing::error!(error = %e, tcti = %args.hardware.tpm, "bootstrapper: cannot open the node's attestation issuer");
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
     if issuer.is_simulated() {
-        tracing::warn!(variant = %issuer.variant(), snp_device = %args.snp_device,
+        tracing::warn!(variant = %issuer.variant(), snp_device = %args.hardware.snp_device,
             "bootstrapper: SIMULATED SEV-SNP hardware: this node's evidence is signed by a TEST ROOT");
     }
     tracing::info!(variant = %issuer.variant(), "bootstrapper: attesting");
+    if let (Some(inputs), None) = (&inputs, &server_trust) {
+        match runtime.block_on(join_service_trust(&args, inputs, &[issuer.variant()])) {
+            Ok((t, c)) => (server_trust, tdx_collateral) = (Some(t), c),
+            Err(e) => return refuse_join_config(&e),
+        }
+    }
     let ek_certificate = issuer.qemu().map(|q| q.ek_certificate().to_vec()).unwrap_or_default();
     let lock = match NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>) {
         Ok(l) => Arc::new(l.with_intent_dir(&args.runtime_dir)),
@@ -464,16 +619,8 @@ pub fn main() -> ExitCode {
         Ok(Ok(Startup::Fresh)) => {}
     }
 
-    runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust))
-}
-
-fn open_issuer(args: &Args) -> Result<NodeIssuer, String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut config = HardwareConfig::new(&args.tpm);
-    config.snp_device = args.snp_device.clone();
-    config.snp_leaf = args.snp_leaf.as_deref().map(read).transpose()?;
-    config.event_log = args.event_log.as_deref().map(read).transpose()?;
-    NodeIssuer::open(args.variant, &config).map_err(|e| e.to_string())
+    let tdx_collateral = tdx_collateral.zip(inputs.map(|i| i.factory.tdx));
+    runtime.block_on(run(&args, node, secret_hash, issuer, ek_certificate, server_trust, tdx_collateral))
 }
 
 async fn run(
@@ -483,6 +630,7 @@ async fn run(
     issuer: Arc<NodeIssuer>,
     ek_certificate: Vec<u8>,
     server_trust: Option<Arc<JoinServiceTrust>>,
+    tdx_collateral: Option<(InstalledCollateral, Arc<TdxVerifier>)>,
 ) -> ExitCode {
     let dry_run = node.backend().is_dry_run();
     let grace = Duration::from_secs(args.shutdown_grace);
@@ -537,6 +685,7 @@ async fn run(
     // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
     // nextUpdate for as long as the bootstrapper runs.
     let (_crl_stop, crl_stopped) = tokio::sync::watch::channel(false);
+    let _tdx_refresher = tdx_collateral.map(|(c, verifier)| args.tdx.keep_fresh(c, verifier, crl_stopped.clone()));
     let _crl_refresher =
         server_trust.as_ref().and_then(|t| t.trust().revocation.as_ref()).map(|k| k.spawn(crl_stopped));
     if let (Some(endpoints), Some(server_trust)) = (args.life().endpoint_source(), server_trust) {
@@ -552,6 +701,7 @@ async fn run(
                     )));
                 }
                 tracing::info!(endpoints = ?args.join_service, file = ?args.join_endpoints_file,
+                    metadata = args.join_endpoints_from.map(crate::metadata::Cloud::name),
                     "bootstrapper: join client started");
                 join_task = Some(tokio::spawn(client.run()));
             }
@@ -730,5 +880,11 @@ mod tests {
         let off = with(&["--disk", "key-file", "--verify-listen", "none", "--verify-http-listen", "none"]).unwrap();
         assert!(!off.life().serves_verify());
         assert!(with(&["--disk", "luks:relative"]).is_err());
+    }
+
+    #[test]
+    fn variant_flags_list_the_variant_table() {
+        let checked = attest_trust::variant_arg::check_flags_list_the_table(&Args::command()).unwrap();
+        assert_eq!(checked, 2, "--variant and --join-service-variant");
     }
 }

@@ -60,6 +60,8 @@ pub(crate) struct LifeArgs {
     pub(crate) join_services: Vec<SocketAddr>,
     /// A file of join endpoints.
     pub(crate) join_endpoints_file: Option<PathBuf>,
+    /// Join endpoints from the cloud's instance metadata.
+    pub(crate) metadata: Option<Arc<crate::metadata::MetadataEndpoints>>,
     /// Shutdown grace.
     pub(crate) grace: Duration,
 }
@@ -70,7 +72,7 @@ impl LifeArgs {
         self.verify_grpc.is_some() || self.verify_http.is_some()
     }
 
-    /// The configured join endpoints (flags, then the file), or `None` when there are none.
+    /// The configured join endpoints (flags, then the file, then the cloud's metadata), or `None` when there are none.
     pub(crate) fn endpoint_source(&self) -> Option<Arc<dyn EndpointSource>> {
         let mut sources: Vec<Arc<dyn EndpointSource>> = Vec::new();
         if !self.join_services.is_empty() {
@@ -78,6 +80,9 @@ impl LifeArgs {
         }
         if let Some(f) = &self.join_endpoints_file {
             sources.push(Arc::new(FileEndpoints(f.clone())));
+        }
+        if let Some(m) = &self.metadata {
+            sources.push(Arc::clone(m) as Arc<dyn EndpointSource>);
         }
         (!sources.is_empty()).then(|| Arc::new(CombinedEndpoints(sources)) as Arc<dyn EndpointSource>)
     }

@@ -3,7 +3,7 @@
 //! ```text
 //!  EndpointSource ─ StaticEndpoints (--join-service, repeatable)
 //!                 ├ FileEndpoints (--join-endpoints-file: one HOST:PORT a line, re-read every round)
-//!                 └ a cloud metadata source (the trait; e.g. the control-plane instances of a scale set)
+//!                 └ MetadataEndpoints (--join-endpoints-from aws|gcp|azure: crate::metadata)
 //!        │ endpoints()
 //!        ▼
 //!  FailoverSource: one round = each endpoint once, starting after the one that answered last
@@ -37,7 +37,7 @@ use super::server_trust::{JoinServiceTrust, ServerProof};
 use attest_atls::AttestationIssuer;
 use attest_engine::variant::{AkBasis, Variant};
 
-/// Most endpoints taken from a source (a file or metadata answer larger than this is cut).
+/// Most endpoints taken from a source (a longer file is cut; a metadata value naming more is refused).
 pub const MAX_JOIN_ENDPOINTS: usize = 64;
 /// Largest endpoints file read, in bytes.
 pub const MAX_ENDPOINTS_FILE_SIZE: u64 = 64 * 1024;
@@ -103,7 +103,9 @@ impl EndpointSource for FileEndpoints {
     }
 }
 
-/// Both: the fixed list first, then the file's (duplicates dropped).
+/// Several sources in order (flags, file, metadata), duplicates dropped. A source that fails is logged and
+/// skipped: the others still count; only when every source fails (or none names an endpoint) is the round's
+/// answer an error, all their errors joined.
 #[derive(Debug)]
 pub struct CombinedEndpoints(pub Vec<Arc<dyn EndpointSource>>);
 
@@ -115,7 +117,10 @@ impl EndpointSource for CombinedEndpoints {
             for s in &self.0 {
                 match s.endpoints().await {
                     Ok(list) => out.extend(list),
-                    Err(e) => errors.push(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "join endpoints: a source failed, going on with the others");
+                        errors.push(e);
+                    }
                 }
             }
             let mut seen = std::collections::HashSet::new();

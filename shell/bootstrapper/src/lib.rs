@@ -40,6 +40,7 @@
 //! | [`registration`] | the pre-join AK registration step |
 //! | [`node`] | the shared node and the steps after the lock |
 //! | [`endpoints`] | join endpoints (flags, file, a metadata source) with failover |
+//! | [`metadata`] | join endpoints from AWS IMDSv2, the GCP metadata server or Azure IMDS |
 //! | [`lifecycle`], [`rejoin`], [`recover`] | after a reboot: rejoin ticket or recovery endpoint, disk reopen, PCR 15, restart; reset of a node marked for it |
 //! | [`verifysvc`] | the verify service (gRPC `verify.API`, HTTP `/?nonce=`) |
 //! | [`endpoint_limits`], [`node_metrics`] | fair-admission limits of the node's endpoints (init, recovery, verify, `/metrics`) and their export |
@@ -74,6 +75,7 @@ pub mod kubeadm;
 pub mod lifecycle;
 pub mod lock;
 pub mod luks;
+pub mod metadata;
 pub mod node;
 pub mod node_metrics;
 pub mod pki;

@@ -86,6 +86,8 @@ pub enum PcrError {
     Missing,
     /// The intent marker could not be written (nothing was extended).
     Intent(attest_util::fs::FileError),
+    /// The node's variant has no vTPM (`qemu-tdx`).
+    NoVtpm(attest_attester::issuer::HwIssuerError),
 }
 
 impl std::fmt::Display for PcrError {
@@ -96,6 +98,7 @@ impl std::fmt::Display for PcrError {
             PcrError::Intent(e) => {
                 write!(f, "writing the lock's intent marker (PCR {BOOTSTRAP_PCR} not extended): {e}")
             }
+            PcrError::NoVtpm(e) => write!(f, "PCR {BOOTSTRAP_PCR}: {e}"),
         }
     }
 }
@@ -105,6 +108,7 @@ impl std::error::Error for PcrError {
         match self {
             PcrError::Tpm(e) => Some(e),
             PcrError::Intent(e) => Some(e),
+            PcrError::NoVtpm(e) => Some(e),
             PcrError::Missing => None,
         }
     }
@@ -198,14 +202,16 @@ impl PcrBackend for QemuVtpmIssuer {
     }
 }
 
-/// The TPM of the node's issuer, whatever its variant (the vTPM the quotes come from).
+/// The TPM of the node's issuer, whatever its variant (the vTPM the quotes come from). A variant without a
+/// vTPM (`qemu-tdx`) has no PCR 15: [`PcrError::NoVtpm`] (its lock binding is RTMR3, through
+/// `NodeIssuer::tdx_guest`).
 impl PcrBackend for attest_attester::issuer::NodeIssuer {
     fn read_bootstrap_pcr(&self) -> Result<[u8; 32], PcrError> {
-        self.with_tpm(read_on)
+        self.with_tpm(read_on).map_err(PcrError::NoVtpm)?
     }
 
     fn extend_bootstrap_pcr(&self, digest: &[u8; 32]) -> Result<(), PcrError> {
-        self.with_tpm(|tpm| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::Tpm)
+        self.with_tpm(|tpm| tpm.extend_pcr(BOOTSTRAP_PCR, digest)).map_err(PcrError::NoVtpm)?.map_err(PcrError::Tpm)
     }
 }
 

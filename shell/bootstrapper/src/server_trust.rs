@@ -2,16 +2,21 @@
 //!
 //! A node that accepted a ticket from whoever answered would take a disk key an attacker chose and lock
 //! PCR 15 for good. So the join client checks the join service the way the join service checks it — against
-//! the same measurements file (signature-checked, [`attest_trust`]) and the same kind of evidence — and only
-//! then asks for a ticket:
+//! the same measurements file (signature-checked, [`attest_trust`]), with the validator of the service's
+//! variant from the one [`ValidatorFactory`] — and only then asks for a ticket:
 //!
 //! ```text
-//!  aTLS handshake (mutual): this node attests; the join service attests with its node's TPM
+//!  aTLS handshake (mutual): this node attests; the join service attests with its node's hardware (its variant)
 //!     │ its document fails the measurements / launch / revocation / nonce / key checks ──► refused (no call made)
 //!     ▼
-//!  qemu-vtpm: the service's AK is trusted only after TPM2 credential activation over this very connection
+//!  AK trust of the service's variant (its row of the variant table):
+//!     registry (qemu-vtpm): trusted only after TPM2 credential activation over this very connection
 //!     │ (GetIdentity, MakeCredential against its EK certificate, which must chain to --join-service-ek-ca;
 //!     │  the activated AK must be the one that signed this handshake) ──────────────────────────────► refused
+//!     every other variant: proven in the handshake by the evidence itself — a fresh SNP report binding the
+//!     AK and this handshake's nonce (aws-sev-snp, gcp-sev-snp), the HCL report's runtime data (azure-*),
+//!     Google's AK certificate (gcp-shielded-vm), the TD quote's REPORTDATA (qemu-tdx); no EK certificate
+//!     and no EK CA involved
 //!     ▼
 //!  IssueJoinTicket on the same connection ──► ticket checks ──► cluster id = HKDF(measurement secret, salt)
 //!     │ the service's quoted PCR 15 ≠ SHA-256(0³² ‖ cluster id): it is not a node of the cluster whose
@@ -19,6 +24,12 @@
 //!     ▼
 //!  lock (PCR 15), disk, state …
 //! ```
+//!
+//! Which variants a join service may attest with is the node's configuration (the bootstrapper's
+//! `--join-service-variant`, by default the node's own variant: a join service runs on a control-plane node
+//! of the cluster and attests with that node's hardware). A variant not configured has no validator, so a
+//! service cannot fall back to a weaker variant's path (say, an SNP node's join service presenting a bare
+//! `qemu-vtpm` document): the handshake finds no validator for its OID.
 //!
 //! PCR 15 is left out of the handshake's PCR policy for the join service: a join service necessarily runs
 //! on a bootstrapped control-plane node, whose PCR 15 holds its cluster id, which this node learns only from
@@ -28,13 +39,12 @@
 use std::sync::Arc;
 
 use attest_atls::{AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
-use attest_engine::variant::{AkBasis, AkRegistry, PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_engine::variant::{AkBasis, AkRegistry, AkTrust, Variant};
 use attest_grpc::Channel;
 use attest_measurements::Document;
 use attest_proto::attest::v1::AttestationDocument;
 use attest_registration::{EkCaBundle, FileAkRegistry, ak_digest, register_remote};
-use attest_trust::Trust;
+use attest_trust::{Trust, ValidatorFactory};
 use prost::Message as _;
 
 use super::lock::{BOOTSTRAP_PCR, expected_pcr_value};
@@ -135,11 +145,12 @@ impl ServerProof {
                 .find(|p| p.hash_alg == SHA256_BANK && p.index == u32::from(BOOTSTRAP_PCR))
                 .and_then(|p| <[u8; 32]>::try_from(p.value.as_slice()).ok())
         });
-        // A `qemu-vtpm` AK is trusted only once `establish` has activated it.
-        let ak_basis = match variant {
-            Some(Variant::QemuVtpm) | None => None,
-            Some(_) => Some(AkBasis::HardwareReport),
-        };
+        // An AK trusted through a registry (`qemu-vtpm`) is trusted only once `establish` has activated it.
+        let ak_basis = variant.and_then(|v| match v.info().ak {
+            AkTrust::Registry | AkTrust::NoAk => None,
+            AkTrust::HclRuntimeData | AkTrust::FreshReportBinding => Some(AkBasis::HardwareReport),
+            AkTrust::ProviderCertificate => Some(AkBasis::CertifiedByProvider),
+        });
         Ok(ServerProof { variant, ak_digest, ak_basis, pcr15 })
     }
 
@@ -158,45 +169,73 @@ impl ServerProof {
 #[derive(Debug)]
 pub struct JoinServiceTrust {
     verifier: Arc<Verifier>,
+    variants: Vec<Variant>,
     ek_ca: Option<EkCaBundle>,
     trust: Arc<Trust>,
 }
 
+/// What proves a join service's AK, by the variant's AK trust (its row of the variant table).
+fn ak_proof(variant: Variant) -> &'static str {
+    match variant.info().ak {
+        AkTrust::Registry => "TPM2 credential activation against its EK certificate (--join-service-ek-ca)",
+        AkTrust::HclRuntimeData => "the HCL runtime data its hardware report binds",
+        AkTrust::FreshReportBinding => "a fresh hardware report binding the AK and this handshake's nonce",
+        AkTrust::ProviderCertificate => "the cloud provider's AK certificate",
+        AkTrust::NoAk => "no AK: the hardware quote binds the handshake",
+    }
+}
+
 impl JoinServiceTrust {
     /// Verification of a join service of `variants` against `measurements` (PCR 15 left out, see the module
-    /// docs), SNP evidence with `snp` (CRLs loaded) under `snp_policy`, a `qemu-vtpm` service's AK through
-    /// credential activation against `ek_ca`. `trust` is reported with every outcome.
+    /// docs), with the validators `factory` builds (its SNP verifier with the CRLs loaded, its policies), the
+    /// AK of a variant trusted through a registry (`qemu-vtpm`) by credential activation against `ek_ca`.
+    /// `ek_ca` is needed for such a variant only ([`ServerTrustError::NoEkCa`] without it); the other variants
+    /// prove their AK in the evidence and never read it. `trust` is reported with every outcome.
     pub fn new(
         variants: &[Variant],
         measurements: &Document,
-        snp: &Arc<SnpVerifier>,
-        snp_policy: &SnpPolicy,
+        factory: &ValidatorFactory,
         ek_ca: Option<EkCaBundle>,
         trust: Arc<Trust>,
     ) -> Result<JoinServiceTrust, ServerTrustError> {
         if variants.is_empty() {
             return Err(ServerTrustError::NoVariants);
         }
+        // The registry admits the presented AK provisionally; `establish` requires its activation.
+        let factory = ValidatorFactory { ak_registry: Some(Arc::new(PendingActivation)), ..factory.clone() };
         let mut validators: Vec<Arc<dyn attest_atls::AttestationValidator>> = Vec::new();
         for &variant in variants {
-            let mut pcrs: PcrPolicy = attest_trust::pcr_policy_for(measurements, variant)
-                .map_err(|e| ServerTrustError::Measurements { variant, reason: e.to_string() })?;
-            pcrs.entries.retain(|e| e.index != BOOTSTRAP_PCR);
-            let mut validator = Validator::new(variant, Arc::clone(snp), snp_policy.clone(), pcrs);
-            if variant == Variant::QemuVtpm {
-                if ek_ca.is_none() {
-                    return Err(ServerTrustError::NoEkCa);
-                }
-                validator = validator.with_ak_registry(Arc::new(PendingActivation));
+            if variant.info().ak == AkTrust::Registry && ek_ca.is_none() {
+                return Err(ServerTrustError::NoEkCa);
             }
+            // Every accepted set of the variant (several during a rolling upgrade): a join service meeting any
+            // of them is believed.
+            let validator = factory
+                .expected_sets(variant, measurements)
+                .and_then(|sets| {
+                    let sets = sets.into_iter().map(|(_, e)| e.without_pcr(BOOTSTRAP_PCR)).collect();
+                    factory.validator_accepting(variant, sets)
+                })
+                .map_err(|e| ServerTrustError::Measurements { variant, reason: attest_util::error_chain(&e) })?;
             validators.push(Arc::new(EngineValidator::new(validator)));
         }
-        Ok(JoinServiceTrust { verifier: Arc::new(Verifier::new(validators)), ek_ca, trust })
+        Ok(JoinServiceTrust {
+            verifier: Arc::new(Verifier::new(validators)),
+            variants: variants.to_vec(),
+            ek_ca,
+            trust,
+        })
     }
 
     /// What is trusted and waived (for the log).
     pub fn trust(&self) -> &Arc<Trust> {
         &self.trust
+    }
+
+    /// How a join service of each configured variant is trusted, one clause per variant (for the log):
+    /// `aws-sev-snp: its SNP report binds the AK and the nonce`.
+    pub fn describe(&self) -> String {
+        self.variants.iter().map(|&v| format!("{v}: {}", ak_proof(v))).collect::<Vec<_>>().join("; ")
     }
 
     /// The mutual connector: this node attests with `issuer`, the service is verified.
@@ -209,7 +248,7 @@ impl JoinServiceTrust {
     /// proved.
     pub async fn establish(&self, channel: &Channel, peer: &PeerAttestation) -> Result<ServerProof, ServerTrustError> {
         let mut proof = ServerProof::of(peer)?;
-        if proof.variant == Some(Variant::QemuVtpm) {
+        if proof.variant.is_some_and(|v| v.info().ak == AkTrust::Registry) {
             let ca = self.ek_ca.as_ref().ok_or(ServerTrustError::NoEkCa)?;
             let registry = FileAkRegistry::in_memory();
             let activated = register_remote(channel, ca, &registry)

@@ -1,8 +1,9 @@
 //! `attest-bootstrapper` refuses to start (exit 3, before it touches the TPM, writing nothing) when it would
 //! otherwise run on trust it cannot have: no `kubeadm` for the kubeadm backend (never a silent dry run, also
 //! for `--backend auto`), a join service it could not verify — an unsigned or altered measurements file, an
-//! SNP join service variant without a pinned launch measurement, a `qemu-vtpm` join service without the CA
-//! of its EK certificate. A chosen dry run is announced.
+//! SNP join service variant without a pinned launch measurement (also an SNP node's own variant, which its join
+//! service is expected to attest with by default), a `qemu-vtpm` join service without the CA of its EK
+//! certificate. A chosen dry run is announced.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,9 +105,46 @@ fn a_join_service_that_cannot_be_verified_stops_the_start() {
     let (code, text) = run(&dir, &join(&[&m, &s, &k, "--join-service-variant=gcp-sev-snp"]));
     assert_eq!(code, Some(3), "{text}");
     assert!(text.contains("pins no launch measurement"), "{text}");
-    // A qemu-vtpm join service whose TPM the node has no EK CA for.
-    let (code, text) = run(&dir, &join(&[&m, &s, &k]));
+    // By default the join service is expected to attest with the node's own variant: an SNP node's service is
+    // an SNP service, whose launch must be pinned (and which needs no EK CA).
+    let (code, text) = run(&dir, &join(&[&m, &s, &k, "--variant=aws-sev-snp"]));
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("pins no launch measurement") && !text.contains("--join-service-ek-ca"), "{text}");
+    // A qemu-vtpm join service (a qemu-vtpm node's default) whose TPM the node has no EK CA for.
+    let (code, text) = run(&dir, &join(&[&m, &s, &k, "--variant=qemu-vtpm"]));
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("--join-service-ek-ca"), "{text}");
+    let (code, text) = run(&dir, &join(&[&m, &s, &k, "--join-service-variant=qemu-vtpm"]));
     assert_eq!(code, Some(3), "{text}");
     assert!(text.contains("--join-service-ek-ca"), "{text}");
     assert!(!dir.join("state/node-state.json").exists(), "nothing written");
+}
+
+#[test]
+fn join_endpoints_from_metadata_needs_a_plain_http_metadata_url_a_cloud_and_measurements() {
+    let dir = temp_dir("metadata");
+    let (file, sig, public) = signed_measurements(&dir);
+    let trust = [
+        format!("--measurements={}", file.display()),
+        format!("--measurements-signature={}", sig.display()),
+        format!("--measurements-public-key={}", public.display()),
+        "--backend=dry-run".to_owned(),
+    ];
+    // Metadata services speak plain HTTP on a link-local address: TLS, a path or credentials in the URL are
+    // usage errors at start, not a failure in every join round.
+    for url in ["https://169.254.169.254", "http://169.254.169.254/latest", "http://user@169.254.169.254"] {
+        let mut args = vec!["--join-endpoints-from=aws".to_owned(), format!("--metadata-url={url}")];
+        args.extend(trust.iter().cloned());
+        let (code, text) = run(&dir, &args);
+        assert_eq!(code, Some(2), "{url}: {text}");
+        assert!(text.contains("is not http://HOST[:PORT]"), "{url}: {text}");
+    }
+    let mut args = vec!["--join-endpoints-from=aws".to_owned(), "--join-endpoints-key=../iam".to_owned()];
+    args.extend(trust.iter().cloned());
+    assert_eq!(run(&dir, &args).0, Some(2));
+    // Unknown cloud; no measurements to verify the join service with.
+    assert_eq!(run(&dir, &["--join-endpoints-from=openstack".to_owned()]).0, Some(2));
+    let (code, text) = run(&dir, &["--join-endpoints-from=gcp".to_owned()]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("--measurements"), "{text}");
 }

@@ -13,7 +13,7 @@ use super::evidence::{NonceArgs, OutputArgs, Subject};
 use super::node::VariantArgs;
 use super::{Status, UsageError, input};
 use attest_engine::ear::Appraisal;
-use attest_engine::variant::{AkRegistry, StaticAkRegistry, Variant};
+use attest_engine::variant::{AkRegistry, AkTrust, StaticAkRegistry, Variant};
 use attest_proto::attest::v1::AttestationDocument;
 use prost::Message as _;
 use serde_json::json;
@@ -104,24 +104,23 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let output = a.output.resolve()?;
     let nonce = a.nonce.bytes()?;
     let input = read_input(&a.document)?;
-    if let Some((oid, _)) = &input.certificate {
-        if oid != a.node.variant.oid() {
-            return Err(UsageError::new(format!(
-                "the certificate carries a {} document (OID {oid}); give --variant {}",
-                Variant::from_oid(oid).map_or("unknown", Variant::name),
-                Variant::from_oid(oid).map_or("?", Variant::name),
-            )));
-        }
+    if let Some((oid, _)) = &input.certificate
+        && oid != a.node.variant.oid()
+    {
+        return Err(UsageError::new(format!(
+            "the certificate carries a {} document (OID {oid}); give --variant {}",
+            Variant::from_oid(oid).map_or("unknown", Variant::name),
+            Variant::from_oid(oid).map_or("?", Variant::name),
+        )));
     }
-    let policy = super::node::load_policy(&a.measurements, a.node.variant)?;
-    let registry: Arc<dyn AkRegistry> = match (&a.ak_registry, a.node.variant) {
-        (Some(path), _) => super::node::open_registry(path)?,
-        (None, Variant::QemuVtpm) => {
-            return Err(UsageError::new("qemu-vtpm documents need --ak-registry (the AKs trusted by registration)"));
+    let variant = a.node.variant;
+    let node = a.node.offline_validator(&a.measurements, || match &a.ak_registry {
+        Some(path) => Ok(super::node::open_registry(path)? as Arc<dyn AkRegistry>),
+        None if variant.info().ak == AkTrust::Registry => {
+            Err(UsageError::new(format!("{variant} documents need --ak-registry (the AKs trusted by registration)")))
         }
-        (None, _) => Arc::new(StaticAkRegistry::default()),
-    };
-    let node = a.node.offline_validator(registry, policy)?;
+        None => Ok(Arc::new(StaticAkRegistry::default())),
+    })?;
     let mut subject = Subject {
         what: format!(
             "{} attestation document{}",
@@ -148,13 +147,13 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         })?;
         let view = attest_proto::document::view(&doc, &pcrs);
         let ok = node.validator.validate(&view, nonce.as_deref().unwrap_or_default(), output.time)?;
-        if let Some((_, spki)) = &input.certificate {
-            if ok.user_data != spki {
-                return Err(attest_engine::Error::EvidenceFormat {
-                    format: "aTLS certificate",
-                    reason: "the document's user data is not SHA-256 of the certificate's key",
-                });
-            }
+        if let Some((_, spki)) = &input.certificate
+            && ok.user_data != spki
+        {
+            return Err(attest_engine::Error::EvidenceFormat {
+                format: "aTLS certificate",
+                reason: "the document's user data is not SHA-256 of the certificate's key",
+            });
         }
         Ok(Appraisal::from_validated(&ok))
     });

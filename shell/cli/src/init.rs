@@ -276,8 +276,8 @@ fn progress(msg: &str) {
 async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
     // 1. qemu-vtpm: make sure the node's AK is registered (pull, by credential activation). The other
     //    variants trust the AK through the hardware report or the provider's certificate.
-    let registered = if args.node.variant == attest_engine::variant::Variant::QemuVtpm {
-        match ensure_registered(p).await {
+    let registered = if args.node.variant.info().ak == attest_engine::variant::AkTrust::Registry {
+        match ensure_registered(p, args.node.variant).await {
             Ok(r) => r,
             Err(o) => return o,
         }
@@ -353,10 +353,11 @@ async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
 }
 
 /// Registers the node's AK unless the registry already trusts it. Returns whether it registered now.
-async fn ensure_registered(p: &Prepared) -> Result<bool, Outcome> {
+async fn ensure_registered(p: &Prepared, variant: attest_engine::variant::Variant) -> Result<bool, Outcome> {
     const STAGE: &str = "registration";
     progress(&format!("connecting to {} (identity connection: learning which AK the node attests with)", p.addr));
-    let connector = dangerous_identity_connector().map_err(|e| Outcome::Failed { stage: STAGE, reason: reason(&e) })?;
+    let connector =
+        dangerous_identity_connector(variant).map_err(|e| Outcome::Failed { stage: STAGE, reason: reason(&e) })?;
     let (channel, peer) = connect(p.addr, &connector, config()).await.map_err(|e| connect_failure(STAGE, &e))?;
     let ak = peer
         .as_ref()

@@ -180,3 +180,17 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn variant_flags_list_the_variant_table() {
+        Cli::command().debug_assert();
+        let checked = attest_trust::variant_arg::check_flags_list_the_table(&Cli::command()).unwrap();
+        // init, verify, document verify, recover: the node's --variant.
+        assert!(checked >= 4, "{checked}: {:?}", attest_trust::variant_arg::variant_flags(&Cli::command()));
+    }
+}

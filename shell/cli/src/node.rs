@@ -23,12 +23,13 @@ use super::UsageError;
 use attest_atls::nonce::Nonce;
 use attest_atls::{AtlsConnector, AttestationValidator, PeerAttestation, ValidationError, Verifier};
 use attest_engine::crypto::HashAlgorithm;
-use attest_engine::gce::{GcePolicy, GceVerifier};
-use attest_engine::variant::{AkBasis, AkRegistry, PcrOutcome, PcrPolicy, Validator, Variant};
-use attest_engine::{LaunchPinning, SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::gce::GceVerifier;
+use attest_engine::variant::{AkBasis, AkRegistry, AkTrust, PcrOutcome, PcrPolicy, Validator, Variant};
+use attest_engine::{LaunchPinning, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
 use attest_proto::document::{pcr_values, view as document};
 use attest_registration::{FileAkRegistry, ak_digest};
+use attest_trust::{Expected, ValidatorFactory};
 use prost::Message;
 use serde_json::{Value, json};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -46,14 +47,17 @@ pub fn resolve(endpoint: &str) -> Result<SocketAddr, UsageError> {
     addrs.next().ok_or_else(|| bad("the host has no address".into()))
 }
 
-/// The expected PCR values of a measurements file for `variant` (a map, or the variant's entry of a release
+/// What a measurements file expects of a node of `variant` (its map, or the variant's entry of a release
 /// list), read without a signature check: for inspecting evidence (`attest document verify`), never for a
 /// command that trusts a node with something.
-pub fn load_policy(path: &Path, variant: Variant) -> Result<PcrPolicy, UsageError> {
+pub fn load_expected(path: &Path, variant: Variant, factory: &ValidatorFactory) -> Result<Expected, UsageError> {
     let bytes = crate::input::read_file(path, "measurements file")?;
     let bad = |e: attest_measurements::Error| UsageError::new(format!("{}: {e}", path.display()));
     let document = attest_measurements::parse_document(&bytes).map_err(bad)?;
-    document.for_variant(variant).map_err(bad)?.to_pcr_policy().map_err(bad)
+    factory.expected_in(variant, &document).map_err(|e| match e {
+        attest_trust::FactoryError::Measurements { source, .. } => bad(source),
+        other => UsageError::new(other.to_string()),
+    })
 }
 
 /// The PCR 15 value of a node bound to `cluster_id`: SHA-256(0³² ‖ cluster id).
@@ -64,25 +68,19 @@ pub fn cluster_pcr15(cluster_id: &[u8; 32]) -> [u8; 32] {
     h.finish()
 }
 
-/// `policy` with PCR 15 expected (enforced) to hold `cluster_id`'s value; unchanged without a cluster id.
-pub fn with_cluster_id(mut policy: PcrPolicy, cluster_id: Option<&[u8; 32]>) -> PcrPolicy {
-    if let Some(id) = cluster_id {
-        policy.entries.retain(|e| e.index != 15);
-        policy.entries.push(attest_engine::variant::PcrExpectation {
-            index: 15,
-            expected: cluster_pcr15(id),
-            warn_only: false,
-        });
-        policy.entries.sort_by_key(|e| e.index);
+/// `expected` with PCR 15 expected (enforced) to hold `cluster_id`'s value; unchanged without a cluster id.
+pub fn with_cluster_id(expected: Expected, cluster_id: Option<&[u8; 32]>) -> Expected {
+    match cluster_id {
+        Some(id) => expected.with_pcr(15, cluster_pcr15(id)),
+        None => expected,
     }
-    policy
 }
 
 /// Which variant a node attests with, and what its validator needs beyond the measurements.
 #[derive(Debug, clap::Args)]
 pub struct VariantArgs {
-    /// The node's attestation variant: qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp, gcp-shielded-vm.
-    #[arg(long, default_value = "qemu-vtpm", value_parser = parse_variant)]
+    /// The node's attestation variant.
+    #[arg(long, default_value = "qemu-vtpm", value_parser = attest_trust::variant_arg::with_vtpm(VTPM_ONLY))]
     pub variant: Variant,
     /// SNP policy (TOML or JSON) of the SNP variants; it must pin the launch (measurements or id_key_digests).
     #[arg(long, value_name = "FILE")]
@@ -93,15 +91,9 @@ pub struct VariantArgs {
     pub dangerous_test_roots: Option<PathBuf>,
 }
 
-fn parse_variant(s: &str) -> Result<Variant, String> {
-    match Variant::from_name(s) {
-        None => Err(format!("unknown variant {s:?}")),
-        // A TD has no vTPM quote for these commands to check; TD quotes: `attest tdx verify`, and the join
-        // service admits TDX nodes.
-        Some(v) if v.is_tdx() => Err(format!("{v}: attest init/verify attest vTPM variants only")),
-        Some(v) => Ok(v),
-    }
-}
+/// Why a variant without a vTPM is not taken by these commands: they check a vTPM quote. TD quotes are
+/// verified by `attest tdx verify`, and the join service admits TDX nodes.
+const VTPM_ONLY: &str = "attest init/verify attest vTPM variants only";
 
 /// A validator for a node, and the test roots it trusts (their description, for every verdict).
 #[derive(Debug)]
@@ -119,22 +111,17 @@ impl VariantArgs {
     /// AMD: revocation is not checked offline and the verdict's `revocation` says so).
     pub fn offline_validator(
         &self,
-        registry: Arc<dyn AkRegistry>,
-        pcrs: PcrPolicy,
+        measurements: &Path,
+        registry: impl FnOnce() -> Result<Arc<dyn AkRegistry>, UsageError>,
     ) -> Result<NodeValidator, UsageError> {
+        let (factory, test_roots) = self.factory()?;
+        let expected = load_expected(measurements, self.variant, &factory)?;
+        let registry = registry()?;
         let snp_policy = attest_trust::TrustArgs::default()
             .snp_policy(self.snp_policy.as_deref())
             .map_err(|e| UsageError::new(e.to_string()))?;
-        let (snp, gce, test_roots) = match &self.dangerous_test_roots {
-            None => (SnpVerifier::new(), GceVerifier::new(), None),
-            Some(dir) => test_root_verifiers(dir)?,
-        };
-        let mut validator = Validator::new(self.variant, Arc::new(snp), snp_policy, pcrs);
-        match self.variant {
-            Variant::QemuVtpm => validator = validator.with_ak_registry(registry),
-            Variant::GcpShieldedVm => validator = validator.with_gce(Arc::new(gce), GcePolicy::default()),
-            _ => {}
-        }
+        let factory = ValidatorFactory { snp_policy, ak_registry: Some(registry), ..factory };
+        let validator = factory.validator(self.variant, expected).map_err(|e| UsageError::new(e.to_string()))?;
         validator.launch_pinning().map_err(|e| {
             UsageError::new(format!("{}: {e} (give --snp-policy pinning the launch measurement)", self.variant))
         })?;
@@ -142,10 +129,11 @@ impl VariantArgs {
     }
 
     /// The validator of [`VariantArgs::variant`] for the measurements at `measurements`, with `registry`'s
-    /// AKs (`qemu-vtpm`; `registry` is asked after the trust checks), and what it trusts: the measurements only under `trust`'s signature rules, an SNP
-    /// variant only with a pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots,
-    /// the test PKI's CRLs from their directory instead). With `cluster_id`, PCR 15 must hold it (replacing
-    /// the file's PCR 15 entry). Any refusal is a usage error.
+    /// AKs (where the variant trusts its AK through a registry; `registry` is asked after the trust checks),
+    /// and what it trusts: the measurements only under `trust`'s signature rules, an SNP variant only with a
+    /// pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots, the test PKI's CRLs
+    /// from their directory instead). With `cluster_id`, PCR 15 must hold it (replacing the file's PCR 15
+    /// entry). Any refusal is a usage error.
     pub fn validator(
         &self,
         trust: &attest_trust::TrustArgs,
@@ -154,33 +142,41 @@ impl VariantArgs {
         rt: &tokio::runtime::Runtime,
         cluster_id: Option<&[u8; 32]>,
     ) -> Result<(NodeValidator, attest_trust::Trust), UsageError> {
-        let (snp, gce, test_roots) = match &self.dangerous_test_roots {
-            None => (SnpVerifier::new(), GceVerifier::new(), None),
-            Some(dir) => test_root_verifiers(dir)?,
-        };
+        let (factory, test_roots) = self.factory()?;
         let prepared = crate::trust::prepare(
             trust,
             self.variant,
             measurements,
             self.snp_policy.as_deref(),
-            Arc::new(snp),
+            factory,
             test_roots.is_some(),
             rt,
         )?;
         // The AK registry only once the measurements, the launch and the CRLs are trusted.
-        let registry = registry()?;
-        let pcrs = with_cluster_id(prepared.pcrs, cluster_id);
-        let mut validator = Validator::new(self.variant, prepared.snp, prepared.snp_policy, pcrs);
-        match self.variant {
-            Variant::QemuVtpm => validator = validator.with_ak_registry(registry),
-            Variant::GcpShieldedVm => validator = validator.with_gce(Arc::new(gce), GcePolicy::default()),
-            _ => {}
-        }
+        let factory = ValidatorFactory { ak_registry: Some(registry()?), ..prepared.factory };
+        let expected = with_cluster_id(prepared.expected, cluster_id);
+        let validator = factory.validator(self.variant, expected).map_err(|e| UsageError::new(e.to_string()))?;
         Ok((NodeValidator { validator, test_roots }, prepared.trust))
+    }
+
+    /// The validator factory of these flags: AMD's and Google's pinned roots, or (`--dangerous-test-roots`,
+    /// feature builds only) the test roots of simulated hardware, described for every verdict.
+    fn factory(&self) -> Result<(ValidatorFactory, Option<String>), UsageError> {
+        let (snp, gce, tdx, test_roots) = match &self.dangerous_test_roots {
+            None => (SnpVerifier::new(), GceVerifier::new(), None, None),
+            Some(dir) => test_root_verifiers(dir)?,
+        };
+        let mut factory = ValidatorFactory { snp: Arc::new(snp), gce: Arc::new(gce), ..ValidatorFactory::default() };
+        if let Some(tdx) = tdx {
+            factory.tdx = Arc::new(tdx);
+        }
+        Ok((factory, test_roots))
     }
 }
 
-type TestRootVerifiers = (SnpVerifier, GceVerifier, Option<String>);
+/// The SNP and GCE verifiers, the TDX verifier (with its collateral) when the test roots have an Intel-like
+/// root, and the roots' description.
+type TestRootVerifiers = (SnpVerifier, GceVerifier, Option<attest_engine::tdx::TdxVerifier>, Option<String>);
 
 #[cfg(feature = "dangerous-test-roots")]
 fn test_root_verifiers(dir: &Path) -> Result<TestRootVerifiers, UsageError> {
@@ -190,8 +186,9 @@ fn test_root_verifiers(dir: &Path) -> Result<TestRootVerifiers, UsageError> {
     } else {
         SnpVerifier::new()
     };
+    let tdx = roots.tdx_verifier().map_err(|e| UsageError::new(e.to_string()))?;
     eprintln!("attest: WARNING: {}", roots.describe());
-    Ok((snp, roots.gce_verifier().unwrap_or_default(), Some(roots.describe())))
+    Ok((snp, roots.gce_verifier().unwrap_or_default(), tdx, Some(roots.describe())))
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]
@@ -218,10 +215,11 @@ pub struct NodeTarget {
 }
 
 impl NodeTarget {
-    /// The AKs a node of `variant` may use: for `qemu-vtpm` the registry file, which must exist (an empty
-    /// registry would refuse every node); the other variants prove their AK in the evidence.
+    /// The AKs a node of `variant` may use: where the variant trusts its AK through a registry (`qemu-vtpm`),
+    /// the registry file, which must exist (an empty registry would refuse every node); the other variants
+    /// prove their AK in the evidence.
     pub fn registry(&self, variant: Variant) -> Result<Arc<dyn AkRegistry>, UsageError> {
-        if variant != Variant::QemuVtpm {
+        if variant.info().ak != AkTrust::Registry {
             return Ok(Arc::new(attest_engine::variant::StaticAkRegistry::default()));
         }
         if !self.ak_registry.is_file() {
@@ -237,12 +235,6 @@ impl NodeTarget {
 /// Opens (or starts) the AK registry file.
 pub fn open_registry(path: &Path) -> Result<Arc<FileAkRegistry>, UsageError> {
     FileAkRegistry::open(path).map(Arc::new).map_err(|e| UsageError::new(format!("--ak-registry: {e}")))
-}
-
-/// A `qemu-vtpm` validator trusting `registry`'s AKs and expecting `policy`.
-fn qemu_validator(registry: Arc<dyn AkRegistry>, policy: PcrPolicy) -> Validator {
-    Validator::new(Variant::QemuVtpm, Arc::new(SnpVerifier::new()), SnpPolicy::default(), policy)
-        .with_ak_registry(registry)
 }
 
 /// What a node proved in its aTLS certificate, as checked.
@@ -427,11 +419,15 @@ impl AkRegistry for DangerousAnyAk {
     }
 }
 
-/// A connector for `attest init`'s identity connection: the quote's signature, freshness and key binding are
-/// checked under whatever AK the node presents (every AK counts as trusted on first use, nothing is recorded),
-/// with no PCR policy. Nothing learned on it is trusted; see the [module docs](self).
-pub fn dangerous_identity_connector() -> Result<AtlsConnector, attest_atls::Error> {
-    let validator = qemu_validator(Arc::new(DangerousAnyAk), PcrPolicy::default());
+/// A connector for `attest init`'s identity connection to a node of `variant` (one whose AK is trusted through
+/// a registry): the quote's signature, freshness and key binding are checked under whatever AK the node
+/// presents (every AK counts as trusted on first use, nothing is recorded), with no PCR policy. Nothing
+/// learned on it is trusted; see the [module docs](self).
+pub fn dangerous_identity_connector(variant: Variant) -> Result<AtlsConnector, attest_atls::Error> {
+    let factory = ValidatorFactory { ak_registry: Some(Arc::new(DangerousAnyAk)), ..ValidatorFactory::default() };
+    let validator = factory
+        .validator(variant, Expected::Pcrs(PcrPolicy::default()))
+        .map_err(|_| attest_atls::Error::Config { what: "the identity connection needs a variant measured by PCRs" })?;
     let verifier = Verifier::new(vec![Arc::new(attest_atls::EngineValidator::new(validator))]);
     AtlsConnector::new(None, Some(Arc::new(verifier)))
 }

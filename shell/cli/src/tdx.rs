@@ -2,7 +2,7 @@
 //! quote's fields with a signatures-only check that is **not** a verdict (`show`).
 //!
 //! ```text
-//! attest tdx verify QUOTE --collateral FILE [--policy FILE] [--at TIME] [--report-data HEX] [--json]
+//! attest tdx verify QUOTE --collateral FILE [--policy FILE] [--at TIME] [--report-data HEX] [--event-log FILE] [--json]
 //! attest tdx show QUOTE [--at TIME] [--json]
 //! ```
 //!
@@ -11,7 +11,8 @@
 //! `qe_identity`, `qe_identity_signature`), as `attest pcs fetch --bundle` writes it. A quote is read as
 //! binary, or as hex or base64 text of it. Exit status: 0 accepted, 1 rejected (the quote, its collateral or
 //! the policy said no — a collateral whose signatures do not verify is a rejection too), 2 usage (unreadable
-//! files, a collateral file that is not a bundle, a malformed policy or argument).
+//! files, a quote that does not parse — truncated, oversized, inconsistent lengths —, a collateral file that
+//! is not a bundle, an event log that does not parse, a malformed policy or argument).
 //!
 //! With `--json` every result is one JSON object on stdout (`{"accepted": false, "error": …, "check": …}`
 //! for a rejection); in text mode a rejection's reason goes to stderr. `micros` times the engine call only.
@@ -55,6 +56,10 @@ pub struct VerifyArgs {
     /// Default: the system clock now.
     #[arg(long, value_name = "TIME")]
     pub at: Option<String>,
+    /// A CC event log (the CCEL log area, or its written part) to replay against the quote's RTMRs: a log
+    /// that does not parse is a usage error (exit 2), one that replays to other RTMRs a rejection (exit 1).
+    #[arg(long, value_name = "FILE")]
+    pub event_log: Option<PathBuf>,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -179,7 +184,18 @@ fn pck_json(p: &SgxExtensions) -> Value {
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     // Everything that can be a usage error is resolved before the engine runs.
     let quote = read_quote(&a.quote)?;
+    // A quote that does not even parse (truncated, oversized, inconsistent lengths) is bad input, not a verdict.
+    TdQuote::parse_prefix(&quote).map_err(|e| UsageError(format!("{}: not a TD quote: {e}", a.quote.display())))?;
     let collateral = read_collateral(&a.collateral)?;
+    let event_log = match &a.event_log {
+        None => None,
+        Some(path) => {
+            let log = input::read_file(path, "--event-log")?;
+            attest_engine::tdx::ccel::replay(attest_engine::crypto::default_provider(), &log)
+                .map_err(|e| UsageError(format!("--event-log {}: not a CC event log: {e}", path.display())))?;
+            Some(log)
+        }
+    };
     let policy = load_policy(a.policy.as_deref())?;
     let report_data = a.report_data.as_deref().map(input::parse_report_data).transpose()?;
     let time = input::trusted_time(a.at.as_deref())?;
@@ -209,6 +225,14 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         Ok(ok) => ok,
         Err(e) => return Ok(reject(&e, info, a.json)),
     };
+    if let Some(log) = &event_log {
+        match attest_engine::tdx::ccel::check_against(attest_engine::crypto::default_provider(), log, &ok.body()) {
+            Ok(r) => {
+                info.insert("event_log".into(), json!({"events": r.events, "rtmrs_replayed": r.touched}));
+            }
+            Err(e) => return Ok(reject(&e, info, a.json)),
+        }
+    }
     let advisories: Vec<&str> = ok.advisory_ids().collect();
     if a.json {
         let mut m = Map::new();

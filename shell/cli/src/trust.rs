@@ -9,33 +9,31 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::UsageError;
-use attest_engine::variant::{PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
-use attest_trust::{Trust, TrustArgs};
+use attest_engine::variant::Variant;
+use attest_trust::{Expected, Trust, TrustArgs, ValidatorFactory};
 
 /// Everything a verifying command prepared before it touches the network.
 #[derive(Debug)]
 pub struct Prepared {
-    /// The expected PCRs of the variant.
-    pub pcrs: PcrPolicy,
-    /// The SNP verifier (CRLs installed for SNP variants).
-    pub snp: Arc<SnpVerifier>,
-    /// The SNP policy (waivers applied).
-    pub snp_policy: SnpPolicy,
+    /// What the measurements expect of the variant.
+    pub expected: Expected,
+    /// The factory of the variant's validator: its SNP verifier with the CRLs installed (SNP variants) and
+    /// the SNP policy with the flags' waivers.
+    pub factory: ValidatorFactory,
     /// What is trusted and waived, for the verdict.
     pub trust: Trust,
 }
 
 /// Loads the measurements at `path` under `args` (signature or waiver), checks `variant`'s launch pinning
-/// under the SNP policy in `snp_policy` (or the defaults) and loads the CRLs it needs into `snp` (AMD's, from
-/// the KDS store; none with `test_roots`, whose verifier holds the test PKI's). Any refusal is a usage
-/// error: the command does not start.
+/// under the SNP policy in `snp_policy` (or the defaults) and loads the CRLs it needs into `factory`'s SNP
+/// verifier (AMD's, from the KDS store; none with `test_roots`, whose verifier holds the test PKI's). Any
+/// refusal is a usage error: the command does not start.
 pub fn prepare(
     args: &TrustArgs,
     variant: Variant,
     path: &Path,
     snp_policy: Option<&Path>,
-    snp: Arc<SnpVerifier>,
+    factory: ValidatorFactory,
     test_roots: bool,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Prepared, UsageError> {
@@ -48,10 +46,15 @@ pub fn prepare(
             "attest: WARNING: the measurements file is not signature-checked (--dangerously-skip-measurements-signature)"
         );
     }
-    let pcrs = attest_trust::pcr_policy_for(&loaded.document, variant)
-        .map_err(|e| UsageError::new(format!("{}: {e}", path.display())))?;
     let policy = args.snp_policy(snp_policy).map_err(|e| UsageError::new(e.to_string()))?;
-    let probe = Validator::new(variant, Arc::clone(&snp), policy.clone(), PcrPolicy::default());
+    let factory = ValidatorFactory { snp_policy: policy, ..factory };
+    let expected = factory.expected_in(variant, &loaded.document).map_err(|e| match e {
+        attest_trust::FactoryError::Measurements { source, .. } => {
+            UsageError::new(format!("{}: {source}", path.display()))
+        }
+        other => UsageError::new(other.to_string()),
+    })?;
+    let probe = factory.launch_probe(variant);
     let launch = attest_trust::check_launch([&probe]).map_err(|e| UsageError::new(e.to_string()))?;
     if launch.iter().any(|(_, l)| *l == attest_engine::LaunchPinning::DangerouslyUnpinned) {
         eprintln!(
@@ -62,14 +65,14 @@ pub fn prepare(
     // KDS has none for it.
     let crl_variants: &[Variant] = if test_roots { &[] } else { &[variant] };
     let keeper = rt
-        .block_on(args.revocation(Arc::clone(&snp), crl_variants, &policy))
+        .block_on(args.revocation(Arc::clone(&factory.snp), crl_variants, &factory.snp_policy))
         .map_err(|e| UsageError::new(e.to_string()))?;
     let trust =
         Trust { measurements: loaded.signature, launch, revocation: (!keeper.wanted().is_empty()).then_some(keeper) };
     if trust.revocation_state().is_waived() {
         eprintln!("attest: WARNING: revocation {} (--allow-stale-crl)", trust.revocation_state().name());
     }
-    Ok(Prepared { pcrs, snp, snp_policy: policy, trust })
+    Ok(Prepared { expected, factory, trust })
 }
 
 #[cfg(test)]
@@ -91,14 +94,14 @@ mod tests {
     #[test]
     fn unsigned_measurements_refuse_to_start_unless_waived() {
         let (_d, path) = measurements("cli-trust-unsigned");
-        let e =
-            prepare(&TrustArgs::default(), Variant::QemuVtpm, &path, None, Arc::new(SnpVerifier::new()), false, &rt())
-                .unwrap_err();
+        let e = prepare(&TrustArgs::default(), Variant::QemuVtpm, &path, None, ValidatorFactory::new(), false, &rt())
+            .unwrap_err();
         assert!(e.0.contains("must be signed"), "{e}");
         let waived = TrustArgs { dangerously_skip_measurements_signature: true, ..TrustArgs::default() };
-        let p = prepare(&waived, Variant::QemuVtpm, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap();
+        let p = prepare(&waived, Variant::QemuVtpm, &path, None, ValidatorFactory::new(), false, &rt()).unwrap();
         assert_eq!(p.trust.waivers(), ["measurements-unsigned"]);
-        assert_eq!(p.pcrs.entries.len(), 1);
+        let Expected::Pcrs(pcrs) = p.expected else { panic!("qemu-vtpm is measured by PCRs") };
+        assert_eq!(pcrs.entries.len(), 1);
     }
 
     #[test]
@@ -110,11 +113,11 @@ mod tests {
             ..TrustArgs::default()
         };
         for variant in [Variant::AzureSevSnp, Variant::AwsSevSnp, Variant::GcpSevSnp] {
-            let e = prepare(&base, variant, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap_err();
+            let e = prepare(&base, variant, &path, None, ValidatorFactory::new(), false, &rt()).unwrap_err();
             assert!(e.0.contains("pins no launch measurement"), "{variant}: {e}");
             // Waived, the launch check passes; CRLs then have to load (none offline without a store).
             let waived = TrustArgs { dangerous_allow_unpinned_launch: true, ..base.clone() };
-            let e = prepare(&waived, variant, &path, None, Arc::new(SnpVerifier::new()), false, &rt()).unwrap_err();
+            let e = prepare(&waived, variant, &path, None, ValidatorFactory::new(), false, &rt()).unwrap_err();
             assert!(e.0.contains("AMD CRLs"), "{variant}: {e}");
         }
     }

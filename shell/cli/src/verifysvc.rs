@@ -205,9 +205,10 @@ mod tests {
         let zero = PcrExpectation { index: 15, expected: [0; 32], warn_only: false };
         let nine = PcrExpectation { index: 9, expected: [9; 32], warn_only: false };
         let policy = PcrPolicy { entries: vec![zero, nine] };
-        assert_eq!(with_cluster_id(policy.clone(), None), policy);
+        let expected = attest_trust::Expected::Pcrs(policy);
+        assert_eq!(with_cluster_id(expected.clone(), None), expected);
         let id = [0xc1; 32];
-        let p = with_cluster_id(policy, Some(&id));
+        let attest_trust::Expected::Pcrs(p) = with_cluster_id(expected, Some(&id)) else { panic!("PCRs") };
         assert_eq!(p.entries.len(), 2);
         assert_eq!(p.entries[0], nine);
         assert_eq!(p.entries[1], PcrExpectation { index: 15, expected: cluster_pcr15(&id), warn_only: false });

@@ -241,16 +241,7 @@ fn cases() -> Vec<Case> {
             Tamper::None,
             Reject("no TDX collateral installed for FMSPC", None),
         ),
-        // Not a quote at all.
-        c(
-            "go-tdx-guest report.dat",
-            "go-tdx-guest/report.dat",
-            SPR,
-            JULY,
-            "",
-            Tamper::None,
-            Reject("unsupported TDX quote version", None),
-        ),
+        // Not a quote at all (go-tdx-guest's report.dat): bad input, exit 2 (`bad_tdx_input_exits_2`).
     ]
 }
 
@@ -423,4 +414,58 @@ fn show_prints_fields_and_a_signatures_only_check() {
     std::fs::write(&hex_file, hex::encode(std::fs::read(dir.join("trustee-tdx/tdx_quote_4.dat")).unwrap())).unwrap();
     let run = attest(&dir, &["tdx", "show", &hex_file.display().to_string(), "--at", "2026-03-01", "--json"]);
     assert_eq!(run.json()["mr_td"].as_str().unwrap()[..16], *"705ee9381b8633a9", "{run:?}");
+}
+
+/// Bad input is exit 2, never a panic or a verdict: a quote truncated at many lengths, padded past the
+/// engine's limit, or with an inconsistent signature-data length; a truncated or empty collateral bundle; a
+/// CC event log that does not parse. A log that parses but replays to other RTMRs is a rejection (exit 1).
+#[test]
+fn bad_tdx_input_exits_2() {
+    let Some(dir) = common::testdata() else { return };
+    let quote = std::fs::read(dir.join("trustee-tdx/tdx_quote_4.dat")).unwrap();
+    let collateral = format!("@{SPR}");
+    let file = |name: &str, data: &[u8]| {
+        let p = scratch(name);
+        std::fs::write(&p, data).unwrap();
+        p.display().to_string()
+    };
+    let mut bad_quotes = Vec::new();
+    for n in [0, 1, 47, 48, 100, 631, 632, 636, 700, quote.len() / 2, quote.len() - 1] {
+        bad_quotes.push(file(&format!("tdx-trunc-{n}"), &quote[..n]));
+    }
+    let mut oversized = quote.clone();
+    oversized.resize(attest_engine::tdx::quote::MAX_QUOTE_INPUT_SIZE + 1, 0);
+    bad_quotes.push(file("tdx-oversized", &oversized));
+    let mut inconsistent = quote.clone();
+    inconsistent[632..636].copy_from_slice(&u32::MAX.to_le_bytes()); // signature data length (v4: 48 + 584)
+    bad_quotes.push(file("tdx-inconsistent", &inconsistent));
+    bad_quotes.push(dir.join("go-tdx-guest/report.dat").display().to_string());
+    for q in &bad_quotes {
+        let run = attest(&dir, &["tdx", "verify", q, "--collateral", &collateral, "--at", JULY]);
+        assert_eq!(run.code, 2, "{q}: {run:?}");
+        assert!(run.stderr.contains("not a TD quote"), "{q}: {run:?}");
+    }
+    let bundle = std::fs::read(dir.join(SPR)).unwrap();
+    for (name, data) in [("tdx-coll-half", &bundle[..bundle.len() / 2]), ("tdx-coll-empty", &b""[..])] {
+        let c = file(name, data);
+        let run = attest(&dir, &["tdx", "verify", "@trustee-tdx/tdx_quote_4.dat", "--collateral", &c, "--at", JULY]);
+        assert_eq!(run.code, 2, "{name}: {run:?}");
+    }
+    let policy = file("tdx-debug.toml", b"allow_debug = true");
+    let with_log = |log: &str| {
+        let q = "@trustee-tdx/tdx_quote_4.dat";
+        attest(
+            &dir,
+            &["tdx", "verify", q, "--collateral", &collateral, "--at", JULY, "--policy", &policy, "--event-log", log],
+        )
+    };
+    let log = std::fs::read(dir.join("go-tdx-guest/ccel/ccel_data.dat")).unwrap();
+    for (name, data) in [("tdx-log-trunc", &log[..18101 - 3]), ("tdx-log-junk", &b"\x01\x02\x03"[..])] {
+        let run = with_log(&file(name, data));
+        assert_eq!(run.code, 2, "{name}: {run:?}");
+        assert!(run.stderr.contains("not a CC event log"), "{name}: {run:?}");
+    }
+    // Another TD's log: parses, replays to other RTMRs.
+    let run = with_log("@go-tdx-guest/ccel/ccel_data.dat");
+    assert_eq!(run.code, 1, "{run:?}");
 }

@@ -127,14 +127,19 @@ pub fn response(status: http::StatusCode, content_type: &'static str, body: impl
 /// The Prometheus text exposition content type (format 0.0.4).
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// A handler serving `render()` at `GET /metrics` (`HEAD` too; other paths 404, other methods 405).
+/// A handler serving `render()` at `GET /metrics` and a health check at `GET /healthz` (200 `ok` while the
+/// endpoint runs; a service opens it once it has loaded, so it is the Kubernetes probes' endpoint); `HEAD` too,
+/// other paths 404, other methods 405.
 pub fn metrics_handler(render: Arc<dyn Fn() -> String + Send + Sync>) -> Handler {
     Arc::new(move |head: http::request::Parts| {
         let r = match (&head.method, head.uri.path()) {
             (&http::Method::GET | &http::Method::HEAD, "/metrics") => {
                 response(http::StatusCode::OK, METRICS_CONTENT_TYPE, render())
             }
-            (_, "/metrics") => response(http::StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n"),
+            (&http::Method::GET | &http::Method::HEAD, "/healthz") => {
+                response(http::StatusCode::OK, "text/plain", "ok\n")
+            }
+            (_, "/metrics" | "/healthz") => response(http::StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n"),
             _ => response(http::StatusCode::NOT_FOUND, "text/plain", "not found; try /metrics\n"),
         };
         Box::pin(std::future::ready(r))

@@ -13,6 +13,7 @@ use attest_atls::{AtlsConnector, AttestationIssuer, AttestationValidator, BoxErr
 use attest_attester::issuer::snp::{SnpCertificates, snp_document};
 use attest_attester::issuer::{HwIssuerError, SnpIssuer};
 use attest_bootstrapper::ticket::KubeletKey;
+use attest_engine::variant::Variant;
 use attest_proto::join::IssueJoinTicketRequest;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -95,8 +96,10 @@ pub async fn attempt_join(
     node_name: &str,
 ) -> Result<JoinOutcome, String> {
     // The attacker does not care who the join service is: it sends a nonce (mutual aTLS needs one for the
-    // service's own attestation) and takes whatever the service presents.
-    let ignore = Arc::new(attest_atls::Verifier::new(vec![Arc::new(IgnoreServer) as Arc<dyn AttestationValidator>]));
+    // service's own attestation) and takes whatever the service presents, of whichever variant.
+    let ignore: Vec<Arc<dyn AttestationValidator>> =
+        Variant::ALL.iter().map(|&v| Arc::new(IgnoreServer(v)) as Arc<dyn AttestationValidator>).collect();
+    let ignore = Arc::new(attest_atls::Verifier::new(ignore));
     let connector = AtlsConnector::new(Some(issuer), Some(ignore)).map_err(|e| e.to_string())?;
     let config = attest_grpc::ChannelConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
     let kubelet = KubeletKey::generate(node_name).map_err(|e| e.to_string())?;
@@ -121,14 +124,15 @@ pub async fn attempt_join(
     }
 }
 
-/// The attacker's view of the join service's attestation: decoded, never checked (the user data is taken as
-/// the document states it, so the handshake's key binding holds for an honest service).
+/// The attacker's view of the join service's attestation (one per variant: the service attests as its node):
+/// decoded, never checked (the user data is taken as the document states it, so the handshake's key binding
+/// holds for an honest service).
 #[derive(Debug)]
-struct IgnoreServer;
+struct IgnoreServer(Variant);
 
 impl AttestationValidator for IgnoreServer {
     fn oid(&self) -> &str {
-        attest_engine::variant::Variant::QemuVtpm.oid()
+        self.0.oid()
     }
 
     fn validate(&self, document: &[u8], _: &Nonce) -> Result<Vec<u8>, attest_atls::ValidationError> {

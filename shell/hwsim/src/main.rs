@@ -1,29 +1,37 @@
 //! `attest-hwsim`: SIMULATED confidential-computing hardware for the demo and tests (crate docs).
 //!
 //! ```text
+//! attest-hwsim machine --variant VARIANT
 //! attest-hwsim snp serve --dir DIR --socket PATH [--signer vcek|vlek] [--measurement HEX]
+//! attest-hwsim tdx serve --dir DIR --root ROOT [--mrtd HEX] [--azure-tpm TCTI --quote-listen 127.0.0.1:PORT]
 //! attest-hwsim azure provision --tpm TCTI --snp-device sim:PATH
 //! attest-hwsim gce provision --tpm TCTI --dir DIR --instance NAME [--project ID] [--measure PCR=TEXT …]
 //!              --event-log-out FILE
 //! attest-hwsim attack replay-snp --join-service ADDR --variant aws-sev-snp|gcp-sev-snp --tpm TCTI
 //!              --snp-device sim:PATH [--node-name NAME]
 //! attest-hwsim attack join --join-service ADDR --variant V --tpm TCTI [--snp-device sim:PATH]
-//!              [--snp-leaf FILE] [--node-name NAME]
+//!              [--snp-leaf FILE] [--node-name NAME] [--tdx-root sim:ROOT] [--tdx-quote-endpoint URL]
 //! ```
 //!
-//! `snp serve` prints `listening on PATH` once it answers, then runs until SIGTERM. The attack commands
+//! `machine` prints, as one JSON object, what a machine of the variant has, from its row of the variant table
+//! (`{"variant", "vtpm", "ek_certificate", "snp_signer": "vcek"|"vlek"|null, "paravisor", "gce_ak", "tdx"}`):
+//! the demo manufactures each node's simulated hardware from it — a swtpm without an EK certificate where the
+//! cloud's vTPM has none (AWS's NitroTPM). `snp serve` prints `listening on PATH` once it answers, then runs
+//! until SIGTERM. `tdx serve` prints `serving sim:ROOT` (and, with `--azure-tpm`, `quote endpoint URL` after
+//! provisioning the vTPM as Azure's paravisor does) once it answers, then runs until SIGTERM; attesters take
+//! `sim:ROOT` as their TDX root and the URL as Azure's quote endpoint. The attack commands
 //! print one JSON object (`{"attack", "outcome": "refused"|"issued", "reason"?}`) and exit 0 when the
 //! attempt ran (whatever its outcome), 1 when it could not run. Every command says on stderr that the
 //! hardware is simulated.
 
 use attest_attester::issuer::gce::GceAkKind;
 use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice};
-use attest_attester::issuer::{QemuVtpmIssuer, SnpDeviceAddr, SnpGuestDevice, SnpIssuer};
+use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
 use attest_attester::tpm::{AkConfig, Tpm};
-use attest_engine::variant::Variant;
+use attest_engine::variant::{AkTrust, Variant};
 use attest_hwsim::attack::{ReplayingIssuer, attempt_join};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, SimulatedSnp, SnpServer};
-use attest_hwsim::{BANNER, azure, gce};
+use attest_hwsim::{BANNER, azure, gce, tdx};
 use attest_test_support::SigningKeyKind;
 use attest_test_support::gce::InstanceSpec;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -42,9 +50,18 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// What a machine of a variant has (JSON), from the variant table.
+    Machine {
+        /// The variant.
+        #[arg(long)]
+        variant: Variant,
+    },
     /// A simulated SEV-SNP guest device.
     #[command(subcommand)]
     Snp(SnpCommand),
+    /// A simulated Intel TD (and, for Azure, its paravisor's vTPM and quote endpoint).
+    #[command(subcommand)]
+    Tdx(TdxCommand),
     /// A simulated Azure paravisor.
     #[command(subcommand)]
     Azure(AzureCommand),
@@ -72,6 +89,29 @@ enum SnpCommand {
         /// The simulated guest's launch MEASUREMENT (96 hex digits).
         #[arg(long)]
         measurement: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TdxCommand {
+    /// Generate an Intel-like PKI and collateral into DIR and serve a TD's kernel interfaces below ROOT.
+    Serve {
+        /// The test-root directory (written).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The simulated system root (created): configfs-tsm, RTMR files, the CCEL table.
+        #[arg(long)]
+        root: PathBuf,
+        /// The TD's MRTD (96 hex digits).
+        #[arg(long)]
+        mrtd: Option<String>,
+        /// Provision this TPM as Azure's paravisor does (HCL report of TDX type, HCL AK); the TD then runs
+        /// as an Azure TD partition (TDATTRIBUTES 0).
+        #[arg(long, requires = "quote_listen")]
+        azure_tpm: Option<String>,
+        /// Where the stand-in of Azure's quote endpoint listens (127.0.0.1:PORT; port 0 picks one).
+        #[arg(long)]
+        quote_listen: Option<SocketAddr>,
     },
 }
 
@@ -137,6 +177,12 @@ struct AttackTarget {
     /// The node name in the CSR.
     #[arg(long, default_value = "node-attack")]
     node_name: String,
+    /// The simulated TDX root (sim:/path; TDX variants).
+    #[arg(long)]
+    tdx_root: Option<String>,
+    /// The stand-in of Azure's TD quote endpoint (azure-tdx).
+    #[arg(long)]
+    tdx_quote_endpoint: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -174,8 +220,30 @@ fn device(addr: &str) -> Result<SnpGuestDevice, String> {
     SnpGuestDevice::open(&addr).map_err(|e| e.to_string())
 }
 
+/// What a machine of `variant` has, from its row of the variant table.
+fn machine(variant: Variant) -> serde_json::Value {
+    let row = variant.info();
+    let signer = row.snp_signer().map(|k| match k {
+        attest_engine::snp::SigningKey::Vcek => "vcek",
+        attest_engine::snp::SigningKey::Vlek => "vlek",
+    });
+    json!({
+        "variant": row.name,
+        "vtpm": row.has_vtpm(),
+        "ek_certificate": row.ek_certificate,
+        "snp_signer": signer,
+        "paravisor": row.ak == AkTrust::HclRuntimeData,
+        "gce_ak": row.ak == AkTrust::ProviderCertificate,
+        "tdx": row.is_tdx(),
+    })
+}
+
 fn run(command: Command) -> Result<(), String> {
     match command {
+        Command::Machine { variant } => {
+            println!("{}", machine(variant));
+            Ok(())
+        }
         Command::Snp(SnpCommand::Serve { dir, socket, signer, measurement }) => {
             let measurement = match measurement {
                 None => DEFAULT_MEASUREMENT,
@@ -191,17 +259,35 @@ fn run(command: Command) -> Result<(), String> {
             let sim = SimulatedSnp::provision(&dir, kind, measurement).map_err(|e| e.to_string())?;
             let server = SnpServer::start(sim, &socket).map_err(|e| e.to_string())?;
             println!("listening on {}", server.socket().display());
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-            rt.block_on(async {
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .map_err(|e| e.to_string())?;
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-                Ok::<(), String>(())
-            })?;
+            wait_for_termination()?;
             eprintln!("attest-hwsim: answered {} report request(s)", server.served());
+            Ok(())
+        }
+        Command::Tdx(TdxCommand::Serve { dir, root, mrtd, azure_tpm, quote_listen }) => {
+            let mrtd = match mrtd {
+                None => tdx::DEFAULT_MRTD,
+                Some(h) => hex::decode(h.trim())
+                    .ok()
+                    .and_then(|b| <[u8; 48]>::try_from(b).ok())
+                    .ok_or("--mrtd: expected 96 hex digits")?,
+            };
+            let attributes = if azure_tpm.is_some() { tdx::AZURE_TD_ATTRIBUTES } else { tdx::TD_ATTRIBUTES };
+            let td = Arc::new(tdx::SimulatedTd::provision(&dir, &root, mrtd, attributes).map_err(|e| e.to_string())?);
+            let _server = tdx::TdServer::start(&td).map_err(|e| e.to_string())?;
+            let mut _endpoint = None;
+            if let Some(tcti) = azure_tpm {
+                let mut tpm = Tpm::open(&tcti).map_err(|e| e.to_string())?;
+                td.provision_azure(&mut tpm).map_err(|e| e.to_string())?;
+                drop(tpm);
+                let listen = quote_listen.ok_or("--quote-listen is required with --azure-tpm")?;
+                let endpoint = tdx::QuoteEndpointServer::start(Arc::clone(&td), listen).map_err(|e| e.to_string())?;
+                println!("quote endpoint {}", endpoint.url());
+                _endpoint = Some(endpoint);
+            }
+            println!("serving sim:{}", root.display());
+            println!("mrtd {}", hex::encode(mrtd));
+            wait_for_termination()?;
+            eprintln!("attest-hwsim: produced {} TD quote(s)", td.quotes());
             Ok(())
         }
         Command::Azure(AzureCommand::Provision { tpm, snp_device }) => {
@@ -244,6 +330,12 @@ fn run(command: Command) -> Result<(), String> {
             if let Some(d) = &target.snp_device {
                 config.snp_device = SnpDeviceAddr::parse(d)?;
             }
+            if let Some(root) = &target.tdx_root {
+                config.tdx = TdxPaths::parse(root)?;
+            }
+            if let Some(url) = &target.tdx_quote_endpoint {
+                config.tdx_quote_endpoint = QuoteEndpoint::parse(url)?;
+            }
             if let Some(leaf) = snp_leaf {
                 config.snp_leaf = Some(std::fs::read(&leaf).map_err(|e| format!("{}: {e}", leaf.display()))?);
             }
@@ -255,6 +347,22 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Blocks until SIGTERM or Ctrl-C.
+fn wait_for_termination() -> Result<(), String> {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| e.to_string())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok::<(), String>(())
+    })
 }
 
 fn block_on<T>(f: impl Future<Output = Result<T, String>>) -> Result<T, String> {

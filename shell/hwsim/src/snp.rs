@@ -14,6 +14,7 @@
 //! the leaf (`snp/crl-revoking.der`), which the revoked-VCEK attack installs in a copy of the directory.
 
 use attest_attester::issuer::sevguest::{REPORT_RSP_SIZE, wire};
+use attest_engine::snp::REPORT_SIZE;
 use attest_kds::test_roots::{MARKER, files};
 use attest_kds::{CertKind, encode_cert_table};
 use attest_test_support::{CrlSpec, Leaf, LeafSpec, Product, ReportBuilder, SigningKeyKind, TestPki};
@@ -115,6 +116,14 @@ impl SimulatedSnp {
         if vmpl > 3 {
             return wire::encode_error(0x16, "VMPL above 3");
         }
+        let (report, table) = self.report(&report_data, vmpl, report_id);
+        let response: [u8; REPORT_RSP_SIZE] = wire::encode_response(&report);
+        wire::encode_reply(&response, &table)
+    }
+
+    /// A signed report for `report_data` at `vmpl` and the certificate table (leaf, ASK/ASVK, ARK).
+    pub fn report(&self, report_data: &[u8; 64], vmpl: u32, report_id: u64) -> ([u8; REPORT_SIZE], Vec<u8>) {
+        let report_data = *report_data;
         let mut id = [0u8; 32];
         id[..8].copy_from_slice(&report_id.to_le_bytes());
         let report = ReportBuilder::for_leaf(&self.leaf)
@@ -123,7 +132,6 @@ impl SimulatedSnp {
             .measurement(self.measurement)
             .report_id(id)
             .sign(&self.leaf);
-        let response: [u8; REPORT_RSP_SIZE] = wire::encode_response(&report);
         let leaf_kind = match self.leaf.kind {
             SigningKeyKind::Vcek => CertKind::Vcek,
             SigningKeyKind::Vlek => CertKind::Vlek,
@@ -133,7 +141,7 @@ impl SimulatedSnp {
             (CertKind::Ask, self.pki.ask_der()),
             (CertKind::Ark, self.pki.ark_der()),
         ]);
-        wire::encode_reply(&response, &table)
+        (report, table)
     }
 }
 
@@ -199,5 +207,44 @@ impl Drop for SnpServer {
             let _ = t.join();
         }
         let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// The simulated chip as a configfs-tsm backend (provider `sev_guest`): `privlevel` then `inblob` in,
+/// the report in `outblob` and the certificate table in `auxblob`.
+#[derive(Debug)]
+pub struct SnpTsmBackend {
+    sim: Arc<SimulatedSnp>,
+    served: AtomicU64,
+}
+
+impl SnpTsmBackend {
+    /// A backend over `sim`.
+    pub fn new(sim: Arc<SimulatedSnp>) -> Self {
+        Self { sim, served: AtomicU64::new(0) }
+    }
+}
+
+impl crate::tsm::TsmBackend for SnpTsmBackend {
+    fn provider(&self) -> &'static str {
+        "sev_guest"
+    }
+    fn options(&self) -> &'static [&'static str] {
+        &["privlevel"]
+    }
+    fn has_auxblob(&self) -> bool {
+        true
+    }
+    fn answer(&self, inblob: &[u8; 64], options: &[Vec<u8>]) -> (Vec<u8>, Vec<u8>) {
+        let vmpl = options
+            .first()
+            .and_then(|v| core::str::from_utf8(v).ok())
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|v| *v <= 3);
+        // The kernel refuses a privlevel above 3 at the write; here the entry answers nothing usable.
+        let Some(vmpl) = vmpl else { return (Vec::new(), Vec::new()) };
+        let n = self.served.fetch_add(1, Ordering::SeqCst) + 1;
+        let (report, table) = self.sim.report(inblob, vmpl, n);
+        (report.to_vec(), table)
     }
 }

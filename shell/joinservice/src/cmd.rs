@@ -2,7 +2,8 @@
 //! `/metrics` endpoint, and (optionally) the AK registration service.
 //!
 //! ```text
-//! join-service --tpm TCTI --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
+//! join-service --tpm TCTI [--node-variant auto|VARIANT] [--snp-device /dev/sev-guest|tsm:/dir|sim:/path] \
+//!     [--snp-leaf FILE] [--event-log FILE] [--tdx-root /|sim:/dir] [--tdx-quote-endpoint URL] --measurements FILE (--measurements-signature FILE --measurements-public-key FILE
 //!       | --dangerously-skip-measurements-signature) --measurement-salt FILE --ak-registry FILE --pki-dir DIR \
 //!     --kubernetes-config FILE --api-server-endpoint HOST:PORT [--key-service 127.0.0.1:9010] \
 //!     --key-service-ca FILE --key-service-cert FILE --key-service-key FILE \
@@ -18,15 +19,23 @@
 //! `--dangerously-skip-measurements-signature`), an SNP variant whose policy pins no launch measurement
 //! (unless `--dangerous-allow-unpinned-launch`), stale or missing AMD CRLs for its SNP variants (stale only
 //! under `--allow-stale-crl`), key-service TLS files that do not load. Every waiver is logged as a warning at
-//! start, named in every verdict line (`waivers=…`) and exported (`attest_join_waiver`). It attests itself to
-//! joining nodes (mutual aTLS) with the TPM of the control-plane node it runs on (`--tpm`), and serves
-//! `attest.v1.CredentialActivation` on the same port so that nodes can check that TPM's EK certificate. The
-//! dry-run token issuer is never a default; chosen, it is announced at start, in every ticket's log line and
-//! as `attest_join_dry_run 1`.
+//! start, named in every verdict line (`waivers=…`) and exported (`attest_join_waiver`). The dry-run token
+//! issuer is never a default; chosen, it is announced at start, in every ticket's log line and as
+//! `attest_join_dry_run 1`.
+//!
+//! It attests itself to joining nodes (mutual aTLS) as the control-plane node it runs on: with that node's
+//! variant (`--node-variant`, detected from the machine by default; `qemu-vtpm` is never detected, only
+//! chosen) and its hardware (`--tpm`, `--snp-device`, `--snp-leaf`, `--event-log`: the bootstrapper's flags,
+//! [`attest_attester::issuer::HardwareArgs`]), through the same issuer as the node's own endpoints. A joining
+//! node verifies that evidence with the validator of the variant — an SNP report binding the key and nonce, the
+//! HCL runtime data, Google's AK certificate — and only for a variant whose AK is trusted through a registry
+//! (`qemu-vtpm`) does the service serve `attest.v1.CredentialActivation` on the same port, so that nodes can
+//! check its TPM's EK certificate. Which variants it *admits* (`--variant`) is independent of its own.
 //!
 //! TDX variants (`qemu-tdx`, `azure-tdx`) need the collateral of every platform they accept
 //! (`--tdx-platform`): it is loaded from the PCS store (then Intel's PCS) before the service listens — the
-//! service does not start without it — and refreshed ahead of its nextUpdate ([`crate::tdx`]).
+//! service does not start without it — and refreshed ahead of its nextUpdate ([`crate::tdx`]); with
+//! `--dangerous-test-roots` the test roots' collateral stands in for it.
 //!
 //! Several `--variant`s are accepted at once, each with its own measurements (the release-list form of the
 //! measurements file carries one entry per `attestationVariant`) and, for SNP variants, its own launch
@@ -40,8 +49,8 @@
 //! in-flight calls finish for the grace period.
 //!
 //! Exit codes: 0 after a graceful shutdown, 1 when the service cannot run (bind failure, signal setup), 2 for a
-//! usage error, 3 when the configuration cannot be loaded (measurements, salt, PKI, registry, Kubernetes
-//! settings or client).
+//! usage error (also test roots or a simulated device in a release build), 3 when the configuration cannot be
+//! loaded (measurements, salt, PKI, registry, Kubernetes settings or client, this node's attestation).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -55,12 +64,11 @@ use crate::{
     Validators, load_measurement_salt,
 };
 use attest_atls::{AtlsAcceptor, AttestationIssuer, Verifier};
-use attest_attester::issuer::QemuVtpmIssuer;
+use attest_attester::issuer::{HardwareArgs, NodeIssuer, VariantChoice};
 use attest_attester::registration::ActivationService;
-use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::SnpVerifier;
 use attest_engine::gce::GceVerifier;
-use attest_engine::tdx::{TdxPolicy, TdxVerifier};
+use attest_engine::tdx::TdxVerifier;
 use attest_engine::variant::Variant;
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_k8s::{ClusterCa, DryRunTokenIssuer, KubeClient, KubeConfig, KubeTokenIssuer, TokenIssuer};
@@ -68,7 +76,9 @@ use attest_kds::CrlKeeper;
 use attest_keyservice::tls::{KEY_SERVICE_NAME, KmsConnector, TlsFiles};
 use attest_registration::RegistrationService;
 use attest_registration::{EkCaBundle, FileAkRegistry};
-use attest_trust::{Trust, TrustArgs};
+use attest_trust::tdx::TdxArgs;
+use attest_trust::{Trust, TrustArgs, ValidatorFactory};
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, ValueEnum};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -93,7 +103,7 @@ struct Args {
     /// Address to serve join.API on (aTLS; the joining node attests).
     #[arg(long, default_value = "127.0.0.1:9090")]
     listen: SocketAddr,
-    /// Address of the Prometheus /metrics endpoint (plain HTTP).
+    /// Address of the Prometheus /metrics endpoint and the /healthz health check (plain HTTP).
     #[arg(long, default_value = "127.0.0.1:9091")]
     metrics_listen: SocketAddr,
     /// Address of the key service (kms.API over mutual TLS).
@@ -111,9 +121,8 @@ struct Args {
     /// Seconds between two checks of the measurements file.
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
     measurements_poll_interval: u64,
-    /// Accepted attestation variants (repeatable): qemu-vtpm, azure-sev-snp, aws-sev-snp, gcp-sev-snp,
-    /// gcp-shielded-vm, azure-tdx, qemu-tdx.
-    #[arg(long = "variant", default_value = "qemu-vtpm", value_parser = parse_variant)]
+    /// Accepted attestation variants (repeatable).
+    #[arg(long = "variant", default_value = "qemu-vtpm", value_parser = attest_trust::variant_arg::any())]
     variants: Vec<Variant>,
     /// SNP policy file (TOML or JSON) for the SNP variants; the engine's secure defaults otherwise.
     #[arg(long, value_name = "FILE")]
@@ -174,26 +183,16 @@ struct Args {
     /// Seconds in-flight calls are given to finish on shutdown.
     #[arg(long, default_value_t = 5, value_name = "SECONDS")]
     shutdown_grace: u64,
-    /// A TDX platform whose quotes are accepted (repeatable; TDX variants): FMSPC in hex, optionally with
-    /// `:platform` (default) or `:processor`, the CA of its PCK certificates.
-    #[arg(long = "tdx-platform", value_name = "FMSPC[:CA]", value_parser = crate::tdx::TdxPlatform::parse)]
-    tdx_platforms: Vec<crate::tdx::TdxPlatform>,
-    /// TDX policy file (TOML or JSON) for the TDX variants; the engine's strict defaults otherwise.
-    #[arg(long, value_name = "FILE")]
-    tdx_policy: Option<PathBuf>,
-    /// The Intel PCS store directory (as `attest pcs prefill` fills it).
-    #[arg(long, value_name = "DIR", default_value = "pcs-store")]
-    pcs_store: PathBuf,
-    /// Intel PCS base URL.
-    #[arg(long, value_name = "URL", default_value = attest_kds::DEFAULT_PCS_BASE_URL)]
-    pcs_url: String,
-    /// Use the PCS store only; never contact Intel.
-    #[arg(long)]
-    pcs_offline: bool,
-    /// TPM of this control-plane node (swtpm:host=…,port=… or device:/dev/tpmrm0): the join service attests
-    /// itself to joining nodes with it.
-    #[arg(long, value_name = "TCTI")]
-    tpm: String,
+    /// TDX collateral (per platform, from the PCS store or Intel's PCS) and policy for the TDX variants.
+    #[command(flatten)]
+    tdx: TdxArgs,
+    /// The hardware of this control-plane node: the join service attests itself to joining nodes with it.
+    #[command(flatten)]
+    hardware: HardwareArgs,
+    /// Attestation variant of this control-plane node (the join service's own attestation).
+    #[arg(long, default_value = "auto", value_name = "VARIANT",
+          value_parser = attest_trust::variant_arg::node_variant().map(VariantChoice::from))]
+    node_variant: VariantChoice,
     /// The cluster's key-service CA certificate (PEM).
     #[arg(long, value_name = "FILE")]
     key_service_ca: PathBuf,
@@ -215,42 +214,38 @@ struct Args {
     trust: TrustArgs,
 }
 
-fn parse_variant(s: &str) -> Result<Variant, String> {
-    Variant::from_name(s).ok_or_else(|| format!("unknown variant {s:?}"))
-}
-
 fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), String> {
-    let (v, file) = s.split_once('=').ok_or("expected VARIANT=FILE")?;
-    Ok((parse_variant(v)?, PathBuf::from(file)))
+    attest_trust::variant_arg::parse_keyed(s).map(|(variant, file)| (variant, PathBuf::from(file)))
 }
 
-/// The SNP and GCE verifiers: AMD's and Google's pinned roots, or (`--dangerous-test-roots`, feature builds
-/// only) the test roots of simulated hardware.
-fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier), String> {
+/// The SNP, GCE and TDX verifiers: AMD's, Google's and Intel's pinned roots (TDX collateral installed later,
+/// per `--tdx-platform`), or (`--dangerous-test-roots`, feature builds only) the test roots of simulated
+/// hardware, with the test TDX collateral (`true`: collateral installed).
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, TdxVerifier, bool), String> {
     let Some(dir) = &args.dangerous_test_roots else {
-        return Ok((SnpVerifier::new(), GceVerifier::new()));
+        return Ok((SnpVerifier::new(), GceVerifier::new(), TdxVerifier::new(), false));
     };
-    test_root_verifiers(dir)
+    let (snp, gce, tdx) = test_root_verifiers(dir)?;
+    let tdx_collateral = tdx.is_some();
+    Ok((snp, gce, tdx.unwrap_or_default(), tdx_collateral))
 }
 
 #[cfg(feature = "dangerous-test-roots")]
-fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
     let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
-    let snp = if roots.has_snp() { roots.snp_verifier().map_err(|e| e.to_string())? } else { SnpVerifier::new() };
-    let gce = roots.gce_verifier().unwrap_or_default();
     tracing::warn!(roots = %roots.describe(), "join service: DANGEROUS: verifying SIMULATED hardware against TEST ROOTS");
-    Ok((snp, gce))
+    let v = roots.verifiers().map_err(|e| e.to_string())?;
+    Ok((v.snp, v.gce, v.tdx))
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]
-fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier), String> {
+fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
     Err(TEST_ROOTS_REFUSED.to_owned())
 }
 
-/// Why a release build refuses `--dangerous-test-roots`.
-#[cfg(not(feature = "dangerous-test-roots"))]
-const TEST_ROOTS_REFUSED: &str =
-    "--dangerous-test-roots: this build cannot trust test roots (built without the feature dangerous-test-roots)";
+/// Why a release build refuses `--dangerous-test-roots` and simulated hardware.
+const TEST_ROOTS_REFUSED: &str = "--dangerous-test-roots, simulated hardware (sim:…, a stand-in quote endpoint): this \
+    build cannot trust test roots or attest with simulated hardware (built without the feature dangerous-test-roots)";
 
 /// Everything loaded from the configuration, before any socket is opened.
 struct Loaded {
@@ -261,22 +256,35 @@ struct Loaded {
     ek_ca: Option<EkCaBundle>,
     tdx: Arc<TdxVerifier>,
     crls: Arc<CrlKeeper>,
-    issuer: Arc<QemuVtpmIssuer>,
+    issuer: Arc<NodeIssuer>,
     activation: Option<Arc<ActivationService>>,
 }
 
-/// Opens the TPM and its issuer (the join service's own attestation), with the EK certificate when the TPM
-/// has one (for the credential activation joining nodes run against it).
-fn open_issuer(tcti: &str) -> Result<(Arc<QemuVtpmIssuer>, Vec<u8>), String> {
-    let mut tpm = Tpm::open(tcti).map_err(|e| format!("TPM {tcti}: {e}"))?;
-    let ek = tpm.ek_certificate().unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "join service: the TPM has no EK certificate; nodes cannot verify its AK by credential activation");
-        Vec::new()
+/// The join service's own attestation: its node's issuer, of the node's variant, and — only for a variant
+/// whose AK is trusted through a registry (`qemu-vtpm`), when its TPM has an EK certificate — the credential
+/// activation service joining nodes run against it. Every other variant proves its AK in its evidence.
+fn own_attestation(args: &Args) -> Result<(Arc<NodeIssuer>, Option<Arc<ActivationService>>), String> {
+    let issuer = args
+        .hardware
+        .open(args.node_variant)
+        .map_err(|e| format!("this node's attestation ({}): {e}", args.hardware.tpm))?;
+    let variant = issuer.variant();
+    if issuer.is_simulated() {
+        tracing::warn!(%variant, snp_device = %args.hardware.snp_device,
+            "join service: SIMULATED SEV-SNP hardware: its own evidence is signed by a TEST ROOT");
+    }
+    let activation = issuer.qemu().and_then(|q| {
+        if q.ek_certificate().is_empty() {
+            tracing::warn!(%variant, "join service: the TPM has no EK certificate; nodes cannot verify its AK by \
+                credential activation");
+            None
+        } else {
+            Some(Arc::new(ActivationService::new(Arc::clone(q), q.ek_certificate().to_vec())))
+        }
     });
-    let issuer = QemuVtpmIssuer::new(tpm, AkConfig::default())
-        .map_err(|e| format!("TPM {tcti}: attestation key: {e}"))?
-        .with_ek_certificate(ek.clone());
-    Ok((Arc::new(issuer), ek))
+    tracing::info!(%variant, credential_activation = activation.is_some(),
+        "join service: attesting to joining nodes as this node");
+    Ok((Arc::new(issuer), activation))
 }
 
 async fn load(args: &Args) -> Result<Loaded, String> {
@@ -287,45 +295,38 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         .with_trust_on_first_use(args.ak_trust_on_first_use);
     let registry = Arc::new(registry);
     let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
-    let tdx_policy = match &args.tdx_policy {
-        None => TdxPolicy::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            TdxPolicy::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-        }
-    };
+    let tdx_policy = args.tdx.policy().map_err(|e| e.to_string())?;
     let mut snp_policies = std::collections::HashMap::new();
     for (variant, path) in &args.variant_snp_policy {
         snp_policies.insert(*variant, args.trust.snp_policy(Some(path)).map_err(|e| e.to_string())?);
     }
-    let (snp, gce) = verifiers(args)?;
+    let (snp, gce, tdx, tdx_collateral) = verifiers(args)?;
     let mut variants = args.variants.clone();
     variants.dedup();
-    if variants.iter().any(|v| v.is_tdx()) && args.tdx_platforms.is_empty() {
+    if variants.iter().any(|v| v.is_tdx()) && args.tdx.tdx_platforms.is_empty() && !tdx_collateral {
         return Err("a TDX variant is configured but no --tdx-platform: no TD quote could be verified".into());
     }
     let snp = Arc::new(snp);
     let mut config = ValidatorConfig {
-        variants,
-        ak_registry: Arc::clone(&registry),
         record_first_use: args.ak_trust_on_first_use,
-        snp: Arc::clone(&snp),
-        snp_policy,
-        tdx: Arc::new(TdxVerifier::new()),
-        tdx_policy,
-        measurements,
-        trust: None,
-        snp_policies,
-        gce: Arc::new(gce),
-        gce_policy: attest_engine::gce::GcePolicy::default(),
+        factory: ValidatorFactory {
+            snp: Arc::clone(&snp),
+            snp_policy,
+            snp_policies,
+            tdx_policy,
+            tdx: Arc::new(tdx),
+            gce: Arc::new(gce),
+            ..ValidatorFactory::default()
+        },
+        ..ValidatorConfig::new(variants, Arc::clone(&registry), measurements)
     };
-    let tdx = Arc::clone(&config.tdx);
+    let tdx = Arc::clone(&config.factory.tdx);
     // Refuse to start an SNP variant whose launch is not pinned; load its CRLs or refuse to start. (A TDX
     // variant's launch is pinned by the measurements file's MRTD, checked when the validators are built.)
     let launch = attest_trust::check_launch(&config.launch_validators()).map_err(|e| e.to_string())?;
     // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
     let crl_variants: &[Variant] = if args.dangerous_test_roots.is_some() { &[] } else { &config.variants };
-    let crls = args.trust.revocation(snp, crl_variants, &config.snp_policy).await.map_err(|e| e.to_string())?;
+    let crls = args.trust.revocation(snp, crl_variants, &config.factory.snp_policy).await.map_err(|e| e.to_string())?;
     let trust = Arc::new(Trust {
         measurements: config.measurements.state(),
         launch,
@@ -382,26 +383,13 @@ async fn load(args: &Args) -> Result<Loaded, String> {
             .with_trust(trust)
             .with_ssh_principal_domains(args.ssh_principal_domains.clone()),
     );
-    let (issuer, ek) = open_issuer(&args.tpm)?;
-    let activation = (!ek.is_empty()).then(|| Arc::new(ActivationService::new(Arc::clone(&issuer), ek)));
+    let (issuer, activation) = own_attestation(args)?;
     let ek_ca = if args.registration_listen.is_some() {
         Some(EkCaBundle::from_files(&args.ek_ca).map_err(|e| format!("EK CA bundle: {e}"))?)
     } else {
         None
     };
     Ok(Loaded { validators, service, metrics, registry, ek_ca, tdx, crls, issuer, activation })
-}
-
-/// The PCS supply of `--pcs-*`.
-fn pcs(args: &Args) -> Result<attest_kds::Pcs, String> {
-    let online = !args.pcs_offline;
-    attest_kds::Pcs::new(attest_kds::PcsConfig {
-        store: Some(args.pcs_store.clone()),
-        base_url: online.then(|| args.pcs_url.clone()),
-        certs_url: online.then(|| attest_kds::DEFAULT_INTEL_CERTS_URL.to_owned()),
-        ..attest_kds::PcsConfig::default()
-    })
-    .map_err(|e| format!("PCS supply: {e}"))
 }
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
@@ -413,8 +401,8 @@ pub fn main() -> ExitCode {
     attest_util::fault::arm_from_env("join-service");
     #[cfg(not(feature = "fault-injection"))]
     attest_util::fault::warn_if_requested("join-service");
-    #[cfg(not(feature = "dangerous-test-roots"))]
-    if args.dangerous_test_roots.is_some() {
+    if (args.dangerous_test_roots.is_some() || args.hardware.is_simulated()) && !cfg!(feature = "dangerous-test-roots")
+    {
         tracing::error!("join service: {TEST_ROOTS_REFUSED}");
         return ExitCode::from(2);
     }
@@ -436,21 +424,11 @@ pub fn main() -> ExitCode {
         }
     };
     // TDX collateral (the store, then Intel's PCS) before anything listens.
-    let tdx_installed = if args.tdx_platforms.is_empty() {
-        None
-    } else {
-        let installed = pcs(&args).and_then(|pcs| {
-            runtime
-                .block_on(crate::tdx::install(&pcs, &loaded.tdx, &args.tdx_platforms))
-                .map(|i| (pcs, i))
-                .map_err(|e| e.to_string())
-        });
-        match installed {
-            Ok(i) => Some(i),
-            Err(e) => {
-                tracing::error!(error = %e, "join service: cannot load the TDX collateral");
-                return ExitCode::from(EXIT_CONFIG);
-            }
+    let tdx_installed = match runtime.block_on(args.tdx.install(&loaded.tdx)) {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::error!(error = %e, "join service: cannot load the TDX collateral");
+            return ExitCode::from(EXIT_CONFIG);
         }
     };
     tracing::info!(
@@ -485,7 +463,7 @@ fn announce(addr: SocketAddr) -> std::io::Result<()> {
 async fn serve(
     args: &Args,
     loaded: Loaded,
-    tdx_installed: Option<(attest_kds::Pcs, Vec<attest_engine::tdx::CollateralInfo>)>,
+    tdx_installed: Option<attest_trust::tdx::InstalledCollateral>,
 ) -> std::io::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     let Loaded { validators, service, metrics, registry, ek_ca, crls, issuer, activation, tdx } = loaded;
@@ -533,10 +511,7 @@ async fn serve(
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let crl_refresher = crls.spawn(stopped.clone());
-    let refresher = tdx_installed.map(|(pcs, installed)| {
-        let margin = crate::tdx::DEFAULT_REFRESH_MARGIN;
-        crate::tdx::spawn_refresh(pcs, tdx, args.tdx_platforms.clone(), installed, margin, stopped.clone())
-    });
+    let refresher = tdx_installed.map(|installed| args.tdx.keep_fresh(installed, tdx, stopped.clone()));
     let watcher = validators.watch(Duration::from_secs(args.measurements_poll_interval.max(1)), stopped);
 
     let signal_name = tokio::select! {
@@ -564,4 +539,17 @@ async fn serve(
         tracing::warn!(grace_seconds = args.shutdown_grace, "join service: calls cancelled after the grace period");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn variant_flags_list_the_variant_table() {
+        Args::command().debug_assert();
+        let checked = attest_trust::variant_arg::check_flags_list_the_table(&Args::command()).unwrap();
+        assert_eq!(checked, 2, "--variant and --node-variant");
+    }
 }

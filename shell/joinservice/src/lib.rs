@@ -86,7 +86,8 @@ pub mod error;
 pub mod keys;
 pub mod metrics;
 pub mod ssh;
-pub mod tdx;
+/// TDX collateral (moved to `attest-trust`, which the bootstrapper shares).
+pub use attest_trust::tdx;
 pub mod validators;
 
 use std::sync::Arc;

@@ -1,5 +1,7 @@
 //! Prometheus metrics of the join service, and the `/metrics` endpoint (plain HTTP/1.1 on a listener of its
-//! own: `attest_grpc::http1`, hyper's server behind the services' fair admission).
+//! own: `attest_grpc::http1`, hyper's server behind the services' fair admission), which also answers
+//! `/healthz` (200 `ok` while the service runs: the listener opens only after the configuration, measurements
+//! and TPM are loaded; the Kubernetes probes' endpoint).
 //!
 //! # Why no metrics crate
 //!
@@ -340,9 +342,9 @@ impl Metrics {
 pub struct MetricsServer(HttpEndpoint);
 
 impl MetricsServer {
-    /// Serves `metrics` at `GET /metrics` on `listener` (other paths 404, other methods 405), under
-    /// `attest_grpc::http1::metrics_limits`; the endpoint's own admission joins the exposition as
-    /// `server="metrics"`.
+    /// Serves `metrics` at `GET /metrics` and the health check at `GET /healthz` on `listener` (other paths
+    /// 404, other methods 405), under `attest_grpc::http1::metrics_limits`; the endpoint's own admission joins
+    /// the exposition as `server="metrics"`.
     #[allow(clippy::needless_pass_by_value)] // the endpoint and the exposition share the caller's `Arc`
     pub fn serve(listener: TcpListener, metrics: Arc<Metrics>) -> std::io::Result<MetricsServer> {
         let source = Arc::clone(&metrics);

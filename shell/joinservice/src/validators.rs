@@ -22,22 +22,25 @@
 //! missing signature, unparsable, no map for a configured variant, SHA-384 values) keeps the old validators,
 //! logs an error and counts a rejected reload; the next valid content is applied. A file changed before its
 //! signature is refused until the matching signature arrives.
+//!
+//! Rolling upgrades: a release list may hold several accepted sets for a variant, each labelled with its
+//! image (`attest measurements merge`). The set's validator admits a node that meets any of them
+//! (`Validator::with_alternatives`), so during a rollout old and new images join; once the operator signs a
+//! file without the old image, the reload swaps in validators that refuse it — the next handshake of an old
+//! node fails, whatever it was admitted with before.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use attest_engine::gce::{GcePolicy, GceVerifier};
-use attest_engine::tdx::{TdxPolicy, TdxVerifier};
-use attest_engine::variant::{AkRegistry, PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_engine::variant::{AkRegistry, AkTrust, LaunchPin, Validator, Variant};
 
 use super::metrics::Metrics;
 use attest_atls::{AttestationValidator, BoxError, EngineValidator, FirstUseRecorder, ValidationError, nonce::Nonce};
 use attest_engine::variant::Validated;
 use attest_registration::FileAkRegistry;
-use attest_trust::{LoadedMeasurements, MeasurementsTrust, Trust, TrustError};
+use attest_trust::{FactoryError, LoadedMeasurements, MeasurementsTrust, Trust, TrustError, ValidatorFactory};
 
 /// Pins AKs trusted on first use in the file registry, once their document fully validated (aTLS's hook; the
 /// registry lives in `attest-registration`, which aTLS does not know).
@@ -69,6 +72,8 @@ pub enum MeasurementsError {
     },
     /// No variant is configured.
     NoVariants,
+    /// A validator cannot be built from this configuration (e.g. a variant needing an AK registry without one).
+    Factory(FactoryError),
     /// A TDX variant's policy pins no launch: no MRTD (for `qemu-tdx`, measurement 0 of the file; for
     /// `azure-tdx`, the TDX policy's `mrtd`) and no `dangerous_allow_unpinned_launch`.
     LaunchUnpinned {
@@ -86,6 +91,7 @@ impl std::fmt::Display for MeasurementsError {
             }
             MeasurementsError::Invalid { path, variant: None, source } => write!(f, "{}: {source}", path.display()),
             MeasurementsError::NoVariants => f.write_str("no attestation variant configured"),
+            MeasurementsError::Factory(e) => write!(f, "{e}"),
             MeasurementsError::LaunchUnpinned { variant } => write!(
                 f,
                 "{variant}: nothing pins the TD's launch (give MRTD: measurement 0 for qemu-tdx, mrtd in the TDX \
@@ -95,45 +101,43 @@ impl std::fmt::Display for MeasurementsError {
     }
 }
 
-impl std::error::Error for MeasurementsError {}
+impl std::error::Error for MeasurementsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MeasurementsError::Untrusted(e) => Some(e),
+            MeasurementsError::Invalid { source, .. } => Some(source),
+            MeasurementsError::Factory(e) => Some(e),
+            MeasurementsError::NoVariants | MeasurementsError::LaunchUnpinned { .. } => None,
+        }
+    }
+}
 
 /// What every validator set is built from, besides the measurements.
 #[derive(Clone, Debug)]
 pub struct ValidatorConfig {
     /// The accepted variants.
     pub variants: Vec<Variant>,
-    /// The `qemu-vtpm` AK registry (shared with the AK registration service, which writes into it).
+    /// The `qemu-vtpm` AK registry (shared with the AK registration service, which writes into it); every
+    /// set's factory trusts AKs through it.
     pub ak_registry: Arc<FileAkRegistry>,
     /// Record AKs trusted on first use once their document validated (the registry must have trust on first
     /// use enabled for this to matter).
     pub record_first_use: bool,
-    /// The SNP verifier (chain cache) shared by all sets.
-    pub snp: Arc<SnpVerifier>,
-    /// The SNP policy for the SNP variants.
-    pub snp_policy: SnpPolicy,
-    /// The TDX verifier (Intel's root and the installed collateral, refreshed by [`crate::tdx`]) shared by all
-    /// sets.
-    pub tdx: Arc<TdxVerifier>,
-    /// The TDX policy of the TDX variants. For `qemu-tdx` the measurements file's TD measurements (0 = MRTD,
-    /// 1–4 = RTMR0–3) replace its MRTD and RTMRs; `azure-tdx` is measured by its vTPM PCRs.
-    pub tdx_policy: TdxPolicy,
+    /// The verifiers (pinned roots, chain cache, CRLs, TDX collateral refreshed by [`crate::tdx`]) and policies
+    /// shared by all sets ([`ValidatorFactory`]; its `ak_registry` is replaced by [`ValidatorConfig::ak_registry`]).
+    /// A variant measured by its TD registers takes its MRTD and RTMRs from the measurements file.
+    pub factory: ValidatorFactory,
     /// How the measurements file is trusted (its signature, or the explicit waiver).
     pub measurements: MeasurementsTrust,
     /// What the service trusts and waives, for every verdict's log line (`None`: not reported).
     pub trust: Option<Arc<Trust>>,
-    /// SNP policies of single variants, in place of `snp_policy` (each variant's launch measurement differs).
-    pub snp_policies: HashMap<Variant, SnpPolicy>,
-    /// The GCE verifier (Google's pinned roots by default) and policy of `gcp-shielded-vm`.
-    pub gce: Arc<GceVerifier>,
-    /// The GCE policy.
-    pub gce_policy: GcePolicy,
 }
 
 impl ValidatorConfig {
-    /// A configuration accepting `variants`, with `qemu-vtpm` AKs looked up in `ak_registry`, measurements
-    /// trusted as `measurements` says, and every other field at its default: AKs trusted on first use are not
-    /// recorded, a fresh [`SnpVerifier`] (AMD's embedded roots), and the default [`SnpPolicy`]. Override fields
-    /// with struct update syntax:
+    /// A configuration accepting `variants`, with AKs looked up in `ak_registry`, measurements trusted as
+    /// `measurements` says, and every other field at its default: AKs trusted on first use are not recorded,
+    /// and the [`ValidatorFactory`]'s secure defaults (pinned roots, default policies). Override fields with
+    /// struct update syntax:
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -158,31 +162,21 @@ impl ValidatorConfig {
             variants,
             ak_registry,
             record_first_use: false,
-            snp: Arc::new(SnpVerifier::new()),
-            snp_policy: SnpPolicy::default(),
-            tdx: Arc::new(TdxVerifier::new()),
-            tdx_policy: TdxPolicy::default(),
+            factory: ValidatorFactory::default(),
             measurements,
             trust: None,
-            snp_policies: HashMap::new(),
-            gce: Arc::new(GceVerifier::new()),
-            gce_policy: GcePolicy::default(),
         }
     }
 
-    /// The SNP policy that applies to `variant`.
-    pub fn snp_policy_for(&self, variant: Variant) -> &SnpPolicy {
-        self.snp_policies.get(&variant).unwrap_or(&self.snp_policy)
-    }
-
-    /// One validator per configured variant with no PCR expectations: what the launch check at start
-    /// ([`attest_trust::check_launch`]) looks at (launch pinning depends on the variant and its SNP policy
-    /// only). A TDX variant's launch is pinned by the measurements file's MRTD, checked when the set is built.
+    /// One validator per configured variant whose launch its policy pins (SNP policy, or none to pin) with no
+    /// PCR expectations: what the launch check at start ([`attest_trust::check_launch`]) looks at. A variant
+    /// whose launch the TDX policy's MRTD pins (for one measured by its TD registers, the measurements file's
+    /// MRTD) is checked when a set is built instead ([`MeasurementsError::LaunchUnpinned`]).
     pub fn launch_validators(&self) -> Vec<Validator> {
         self.variants
             .iter()
-            .filter(|v| !v.is_tdx())
-            .map(|&v| Validator::new(v, Arc::clone(&self.snp), self.snp_policy_for(v).clone(), PcrPolicy::default()))
+            .filter(|v| v.info().launch != LaunchPin::TdxMrtd)
+            .map(|&v| self.factory.launch_probe(v))
             .collect()
     }
 }
@@ -196,10 +190,11 @@ pub struct ValidatorSet {
 }
 
 impl ValidatorSet {
-    /// Builds validators for `config.variants` from a loaded (signature-checked) measurements document: a
-    /// map applies to every variant; a release list is searched for each variant's (CSP, variant) entry. A
-    /// `qemu-tdx` map holds TD measurements (48-byte MRTD and RTMRs), every other variant's SHA-256 PCRs; a
-    /// TDX validator whose launch nothing pins is refused ([`MeasurementsError::LaunchUnpinned`]).
+    /// Builds validators for `config.variants` from a loaded (signature-checked) measurements document through
+    /// the [`ValidatorFactory`]: a map applies to every variant; a release list is searched for each variant's
+    /// (CSP, variant) entry. The map of a variant measured by its TD registers holds 48-byte MRTD and RTMRs,
+    /// every other variant's SHA-256 PCRs; a validator whose launch the TDX policy's MRTD must pin and nothing
+    /// pins is refused ([`MeasurementsError::LaunchUnpinned`]).
     pub fn build(
         config: &ValidatorConfig,
         path: &Path,
@@ -209,32 +204,34 @@ impl ValidatorSet {
         if config.variants.is_empty() {
             return Err(MeasurementsError::NoVariants);
         }
-        let invalid = |variant, source| MeasurementsError::Invalid { path: path.to_owned(), variant, source };
+        let factory_error = |e: FactoryError| match e {
+            FactoryError::Measurements { variant, source } => {
+                MeasurementsError::Invalid { path: path.to_owned(), variant: Some(variant), source }
+            }
+            other => MeasurementsError::Factory(other),
+        };
+        let factory = ValidatorFactory {
+            ak_registry: Some(Arc::clone(&config.ak_registry) as Arc<dyn AkRegistry>),
+            ..config.factory.clone()
+        };
         let mut validators = BTreeMap::new();
         for &variant in &config.variants {
-            let measurements = loaded.document.for_variant(variant).map_err(|e| invalid(Some(variant), e))?;
-            let (pcrs, tdx_policy) = if variant.has_vtpm() {
-                (measurements.to_pcr_policy().map_err(|e| invalid(Some(variant), e))?, config.tdx_policy.clone())
-            } else {
-                let tdx = measurements.to_tdx_policy(&config.tdx_policy).map_err(|e| invalid(Some(variant), e))?;
-                (PcrPolicy::default(), tdx)
-            };
-            let snp_policy = config.snp_policy_for(variant).clone();
-            let mut validator = Validator::new(variant, Arc::clone(&config.snp), snp_policy, pcrs)
-                .with_tdx(Arc::clone(&config.tdx), tdx_policy);
-            if variant.is_tdx() && validator.launch_pinning().is_err() {
+            // Every accepted set of the variant (several during a rolling upgrade): the first is the
+            // validator's own, the others its alternatives; a node meeting any of them is admitted.
+            let sets = factory.expected_sets(variant, &loaded.document).map_err(factory_error)?;
+            let images: Vec<&str> = sets.iter().map(|(image, _)| image.as_deref().unwrap_or("(unlabelled)")).collect();
+            if images.len() > 1 {
+                tracing::info!(%variant, sets = images.len(), images = %images.join(","),
+                    "several accepted measurement sets (rolling upgrade): a node meeting any of them is admitted");
+            }
+            let validator = factory
+                .validator_accepting(variant, sets.into_iter().map(|(_, e)| e).collect())
+                .map_err(factory_error)?;
+            if variant.info().launch == LaunchPin::TdxMrtd && validator.launch_pinning().is_err() {
                 return Err(MeasurementsError::LaunchUnpinned { variant });
             }
-            if variant == Variant::GcpShieldedVm {
-                validator = validator.with_gce(Arc::clone(&config.gce), config.gce_policy.clone());
-            }
-            let mut engine = if variant == Variant::QemuVtpm {
-                validator = validator.with_ak_registry(Arc::clone(&config.ak_registry) as Arc<dyn AkRegistry>);
-                EngineValidator::new(validator)
-            } else {
-                EngineValidator::new(validator)
-            };
-            if variant == Variant::QemuVtpm && config.record_first_use {
+            let mut engine = EngineValidator::new(validator);
+            if variant.info().ak == AkTrust::Registry && config.record_first_use {
                 engine = engine.recording_first_use(Arc::new(RecordInRegistry(Arc::clone(&config.ak_registry))));
             }
             validators.insert(variant.oid(), engine);

@@ -475,5 +475,8 @@ async fn metrics_endpoint_serves_the_counters() {
     assert!(page.contains("attest_join_refused_total{reason=\"unauthenticated\"} 1"), "{page}");
     assert!(page.contains("attest_join_key_service_seconds_count 3"), "{page}");
     assert!(get("/other").await.starts_with("HTTP/1.1 404"));
+    // The Kubernetes probes' endpoint.
+    let health = get("/healthz").await;
+    assert!(health.starts_with("HTTP/1.1 200") && health.ends_with("ok\n"), "{health}");
     server.shutdown().await;
 }

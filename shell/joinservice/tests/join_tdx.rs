@@ -29,6 +29,7 @@ use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 use attest_proto::paths;
 use attest_registration::FileAkRegistry;
 use attest_test_support::intel::{IntelPki, PckSpec, QuoteSpec, pem, qe_identity_json, tcb_info_json};
+use attest_trust::ValidatorFactory;
 use join_support::{Captured, MeasurementsSigner, csr, fixture};
 use prost::Message as _;
 use zeroize::Zeroizing;
@@ -216,8 +217,11 @@ async fn a_td_joins_and_tampered_or_foreign_tds_do_not() {
     signer.write(&path, &measurements);
     let registry = Arc::new(FileAkRegistry::open(fixture.dir.join("aks.json")).unwrap());
     let config = ValidatorConfig {
-        tdx: Arc::clone(&tdx),
-        tdx_policy: TdxPolicy::default(),
+        factory: ValidatorFactory {
+            tdx: Arc::clone(&tdx),
+            tdx_policy: TdxPolicy::default(),
+            ..ValidatorFactory::default()
+        },
         ..ValidatorConfig::new(vec![Variant::QemuTdx], registry, signer.trust(&path))
     };
     let validators = Arc::new(Validators::load(config, &path, Arc::clone(&fixture.metrics)).unwrap());

@@ -28,6 +28,7 @@ use attest_proto::paths;
 use attest_registration::FileAkRegistry;
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk, sha256};
 use attest_test_support::{CrlSpec, Leaf, LeafSpec, ReportBuilder, SigningKeyKind, TestPki};
+use attest_trust::ValidatorFactory;
 use attest_trust::{Trust, TrustArgs};
 use join_support::{MeasurementsSigner, csr, fixture, temp_dir};
 use prost::Message as _;
@@ -196,8 +197,7 @@ async fn a_running_join_service_refuses_a_node_whose_vcek_is_revoked() {
     signer.write(&path, &measurements_json());
     let registry = Arc::new(FileAkRegistry::open(f.dir.join("aks.json")).unwrap());
     let mut config = ValidatorConfig {
-        snp: Arc::clone(&snp),
-        snp_policy: policy,
+        factory: ValidatorFactory { snp: Arc::clone(&snp), snp_policy: policy, ..ValidatorFactory::default() },
         ..ValidatorConfig::new(vec![Variant::GcpSevSnp], registry, signer.trust(&path))
     };
     let launch = attest_trust::check_launch(&config.launch_validators()).unwrap();

@@ -447,10 +447,10 @@ impl Kds {
         let now = self.now();
         let later = UnixTime::from_secs(now.as_secs().saturating_add(ahead.as_secs()));
         let cached = self.cached_crl(product, kind, now);
-        if let Some((der, dates)) = &cached {
-            if let (true, Some(next_update)) = (dates.is_fresh(later), dates.next_update) {
-                return CrlStatus::Fresh { der: der.clone(), next_update };
-            }
+        if let Some((der, dates)) = &cached
+            && let (true, Some(next_update)) = (dates.is_fresh(later), dates.next_update)
+        {
+            return CrlStatus::Fresh { der: der.clone(), next_update };
         }
         let key = ObjectKey::Crl(product, kind);
         let fetched = if self.inner.negative.contains(&key) {
@@ -509,10 +509,10 @@ impl Kds {
     async fn fetch_crl(&self, product: Product, kind: ChainKind, later: UnixTime) -> FlightResult {
         let now = self.now();
         let cached = self.cached_crl(product, kind, now);
-        if let Some((der, dates)) = &cached {
-            if dates.is_fresh(later) {
-                return Ok((der.clone(), Source::Store));
-            }
+        if let Some((der, dates)) = &cached
+            && dates.is_fresh(later)
+        {
+            return Ok((der.clone(), Source::Store));
         }
         let key = ObjectKey::Crl(product, kind);
         let der = self.download(&key).await?;

@@ -1,5 +1,5 @@
 //! **Dangerous: test roots.** Trust anchors of *simulated* hardware — a generated AMD-like ARK with its
-//! ASK/ASVK, and a generated Google-like EK/AK CA — for the local demo and tests on machines without AMD
+//! ASK/ASVK, a generated Google-like EK/AK CA, and a generated Intel-like SGX root with its TDX collateral — for the local demo and tests on machines without AMD
 //! or Google hardware. Compiled only with the cargo feature `dangerous-test-roots`; a binary built without
 //! it has no code that could trust anything but AMD's and Google's pinned roots, whatever its flags or
 //! configuration say.
@@ -14,6 +14,8 @@
 //! snp/crl-vcek.der             optional: ARK-signed CRL for the VCEK chain, installed (CrlScope::Vcek)
 //! snp/crl-vlek.der             optional: ARK-signed CRL for the VLEK chain, installed (CrlScope::Vlek)
 //! gce/root.der                 optional: the Google-like EK/AK CA root
+//! tdx/root.der                 optional: the Intel-like SGX root CA
+//! tdx/collateral.json          with tdx/root.der: TCB Info, QE Identity and CRLs signed under it (bundle JSON)
 //! ```
 //!
 //! Every verifier built from it says so: [`TestRoots::describe`] is logged at warning level by each
@@ -23,6 +25,7 @@ use attest_engine::Product;
 use attest_engine::crypto::default_provider;
 use attest_engine::gce::GceVerifier;
 use attest_engine::snp::{CrlScope, OwnedTrustAnchors, SnpVerifier};
+use attest_engine::tdx::{Collateral, TdxVerifier};
 use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -48,6 +51,10 @@ pub mod files {
     pub const SNP_CRL_VLEK: &str = "snp/crl-vlek.der";
     /// The GCE root.
     pub const GCE_ROOT: &str = "gce/root.der";
+    /// The Intel-like root.
+    pub const TDX_ROOT: &str = "tdx/root.der";
+    /// The TDX collateral bundle (JSON) under the Intel-like root.
+    pub const TDX_COLLATERAL: &str = "tdx/collateral.json";
 }
 
 /// A test-root directory could not be used.
@@ -67,6 +74,17 @@ impl fmt::Display for TestRootsError {
 
 impl std::error::Error for TestRootsError {}
 
+/// The verifiers of a test-root directory ([`TestRoots::verifiers`]).
+#[derive(Debug)]
+pub struct TestRootVerifiers {
+    /// SEV-SNP: the test ARK's, or AMD's pinned roots.
+    pub snp: SnpVerifier,
+    /// GCE: the test Google-like root's, or Google's pinned roots.
+    pub gce: GceVerifier,
+    /// TDX: the test Intel-like root's with the test collateral; `None` without a TDX test root.
+    pub tdx: Option<TdxVerifier>,
+}
+
 /// The loaded test roots.
 #[derive(Clone, Debug)]
 pub struct TestRoots {
@@ -74,6 +92,7 @@ pub struct TestRoots {
     snp: Option<OwnedTrustAnchors>,
     crls: Vec<(CrlScope, Vec<u8>)>,
     gce_root: Option<Vec<u8>>,
+    tdx: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 fn read_opt(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, TestRootsError> {
@@ -131,10 +150,15 @@ impl TestRoots {
             return Err(bad("CRLs without snp/ark.der"));
         }
         let gce_root = read_opt(dir, files::GCE_ROOT)?;
-        if snp.is_none() && gce_root.is_none() {
-            return Err(bad("neither snp/ark.der nor gce/root.der"));
+        let tdx = match (read_opt(dir, files::TDX_ROOT)?, read_opt(dir, files::TDX_COLLATERAL)?) {
+            (Some(root), Some(collateral)) => Some((root, collateral)),
+            (None, None) => None,
+            _ => return Err(bad("tdx/root.der and tdx/collateral.json come together")),
+        };
+        if snp.is_none() && gce_root.is_none() && tdx.is_none() {
+            return Err(bad("neither snp/ark.der nor gce/root.der nor tdx/root.der"));
         }
-        let roots = Self { dir: dir.to_owned(), snp, crls, gce_root };
+        let roots = Self { dir: dir.to_owned(), snp, crls, gce_root, tdx };
         tracing::warn!(roots = %roots.describe(), "DANGEROUS: trusting TEST ROOTS of simulated hardware");
         Ok(roots)
     }
@@ -157,6 +181,9 @@ impl TestRoots {
         }
         if self.gce_root.is_some() {
             parts.push("a test Google EK/AK CA".to_owned());
+        }
+        if self.tdx.is_some() {
+            parts.push("a test Intel SGX root with TDX collateral".to_owned());
         }
         format!("SIMULATED hardware, test roots from {}: {}", self.dir.display(), parts.join(", "))
     }
@@ -182,6 +209,30 @@ impl TestRoots {
     /// A GCE verifier trusting only the test Google-like root; `None` without one.
     pub fn gce_verifier(&self) -> Option<GceVerifier> {
         self.gce_root.clone().map(|root| GceVerifier::with_trust_anchors(default_provider(), vec![root], Vec::new()))
+    }
+
+    /// The verifiers of these roots, as a verifier of simulated hardware builds them: the test ARK's (AMD's
+    /// pinned roots where the directory has no SNP root), the test Google-like root's (Google's pinned roots
+    /// without one) and the test Intel-like root's with its collateral installed (`None` without one).
+    pub fn verifiers(&self) -> Result<TestRootVerifiers, TestRootsError> {
+        let snp = if self.has_snp() { self.snp_verifier()? } else { SnpVerifier::new() };
+        Ok(TestRootVerifiers { snp, gce: self.gce_verifier().unwrap_or_default(), tdx: self.tdx_verifier()? })
+    }
+
+    /// Whether an Intel-like TDX root is present.
+    pub fn has_tdx(&self) -> bool {
+        self.tdx.is_some()
+    }
+
+    /// A TDX verifier trusting only the test Intel-like root, with the test collateral installed; `None`
+    /// without one. Fails when the collateral does not verify under the root.
+    pub fn tdx_verifier(&self) -> Result<Option<TdxVerifier>, TestRootsError> {
+        let Some((root, bundle)) = &self.tdx else { return Ok(None) };
+        let bad = |reason: String| TestRootsError { path: self.dir.join(files::TDX_COLLATERAL), reason };
+        let verifier = TdxVerifier::dangerous_with_root(default_provider(), root.clone());
+        let collateral = Collateral::from_bundle_json(bundle).map_err(|e| bad(e.to_string()))?;
+        verifier.set_collateral(&collateral).map_err(|e| bad(format!("installing the test collateral: {e}")))?;
+        Ok(Some(verifier))
     }
 
     /// The directory the roots came from.

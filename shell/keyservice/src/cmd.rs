@@ -3,16 +3,19 @@
 //!
 //! ```text
 //! key-service --listen 127.0.0.1:9010 --master-secret FILE --tls-ca FILE --tls-cert FILE --tls-key FILE
-//!     [--allowed-client attest-join-service …] [--log-level info] [--shutdown-grace 5]
-//!     [--metrics-listen 127.0.0.1:9011]
+//!     [--allowed-client attest-join-service …] [--health-listen ADDR] [--metrics-listen ADDR] [--log-level info]
+//!     [--shutdown-grace 5]
 //! ```
 //!
 //! Connections are admitted fairly (`attest_grpc::admission`, the server defaults: per-address limits, a
 //! cap on pending handshakes that sheds idle sockets first, a reserve for connections that completed their
 //! mutual-TLS handshake); `--metrics-listen` serves those limits and decisions as Prometheus `/metrics`
-//! (`attest_admission_*`, `server="key-service"` and `"metrics"`), printed as a second `listening on ADDR`.
+//! (`attest_admission_*`, `server="key-service"` and `"metrics"`), its address printed as `metrics on ADDR`.
 //!
-//! There is no plaintext mode: a plaintext HTTP/2 (h2c) client fails in the TLS handshake.
+//! There is no plaintext mode: a plaintext HTTP/2 (h2c) client fails in the TLS handshake. The only plaintext
+//! listeners are the optional health check (`--health-listen`, [`crate::health`]: `grpc.health.v1.Health/Check`
+//! for the kubelet's gRPC probes), which serves nothing else, its address printed as `health on ADDR`, and the
+//! optional `/metrics` endpoint.
 //!
 //! The master-secret file holds a KMS URI, Constellation-style JSON or raw bytes (see
 //! `crate::secret`). Once listening, the address is printed to stdout as `listening on ADDR`
@@ -74,6 +77,10 @@ struct Args {
     /// Address of a Prometheus /metrics endpoint (plain HTTP: admission limits and decisions); off unless given.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
+    /// Address of the plaintext gRPC health check (grpc.health.v1.Health/Check, for Kubernetes probes); off
+    /// without it.
+    #[arg(long, value_name = "ADDR")]
+    health_listen: Option<SocketAddr>,
 }
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.
@@ -129,23 +136,47 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = crate::tls::serve(&server, listener, acceptor)?;
     tracing::info!(%addr, "key service: listening (mutual TLS)");
-    announce(addr)?;
+    let health = crate::health::Health::default();
+    let health_server = match args.health_listen {
+        Some(a) => {
+            let s = Server::new(health.router(), ServerConfig::default());
+            let health_addr = s.serve(tokio::net::TcpListener::bind(a).await?)?;
+            tracing::info!(addr = %health_addr, "key service: health check listening (plaintext, health only)");
+            Some((s, health_addr))
+        }
+        None => None,
+    };
     let metrics = match args.metrics_listen {
         Some(listen) => {
             let endpoint = serve_metrics(tokio::net::TcpListener::bind(listen).await?, &server)?;
             tracing::info!(addr = %endpoint.local_addr(), "key service: metrics listening");
-            announce(endpoint.local_addr())?;
             Some(endpoint)
         }
         None => None,
     };
+    health.set_serving(true);
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening on {addr}")?;
+        if let Some((_, a)) = &health_server {
+            writeln!(stdout, "health on {a}")?;
+        }
+        if let Some(m) = &metrics {
+            writeln!(stdout, "metrics on {}", m.local_addr())?;
+        }
+        stdout.flush()?;
+    }
 
     let signal_name = tokio::select! {
         r = tokio::signal::ctrl_c() => { r?; "SIGINT" }
         _ = terminate.recv() => "SIGTERM",
     };
     tracing::info!(signal = signal_name, in_flight = server.in_flight_calls(), "key service: shutting down");
+    health.set_serving(false);
     let drained = server.shutdown(Duration::from_secs(args.shutdown_grace)).await;
+    if let Some((s, _)) = health_server {
+        s.shutdown(Duration::from_secs(1)).await;
+    }
     if let Some(m) = metrics {
         m.shutdown().await;
     }
@@ -155,12 +186,6 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
         tracing::warn!(grace_seconds = args.shutdown_grace, "key service: calls cancelled after the grace period");
     }
     Ok(())
-}
-
-fn announce(addr: SocketAddr) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "listening on {addr}")?;
-    stdout.flush()
 }
 
 /// `/metrics` of the key service: the admission tables of its listener and of the endpoint itself.

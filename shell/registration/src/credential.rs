@@ -59,7 +59,7 @@ pub fn kdfa_sha256(
     context_v: &[u8],
     bits: u32,
 ) -> Result<Zeroizing<Vec<u8>>, Error> {
-    if bits == 0 || bits % 8 != 0 {
+    if bits == 0 || !bits.is_multiple_of(8) {
         return Err(Error::InvalidArgument { what: "KDFa output must be a positive number of whole bytes" });
     }
     let want = (bits / 8) as usize;

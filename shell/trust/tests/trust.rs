@@ -128,6 +128,10 @@ fn snp_variants_without_a_pinned_launch_refuse_to_start_unless_waived() {
         check_launch([&validator(Variant::QemuVtpm, SnpPolicy::default())]).unwrap(),
         [(Variant::QemuVtpm, LaunchPinning::NotApplicable)]
     );
+    // A variant whose TDX platform cannot pass a TD-attribute check names that waiver.
+    let launch = vec![(Variant::AzureTdx, LaunchPinning::Measurement), (Variant::QemuTdx, LaunchPinning::Measurement)];
+    let t = Trust { measurements: SignatureState::Verified, launch, revocation: None };
+    assert_eq!(t.waivers(), ["td-platform:azure-tdx:sept_ve_disable"]);
 }
 
 #[test]

@@ -87,21 +87,25 @@ pub fn azure_document(
     if hcl.snp_report().is_none() {
         return Err(HwIssuerError::Device { op: "reading the HCL report", reason: "not an SNP HCL report".into() });
     }
+    let tpm = vtpm_evidence(quote);
+    Ok(AttestationDocument {
+        snp: Some(SnpEvidence { leaf_certificate: vcek, ..SnpEvidence::default() }),
+        hcl_report,
+        ..super::tpm_document(Variant::AzureSevSnp, tpm, instance_info, user_data)
+    })
+}
+
+/// The TPM evidence of a paravisor vTPM quote: the quote and SHA-256 PCRs 0..=23. The HCL AK's public area,
+/// the event log and the certificates are not sent (the verifier takes the AK from the HCL report's runtime
+/// data).
+pub(crate) fn vtpm_evidence(quote: VtpmQuote) -> TpmEvidence {
     let pcrs = quote
         .pcrs
         .iter()
         .zip(0u32..)
         .map(|(v, index)| PcrValue { hash_alg: u32::from(TPM_ALG_SHA256), index, value: v.to_vec() })
         .collect();
-    // The HCL AK's public area, the event log and the certificates are not sent (the verifier takes the AK
-    // from the HCL report's runtime data).
-    let tpm =
-        TpmEvidence { quote_attest: quote.attest, quote_signature: quote.signature, pcrs, ..TpmEvidence::default() };
-    Ok(AttestationDocument {
-        snp: Some(SnpEvidence { leaf_certificate: vcek, ..SnpEvidence::default() }),
-        hcl_report,
-        ..super::tpm_document(Variant::AzureSevSnp, tpm, instance_info, user_data)
-    })
+    TpmEvidence { quote_attest: quote.attest, quote_signature: quote.signature, pcrs, ..TpmEvidence::default() }
 }
 
 /// Issues `azure-sev-snp` documents from the paravisor's vTPM.

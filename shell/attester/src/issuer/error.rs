@@ -33,10 +33,20 @@ pub enum HwIssuerError {
         /// Why no variant follows from it.
         reason: &'static str,
     },
+    /// A file the node's hardware configuration names (the SNP leaf certificate, the event log) could not be
+    /// read.
+    ConfigFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The TPM side failed.
     Tpm(crate::tpm::Error),
     /// The device returned something the engine cannot parse.
     Engine(attest_engine::Error),
+    /// A configfs-tsm request failed or its output was refused.
+    Tsm(super::tsm::output::TsmError),
 }
 
 impl fmt::Display for HwIssuerError {
@@ -49,8 +59,10 @@ impl fmt::Display for HwIssuerError {
                 write!(f, "no {want}: the host's certificate table lacks it and none was configured")
             }
             Self::Detection { found, reason } => write!(f, "variant detection: found {found}: {reason}"),
+            Self::ConfigFile { path, source } => write!(f, "{}: {source}", path.display()),
             Self::Tpm(e) => write!(f, "{e}"),
             Self::Engine(e) => write!(f, "{e}"),
+            Self::Tsm(e) => write!(f, "{e}"),
         }
     }
 }
@@ -60,6 +72,8 @@ impl std::error::Error for HwIssuerError {
         match self {
             Self::Tpm(e) => Some(e),
             Self::Engine(e) => Some(e),
+            Self::ConfigFile { source, .. } => Some(source),
+            Self::Tsm(e) => Some(e),
             _ => None,
         }
     }
@@ -74,5 +88,11 @@ impl From<crate::tpm::Error> for HwIssuerError {
 impl From<attest_engine::Error> for HwIssuerError {
     fn from(e: attest_engine::Error) -> Self {
         Self::Engine(e)
+    }
+}
+
+impl From<super::tsm::output::TsmError> for HwIssuerError {
+    fn from(e: super::tsm::output::TsmError) -> Self {
+        Self::Tsm(e)
     }
 }

@@ -7,8 +7,11 @@
 //! | [`SnpIssuer`] | `aws-sev-snp`, `gcp-sev-snp` | a fresh report per attestation from the SEV-SNP guest device ([`sevguest`]) + the TPM quote of a [`QemuVtpmIssuer`] |
 //! | [`AzureSnpIssuer`] | `azure-sev-snp` | the paravisor's vTPM: HCL report (NV 0x01400001) + quote by the HCL AK (0x81000003) |
 //! | [`GceIssuer`] | `gcp-shielded-vm` | the GCE vTPM: AK from Google's NV template, its certificate, quote, event log |
+//! | [`QemuTdxIssuer`] | `qemu-tdx` | the TDX guest ([`tdguest`]): a TD quote per attestation (configfs-tsm, else `/dev/tdx_guest` and the host's QGS), the CC event log |
+//! | [`AzureTdxIssuer`] | `azure-tdx` | the paravisor's vTPM: HCL report (TDX), quote by the HCL AK, and the TD quote of the HCL report's TD report from the paravisor's quote endpoint |
 //!
-//! [`select`] chooses one by name or detects it from the machine. The hardware issuers fail with
+//! [`select`] chooses one by name or detects it from the machine; `args` (cargo feature `cli`) is the
+//! command-line form of the node's hardware that the bootstrapper and the join service share. The hardware issuers fail with
 //! [`HwIssuerError::DeviceNotPresent`] where their device does not exist. Simulated hardware (tests, the
 //! demo) is reached through the same code paths: a simulated SEV-SNP guest device differs only in its
 //! transport ([`sevguest`]), a simulated vTPM is a swtpm provisioned as the cloud provisions its vTPM.
@@ -25,6 +28,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "cli")]
+pub mod args;
 pub mod azure;
 mod error;
 pub mod gce;
@@ -32,14 +37,21 @@ pub mod qemu;
 pub mod select;
 pub mod sevguest;
 pub mod snp;
+pub mod tdguest;
+pub mod tdx;
+pub mod tsm;
 
+#[cfg(feature = "cli")]
+pub use args::HardwareArgs;
 pub use azure::AzureSnpIssuer;
 pub use error::HwIssuerError;
 pub use gce::GceIssuer;
 pub use qemu::QemuVtpmIssuer;
-pub use select::{HardwareConfig, NodeIssuer, VariantChoice};
+pub use select::{HardwareConfig, IssuerKind, NodeIssuer, VariantChoice};
 pub use sevguest::{SnpDeviceAddr, SnpGuestDevice};
 pub use snp::SnpIssuer;
+pub use tdguest::{TdxGuest, TdxPaths};
+pub use tdx::{AzureTdxIssuer, QemuTdxIssuer, QuoteEndpoint};
 
 use crate::tpm::Error;
 use crate::tpm::{AttestationKey, QuotedPcrs};

@@ -5,6 +5,8 @@
 //!                        │  (everything above this line is shared)
 //!                        ▼
 //!        SnpTransport ── Ioctl:      /dev/sev-guest, SNP_GET_EXT_REPORT through the `sev` crate (real hardware)
+//!                     ├─ ConfigFs:   configfs-tsm (Linux 6.7+; `tsm:/sys/kernel/config/tsm/report`): privlevel,
+//!                     │              inblob → outblob (report) + auxblob (certificate table), generation-checked
 //!                     └─ Simulator:  a Unix socket to a simulator process that answers the same request with
 //!                                    the same firmware structures (feature `simulated-hardware`)
 //! ```
@@ -54,11 +56,21 @@ pub enum SnpDeviceAddr {
     Device(PathBuf),
     /// A simulator process listening on this Unix socket (tests and the demo only).
     Simulator(PathBuf),
+    /// The configfs-tsm report directory (`tsm:/sys/kernel/config/tsm/report`, Linux 6.7+): reports through
+    /// a report entry of provider `sev_guest` ([`crate::issuer::tsm`]).
+    ConfigFs(PathBuf),
 }
 
 impl SnpDeviceAddr {
-    /// Parses `/dev/sev-guest` (any absolute path: the device) or `sim:/path/to/socket` (a simulator).
+    /// Parses `/dev/sev-guest` (any absolute path: the device), `tsm:/sys/kernel/config/tsm/report`
+    /// (configfs-tsm) or `sim:/path/to/socket` (a simulator).
     pub fn parse(s: &str) -> Result<Self, String> {
+        if let Some(p) = s.strip_prefix("tsm:") {
+            if !p.starts_with('/') {
+                return Err(format!("{s:?}: a configfs-tsm report directory must be an absolute path (tsm:/…)"));
+            }
+            return Ok(Self::ConfigFs(PathBuf::from(p)));
+        }
         if let Some(p) = s.strip_prefix("sim:") {
             if !p.starts_with('/') {
                 return Err(format!("{s:?}: a simulator socket must be an absolute path (sim:/…)"));
@@ -74,7 +86,7 @@ impl SnpDeviceAddr {
     /// Whether the device node or the simulator's socket exists.
     pub fn exists(&self) -> bool {
         match self {
-            Self::Device(p) | Self::Simulator(p) => p.exists(),
+            Self::Device(p) | Self::Simulator(p) | Self::ConfigFs(p) => p.exists(),
         }
     }
 
@@ -95,6 +107,7 @@ impl fmt::Display for SnpDeviceAddr {
         match self {
             Self::Device(p) => write!(f, "{}", p.display()),
             Self::Simulator(p) => write!(f, "sim:{} (SIMULATED SEV-SNP hardware, test root)", p.display()),
+            Self::ConfigFs(p) => write!(f, "tsm:{}", p.display()),
         }
     }
 }
@@ -172,6 +185,25 @@ fn reencode(entries: &[CertTableEntry]) -> Vec<u8> {
     encode_cert_table(&kinds)
 }
 
+/// A configfs-tsm report entry of provider `sev_guest`: `privlevel` (the VMPL, decimal) and `inblob`
+/// (REPORT_DATA) written, `outblob` (the report) and `auxblob` (the certificate table) read, the
+/// generation checked ([`crate::issuer::tsm`]). The report is framed as MSG_REPORT_RSP for the shared checks.
+#[derive(Debug)]
+struct ConfigFs(crate::issuer::tsm::TsmEntry);
+
+impl SnpTransport for ConfigFs {
+    fn ext_report(&mut self, _version: u32, request: &[u8; REPORT_REQ_SIZE]) -> Result<ExtReport, HwIssuerError> {
+        let (report_data, vmpl) = wire::split_request(request);
+        let vmpl = vmpl.to_string();
+        let (report, table) = self.0.request(&report_data, &[("privlevel", vmpl.as_bytes())])?;
+        let report: &[u8; REPORT_SIZE] = report.as_slice().try_into().map_err(|_| HwIssuerError::Device {
+            op: "configfs-tsm",
+            reason: "the report is not 0x4A0 bytes".into(),
+        })?;
+        Ok(ExtReport { response: wire::encode_response(report).to_vec(), table })
+    }
+}
+
 /// A simulator process behind a Unix socket (one connection per request, [`wire`] framing).
 #[cfg(feature = "simulated-hardware")]
 #[derive(Debug)]
@@ -213,6 +245,10 @@ impl SnpGuestDevice {
                 Box::new(Ioctl(open_device(path)?))
             }
             SnpDeviceAddr::Simulator(path) => simulator(path)?,
+            SnpDeviceAddr::ConfigFs(path) => Box::new(ConfigFs(crate::issuer::tsm::TsmEntry::create(
+                path,
+                crate::issuer::tsm::output::Provider::SevGuest,
+            )?)),
         };
         Ok(Self { addr: addr.clone(), transport: Mutex::new(transport) })
     }
@@ -419,6 +455,11 @@ mod tests {
         assert_eq!(SnpDeviceAddr::parse("sim:/tmp/s").unwrap(), SnpDeviceAddr::Simulator("/tmp/s".into()));
         assert!(SnpDeviceAddr::parse("sim:relative").is_err());
         assert!(SnpDeviceAddr::parse("sev-guest").is_err());
+        assert_eq!(
+            SnpDeviceAddr::parse("tsm:/sys/kernel/config/tsm/report").unwrap(),
+            SnpDeviceAddr::ConfigFs("/sys/kernel/config/tsm/report".into())
+        );
+        assert!(SnpDeviceAddr::parse("tsm:relative").is_err());
         assert!(SnpDeviceAddr::parse("sim:/tmp/s").unwrap().to_string().contains("SIMULATED"));
     }
 

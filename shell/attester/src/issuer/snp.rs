@@ -29,7 +29,8 @@ use super::QemuVtpmIssuer;
 pub use super::error::HwIssuerError;
 use super::sevguest::SnpGuestDevice;
 use attest_engine::crypto::default_provider;
-use attest_engine::variant::{Validator, Variant, snp_vtpm_report_data};
+use attest_engine::snp::SigningKey;
+use attest_engine::variant::{AkTrust, Validator, Variant, snp_vtpm_report_data};
 use attest_engine::x509::pem::certificates_from_pem_or_der;
 use attest_kds::{CertKind, CertTable};
 use attest_proto::attest::v1::{AttestationDocument, SnpEvidence};
@@ -52,7 +53,7 @@ pub struct SnpCertificates {
 
 impl SnpCertificates {
     /// Picks the certificates from an extended report's certificate table (GHCB layout; empty: none): the
-    /// leaf the variant needs (`VLEK` for AWS, `VCEK` for GCP), the ASK (the table has no ASVK slot; AMD's ASK
+    /// leaf of the key that signs the variant's reports (the variant table's signer: VLEK on AWS, VCEK on GCP), the ASK (the table has no ASVK slot; AMD's ASK
     /// GUID carries whichever intermediate the host put there) and the ARK. Entries may be DER or PEM.
     pub fn from_cert_table(variant: Variant, table: &[u8]) -> Result<Self, HwIssuerError> {
         let want = leaf_type(variant)?;
@@ -72,16 +73,28 @@ impl SnpCertificates {
     }
 }
 
-fn leaf_type(variant: Variant) -> Result<CertKind, HwIssuerError> {
-    match variant {
-        Variant::AwsSevSnp => Ok(CertKind::Vlek),
-        Variant::GcpSevSnp => Ok(CertKind::Vcek),
-        v => Err(HwIssuerError::UnsupportedVariant(v)),
+/// The AMD key that signs `variant`'s reports, from the variant table: this issuer serves the variants whose
+/// AK a fresh SNP report binds.
+fn signer(variant: Variant) -> Result<SigningKey, HwIssuerError> {
+    let info = variant.info();
+    match (info.ak, info.snp_signer()) {
+        (AkTrust::FreshReportBinding, Some(signer)) => Ok(signer),
+        _ => Err(HwIssuerError::UnsupportedVariant(variant)),
     }
 }
 
+fn leaf_type(variant: Variant) -> Result<CertKind, HwIssuerError> {
+    Ok(match signer(variant)? {
+        SigningKey::Vcek => CertKind::Vcek,
+        SigningKey::Vlek => CertKind::Vlek,
+    })
+}
+
 fn leaf_name(variant: Variant) -> &'static str {
-    if variant == Variant::AwsSevSnp { "VLEK" } else { "VCEK" }
+    match signer(variant) {
+        Ok(SigningKey::Vlek) => "VLEK",
+        Ok(SigningKey::Vcek) | Err(_) => "VCEK",
+    }
 }
 
 /// REPORT_DATA of one attestation: the AK (TPM2B_PUBLIC) and the quote's nonce

@@ -1,6 +1,7 @@
-//! TDX collateral for the join service's `qemu-tdx` / `azure-tdx` validators: loaded from the Intel PCS
-//! store (`attest-kds`'s [`Pcs`]: the on-disk store first, Intel's PCS second) for every configured platform
-//! before the service starts, and refreshed ahead of its nextUpdate.
+//! TDX collateral for the `qemu-tdx` / `azure-tdx` validators of a long-running verifier — the join service
+//! (joining TDs) and the bootstrapper (a TDX node's join service): loaded from the Intel PCS store
+//! (`attest-kds`'s [`Pcs`]: the on-disk store first, Intel's PCS second) for every configured platform
+//! before the verifier starts, and refreshed ahead of its nextUpdate. [`TdxArgs`] are the flags.
 //!
 //! ```text
 //!  start ──► for each platform (FMSPC, PCK CA): Pcs::collateral ──► TdxVerifier::set_collateral
@@ -16,18 +17,94 @@
 //! nextUpdate is refused as expired — the refresh task exists so that neither happens to configured
 //! platforms.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use attest_engine::UnixTime;
-use attest_engine::tdx::{CollateralInfo, TdxVerifier};
+use attest_engine::tdx::{CollateralInfo, TdxPolicy, TdxVerifier};
 use attest_kds::{KdsError, PckCa, Pcs};
+
+/// The flags of a verifier of TD quotes: the platforms whose collateral it keeps installed, its TDX policy
+/// and the PCS supply.
+#[derive(Clone, Debug, clap::Args)]
+pub struct TdxArgs {
+    /// A TDX platform whose quotes are accepted (repeatable; TDX variants): FMSPC in hex, optionally with
+    /// `:platform` (default) or `:processor`, the CA of its PCK certificates.
+    #[arg(long = "tdx-platform", value_name = "FMSPC[:CA]", value_parser = TdxPlatform::parse)]
+    pub tdx_platforms: Vec<TdxPlatform>,
+    /// TDX policy file (TOML or JSON) for the TDX variants; the engine's strict defaults otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub tdx_policy: Option<PathBuf>,
+    /// The Intel PCS store directory (as `attest pcs prefill` fills it).
+    #[arg(long, value_name = "DIR", default_value = "pcs-store")]
+    pub pcs_store: PathBuf,
+    /// Intel PCS base URL.
+    #[arg(long, value_name = "URL", default_value = attest_kds::DEFAULT_PCS_BASE_URL)]
+    pub pcs_url: String,
+    /// Use the PCS store only; never contact Intel.
+    #[arg(long)]
+    pub pcs_offline: bool,
+}
+
+impl TdxArgs {
+    /// The PCS supply of `--pcs-*`.
+    pub fn pcs(&self) -> Result<Pcs, KdsError> {
+        let online = !self.pcs_offline;
+        Pcs::new(attest_kds::PcsConfig {
+            store: Some(self.pcs_store.clone()),
+            base_url: online.then(|| self.pcs_url.clone()),
+            certs_url: online.then(|| attest_kds::DEFAULT_INTEL_CERTS_URL.to_owned()),
+            ..attest_kds::PcsConfig::default()
+        })
+    }
+
+    /// Installs the collateral of every `--tdx-platform` into `verifier` now (the store, then Intel's PCS),
+    /// returning the supply and what was installed for [`TdxArgs::keep_fresh`]; `None` when no platform is
+    /// configured.
+    pub async fn install(&self, verifier: &TdxVerifier) -> Result<Option<InstalledCollateral>, CollateralError> {
+        if self.tdx_platforms.is_empty() {
+            return Ok(None);
+        }
+        let pcs = self.pcs().map_err(CollateralError::Pcs)?;
+        let installed = install(&pcs, verifier, &self.tdx_platforms).await?;
+        Ok(Some(InstalledCollateral { pcs, installed }))
+    }
+
+    /// Keeps `installed` fresh in `verifier` ([`spawn_refresh`], [`DEFAULT_REFRESH_MARGIN`]) until `stop`.
+    pub fn keep_fresh(
+        &self,
+        installed: InstalledCollateral,
+        verifier: Arc<TdxVerifier>,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let InstalledCollateral { pcs, installed } = installed;
+        spawn_refresh(pcs, verifier, self.tdx_platforms.clone(), installed, DEFAULT_REFRESH_MARGIN, stop)
+    }
+
+    /// The TDX policy of `--tdx-policy` (the engine's strict defaults without one).
+    pub fn policy(&self) -> Result<TdxPolicy, crate::TrustError> {
+        self.tdx_policy.as_deref().map_or_else(
+            || Ok(TdxPolicy::default()),
+            |path| crate::args::policy_file("TDX policy", path, TdxPolicy::from_text),
+        )
+    }
+}
 
 /// How long before a collateral set's end of validity the refresh task asks for the next set (Intel publishes
 /// TCB Info and QE Identity for about 30 days and issues new ones well before nextUpdate).
 pub const DEFAULT_REFRESH_MARGIN: Duration = Duration::from_secs(2 * 86_400);
 /// Delay before retrying a refresh that failed.
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Collateral installed at start ([`TdxArgs::install`]) and the supply it came from.
+#[derive(Debug)]
+pub struct InstalledCollateral {
+    /// The supply.
+    pub pcs: Pcs,
+    /// One set per platform, in `--tdx-platform` order.
+    pub installed: Vec<CollateralInfo>,
+}
 
 /// A platform whose collateral the service keeps installed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +136,10 @@ impl std::fmt::Display for TdxPlatform {
 
 /// Why collateral could not be installed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CollateralError {
+    /// The PCS supply could not be set up (its store directory, its HTTP client).
+    Pcs(KdsError),
     /// The supply could not deliver a verified set.
     Supply {
         /// The platform.
@@ -80,13 +160,21 @@ pub enum CollateralError {
 impl std::fmt::Display for CollateralError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Self::Pcs(e) => write!(f, "PCS supply: {e}"),
             Self::Supply { platform, source } => write!(f, "TDX collateral for {platform}: {source}"),
             Self::Install { platform, source } => write!(f, "TDX collateral for {platform}: cannot install: {source}"),
         }
     }
 }
 
-impl std::error::Error for CollateralError {}
+impl std::error::Error for CollateralError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Pcs(e) | Self::Supply { source: e, .. } => Some(e),
+            Self::Install { source, .. } => Some(source),
+        }
+    }
+}
 
 /// Obtains and installs the collateral of one platform; `margin` as in [`Pcs::refresh`].
 async fn install_one(

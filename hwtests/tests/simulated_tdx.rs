@@ -1,0 +1,245 @@
+//! TDX on SIMULATED hardware (`attest-hwsim`'s TD, test roots): the `qemu-tdx` and `azure-tdx` issuers run
+//! unchanged through `NodeIssuer::open` — configfs-tsm report entries (generation-checked), RTMR extension
+//! and read-back, the CCEL table; Azure's paravisor vTPM and its quote endpoint in Azure's format — and the
+//! engine validates their documents against the Intel-like test root and collateral. Refused: another
+//! nonce, an unpinned or other MRTD, a debuggable TD, a revoked PCK certificate, a TD report the platform
+//! did not issue.
+
+use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice, detect_with};
+use attest_attester::issuer::tdguest::LOCK_RTMR;
+use attest_attester::issuer::{QuoteEndpoint, SnpDeviceAddr, TdxPaths, document, pcr_values};
+use attest_attester::tpm::Tpm;
+use attest_engine::policy::{Hex, Outcome};
+use attest_engine::tdx::{TdxCheck, TdxPolicy, TdxVerifier};
+use attest_engine::variant::{PcrPolicy, Validated, Validator, Variant};
+use attest_engine::{Error, SnpPolicy, SnpVerifier};
+use attest_hwsim::tdx::{
+    AZURE_TD_ATTRIBUTES, DEFAULT_MRTD, QuoteEndpointServer, REVOKING_COLLATERAL_FILE, SimulatedTd, TD_ATTRIBUTES,
+    TdServer,
+};
+use attest_hwtests::Swtpm;
+use attest_hwtests::support::{now, random32};
+use attest_kds::test_roots::TestRoots;
+use attest_proto::attest::v1::AttestationDocument;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+struct Sim {
+    td: Arc<SimulatedTd>,
+    _server: TdServer,
+    roots: PathBuf,
+    root: PathBuf,
+    _dir: attest_test_support::TempDir,
+}
+
+fn start(attributes: u64) -> Sim {
+    let dir = attest_test_support::TempDir::new("hwsim-tdx");
+    let (roots, root) = (dir.path().join("roots"), dir.path().join("root"));
+    let td = Arc::new(SimulatedTd::provision(&roots, &root, DEFAULT_MRTD, attributes).unwrap());
+    let server = TdServer::start(&td).unwrap();
+    Sim { td, _server: server, roots, root, _dir: dir }
+}
+
+fn pinned() -> TdxPolicy {
+    TdxPolicy { mrtd: vec![Hex(DEFAULT_MRTD)], ..TdxPolicy::default() }
+}
+
+fn tdx_verifier(roots: &Path) -> TdxVerifier {
+    TestRoots::load(roots).unwrap().tdx_verifier().unwrap().expect("the simulated TD wrote an Intel-like root")
+}
+
+fn validator(verifier: TdxVerifier, variant: Variant, policy: TdxPolicy) -> Validator {
+    Validator::new(variant, Arc::new(SnpVerifier::new()), SnpPolicy::default(), PcrPolicy::default())
+        .with_tdx(Arc::new(verifier), policy)
+}
+
+fn validate<'a>(v: &Validator, doc: &'a AttestationDocument, nonce: &[u8]) -> Result<Validated<'a>, Error> {
+    let pcrs = Box::leak(Box::new(pcr_values(doc).unwrap()));
+    v.validate(&document(doc, pcrs), nonce, now())
+}
+
+#[test]
+fn qemu_tdx_attests_on_a_simulated_td() {
+    let td = start(TD_ATTRIBUTES);
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&td.root);
+    // No TPM is opened for a variant without a vTPM (the TCTI above leads nowhere).
+    let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+    assert_eq!(issuer.variant(), Variant::QemuTdx);
+    assert!(issuer.is_simulated());
+    assert!(matches!(issuer.with_tpm(|_| ()), Err(attest_attester::issuer::HwIssuerError::DeviceNotPresent { .. })));
+
+    let v = validator(tdx_verifier(&td.roots), Variant::QemuTdx, pinned());
+    let nonce = random32();
+    let user_data = random32();
+    let doc = issuer.issue(&nonce, &user_data, &[]).unwrap();
+    assert!(doc.tpm.is_none());
+    assert!(!doc.tdx.as_ref().unwrap().event_log.is_empty(), "the CCEL log is sent");
+    let ok = validate(&v, &doc, &nonce).unwrap();
+    let tdq = ok.td.as_ref().unwrap();
+    assert_eq!(tdq.verdict().outcome(TdxCheck::SeptVeDisable), Outcome::Passed);
+    assert_eq!(tdq.verdict().outcome(TdxCheck::Mrtd), Outcome::Passed);
+    assert_eq!(ok.ccel.unwrap().touched, 0b0011, "the firmware log replays to RTMR0 and RTMR1");
+
+    // Freshness: the quote binds this nonce and user data only.
+    assert_eq!(validate(&v, &doc, &random32()).unwrap_err().check_tdx(), Some(TdxCheck::ReportData));
+    // Launch: another MRTD is refused; no MRTD at all is refused before anything is verified.
+    let other = TdxPolicy { mrtd: vec![Hex([0x22; 48])], ..TdxPolicy::default() };
+    let e = validate(&validator(tdx_verifier(&td.roots), Variant::QemuTdx, other), &doc, &nonce).unwrap_err();
+    assert_eq!(e.check_tdx(), Some(TdxCheck::Mrtd));
+    let unpinned = validator(tdx_verifier(&td.roots), Variant::QemuTdx, TdxPolicy::default());
+    assert_eq!(validate(&unpinned, &doc, &nonce).unwrap_err(), Error::LaunchUnpinned);
+
+    // The node lock's register: RTMR3 extended through the kernel's file, read back from the TD report,
+    // and quoted from then on.
+    let guest = issuer.tdx_guest().unwrap();
+    assert_eq!(guest.rtmrs().unwrap()[3], [0; 48]);
+    let binding = [0x5C; 48];
+    guest.extend_rtmr(LOCK_RTMR, &binding).unwrap();
+    let p = attest_engine::crypto::default_provider();
+    let expected = p.digests.digest(attest_engine::crypto::HashAlgorithm::Sha384, &[&[0u8; 48], &binding]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while guest.rtmrs().unwrap()[3] != expected.as_bytes() {
+        assert!(std::time::Instant::now() < deadline, "RTMR3 was not extended");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(guest.extend_rtmr(0, &binding).is_err(), "RTMR0 is the firmware's");
+    let doc = issuer.issue(&nonce, &user_data, &[]).unwrap();
+    let ok = validate(&v, &doc, &nonce).unwrap();
+    assert_eq!(ok.td.unwrap().body().rtmrs()[3], expected.as_bytes());
+    assert!(td.td.quotes() >= 4);
+
+    // A revoked PCK certificate (the collateral whose PCK CRL lists it).
+    let revoked = td.roots.with_file_name("revoked");
+    std::fs::create_dir_all(revoked.join("tdx")).unwrap();
+    for f in [attest_kds::test_roots::MARKER, attest_kds::test_roots::files::TDX_ROOT] {
+        std::fs::copy(td.roots.join(f), revoked.join(f)).unwrap();
+    }
+    std::fs::copy(td.roots.join(REVOKING_COLLATERAL_FILE), revoked.join(attest_kds::test_roots::files::TDX_COLLATERAL))
+        .unwrap();
+    let e = validate(&validator(tdx_verifier(&revoked), Variant::QemuTdx, pinned()), &doc, &nonce).unwrap_err();
+    assert!(matches!(e, Error::Revoked { .. }), "{e}");
+}
+
+#[test]
+fn a_debuggable_td_is_refused() {
+    let td = start(TD_ATTRIBUTES | 1);
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&td.root);
+    let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+    let nonce = random32();
+    let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+    let e = validate(&validator(tdx_verifier(&td.roots), Variant::QemuTdx, pinned()), &doc, &nonce).unwrap_err();
+    assert_eq!(e.check_tdx(), Some(TdxCheck::Debug));
+}
+
+#[test]
+fn azure_tdx_attests_through_the_paravisor_and_its_quote_endpoint() {
+    let td = start(AZURE_TD_ATTRIBUTES);
+    let sw = Swtpm::start().unwrap();
+    let mut tpm = Tpm::open(&sw.tcti()).unwrap();
+    td.td.provision_azure(&mut tpm).unwrap();
+    // Detection: an HCL report of TDX type and the HCL AK, next to a TDX guest.
+    let (variant, _) =
+        detect_with(&mut tpm, &SnpDeviceAddr::Simulator("/nonexistent".into()), &TdxPaths::under(&td.root)).unwrap();
+    assert_eq!(variant, Variant::AzureTdx);
+    drop(tpm);
+    let endpoint = QuoteEndpointServer::start(Arc::clone(&td.td), "127.0.0.1:0".parse().unwrap()).unwrap();
+
+    let mut config = HardwareConfig::new(&sw.tcti());
+    config.tdx = TdxPaths::under(&td.root);
+    config.tdx_quote_endpoint = QuoteEndpoint::parse(&endpoint.url()).unwrap();
+    let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::AzureTdx), &config).unwrap();
+    assert_eq!(issuer.variant(), Variant::AzureTdx);
+    assert!(issuer.is_simulated());
+    let v = validator(tdx_verifier(&td.roots), Variant::AzureTdx, pinned());
+    let nonce = random32();
+    let doc = issuer.issue(&nonce, b"user data", b"instance").unwrap();
+    let ok = validate(&v, &doc, &nonce).unwrap();
+    let verdict = *ok.td.as_ref().unwrap().verdict();
+    // Azure's TD partitions run without SEPT_VE_DISABLE: waived by the variant, visibly; nothing else is.
+    assert_eq!(verdict.outcome(TdxCheck::SeptVeDisable), Outcome::Waived);
+    assert_eq!(verdict.outcome(TdxCheck::Debug), Outcome::Passed);
+    assert_eq!(verdict.outcome(TdxCheck::Migratable), Outcome::Passed);
+    // The TD quote is fetched once per HCL report; the vTPM quote carries each nonce.
+    let quotes = td.td.quotes();
+    let nonce2 = random32();
+    let doc2 = issuer.issue(&nonce2, b"user data", b"instance").unwrap();
+    validate(&v, &doc2, &nonce2).unwrap();
+    assert_eq!(td.td.quotes(), quotes);
+    assert!(validate(&v, &doc2, &nonce).is_err(), "another nonce");
+    // The same document under qemu-tdx's rules is refused (no SEPT_VE_DISABLE, and no vTPM expected).
+    let qemu = validator(tdx_verifier(&td.roots), Variant::QemuTdx, pinned());
+    assert!(validate(&qemu, &doc, &nonce).is_err());
+
+    // The quote endpoint quotes only TD reports its platform issued.
+    let mut forged = td.td.td_report(&[7; 64]);
+    forged[128] ^= 1;
+    let e = config.tdx_quote_endpoint.quote(&forged).unwrap_err();
+    assert!(e.to_string().contains("200"), "{e}");
+    assert!(config.tdx_quote_endpoint.quote(&td.td.td_report(&[7; 64])).is_ok());
+}
+
+/// SEV-SNP through configfs-tsm (the same report-entry code): `privlevel` and `inblob` written, the report
+/// and the certificate table read, the generation checked; the report verifies under the test ARK.
+#[test]
+fn snp_reports_through_configfs_tsm() {
+    use attest_attester::issuer::SnpGuestDevice;
+    use attest_hwsim::snp::{DEFAULT_MEASUREMENT, SimulatedSnp, SnpTsmBackend};
+    use attest_test_support::SigningKeyKind;
+    let dir = attest_test_support::TempDir::new("hwsim-snp-tsm");
+    let sim = Arc::new(
+        SimulatedSnp::provision(&dir.path().join("roots"), SigningKeyKind::Vlek, DEFAULT_MEASUREMENT).unwrap(),
+    );
+    let reports = dir.path().join("report");
+    let _server =
+        attest_hwsim::tsm::TsmServer::start(Arc::new(SnpTsmBackend::new(Arc::clone(&sim))), &reports).unwrap();
+    let device = SnpGuestDevice::open(&SnpDeviceAddr::ConfigFs(reports.clone())).unwrap();
+    for round in 0..3u8 {
+        let (report, table) = device.ext_report(&[round; 64], 0).unwrap();
+        let parsed = attest_engine::snp::Report::parse(&report).unwrap();
+        assert_eq!(parsed.report_data(), &[round; 64]);
+        let certs = attest_attester::issuer::snp::SnpCertificates::from_cert_table(Variant::AwsSevSnp, &table).unwrap();
+        assert_eq!(certs.leaf, sim.leaf().der, "the VLEK from auxblob");
+        let verifier = TestRoots::load(&dir.path().join("roots")).unwrap().snp_verifier().unwrap();
+        let req = attest_engine::SnpRequest::new(&report, &certs.leaf, now());
+        let policy = SnpPolicy { measurements: vec![Hex(DEFAULT_MEASUREMENT)], ..SnpPolicy::default() };
+        verifier.verify(&req, &policy).unwrap();
+    }
+}
+
+/// A report entry whose generation does not move by the writer's writes (here: a plain directory, whose
+/// `generation` never changes) is a concurrent writer: refused after the retries, never answered.
+#[test]
+fn a_generation_conflict_is_refused() {
+    use attest_attester::issuer::tsm::TsmEntry;
+    use attest_attester::issuer::tsm::output::{Provider, TsmError};
+    let dir = attest_test_support::TempDir::new("tsm-conflict");
+    let reports = dir.path().join("report");
+    std::fs::create_dir_all(&reports).unwrap();
+    // Populate whatever entry appears, as plain files (no kernel behind them).
+    let watcher = {
+        let reports = reports.clone();
+        std::thread::spawn(move || {
+            for _ in 0..500 {
+                if let Some(e) = std::fs::read_dir(&reports).unwrap().flatten().next() {
+                    let p = e.path();
+                    for (name, data) in [
+                        ("generation", &b"7\n"[..]),
+                        ("inblob", b""),
+                        ("outblob", b"stale"),
+                        ("provider", b"tdx_guest\n"),
+                    ] {
+                        std::fs::write(p.join(name), data).unwrap();
+                    }
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let entry = TsmEntry::create(&reports, Provider::TdxGuest).unwrap();
+    watcher.join().unwrap();
+    let e = entry.request(&[1; 64], &[]).unwrap_err();
+    assert!(matches!(e, TsmError::Conflict { before: 7, after: 7, writes: 1 }), "{e}");
+}
