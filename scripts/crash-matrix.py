@@ -186,7 +186,7 @@ class Cluster:
         self.join = self.procs.start(name, [
             self.bins["join-service"], "--listen", f"127.0.0.1:{self.ports['join']}",
             "--metrics-listen", "127.0.0.1:0", "--registration-listen", f"127.0.0.1:{self.ports['registration']}",
-            "--tpm", self.seed.tcti, "--key-service", f"127.0.0.1:{self.ports['kms']}",
+            "--tpm", self.seed.tcti, "--node-variant", "qemu-vtpm", "--key-service", f"127.0.0.1:{self.ports['kms']}",
             "--key-service-ca", pki / "ca.crt", "--key-service-cert", pki / "join-service.crt",
             "--key-service-key", pki / "join-service.key", *self.signature_args(), "--measurement-salt", salt_file,
             "--ak-registry", self.root / "join-ak-registry.json", "--pki-dir", self.seed.state_dir / "pki",

@@ -10,10 +10,12 @@
 //! ```text
 //!  accept(peer) ──▶ per peer: open ≥ max_connections_per_peer ─┬─ the peer has a pending one → evict it, admit
 //!                                                            └─ none → refuse (close at once)
-//!                   per peer: pending ≥ max_handshakes_per_peer ──▶ evict the peer's own victim, admit
 //!                   all: open ≥ max_connections ─┬─ some pending → evict the victim, admit
 //!                                                └─ none (all established) → refuse
 //!                   all: pending ≥ max_handshakes ──▶ evict the victim, admit
+//!                   per peer: handshaking ≥ max_handshakes_per_peer ─┬─ one of them silent → evict it, admit
+//!                                                                    └─ none → admit *queued*: not read
+//!                      until one of the peer's handshakes ends (the oldest queued goes first)
 //!  pending ── handshake + first request within handshake_timeout of accept ──▶ established (never evicted)
 //!     │  no byte at all within first_byte_timeout ──▶ closed
 //!     │  handshake_timeout passes (trickled bytes do not extend it) ──▶ closed
@@ -39,7 +41,11 @@
 //!   limits allow, to keep one genuine node out.
 //! - **Per peer.** A peer is a source IPv4 address, or an IPv6 /64 (what one host usually owns). One peer
 //!   can hold at most `max_connections_per_peer` connections and `max_handshakes_per_peer` pending ones;
-//!   beyond the latter it sheds its *own* victims, so it can only hurt itself. A deployment that puts a
+//!   beyond the latter it sheds its *own* silent sockets, and its further connections wait in a queue
+//!   (unread, so they cost no handshake work) until one of its handshakes ends, so it can only hurt itself
+//!   and a genuine burst from one address (a join service opening many connections at once) is served in
+//!   turn instead of shed. Queued connections count as pending for the listener's limits, with no bytes:
+//!   they are the first victims, and their deadline runs from accept. A deployment that puts a
 //!   source-NAT in front of a service (all clients one address) must raise the per-peer limits.
 //! - **Counted bytes.** [`Counted`] counts the bytes a pending connection sends: none within
 //!   `first_byte_timeout` closes it (no client waits before its first byte), and the count picks victims
@@ -163,6 +169,7 @@ struct Counters {
     evicted: AtomicU64,
     silent: AtomicU64,
     deadline: AtomicU64,
+    queued: AtomicU64,
 }
 
 /// A snapshot of an [`Admission`] table: its limits, what it holds now and what it decided so far.
@@ -170,8 +177,10 @@ struct Counters {
 pub struct AdmissionStats {
     /// The limits.
     pub config: AdmissionConfig,
-    /// Connections open now, pending.
+    /// Connections open now, pending (queued ones included).
     pub pending: usize,
+    /// Of those, queued: waiting for one of their peer's handshakes to end.
+    pub queued: usize,
     /// Connections open now, established.
     pub established_open: usize,
     /// Connections admitted so far.
@@ -188,39 +197,60 @@ pub struct AdmissionStats {
     pub silent: u64,
     /// Pending connections closed at `handshake_timeout`.
     pub deadline: u64,
+    /// Connections that waited in their peer's queue.
+    pub queued_total: u64,
 }
 
 struct PendingEntry {
     peer: PeerKey,
     reads: Arc<Reads>,
     shed: Arc<ShedSignal>,
+    /// Not yet handshaking: waits for one of its peer's handshakes to end (fired when it may start).
+    queued: Option<Arc<ShedSignal>>,
 }
 
 #[derive(Default)]
 struct PeerCount {
     open: usize,
+    /// Pending and handshaking (not queued).
     pending: usize,
+    queued: usize,
 }
 
 #[derive(Default)]
 struct Table {
     next_id: u64,
-    /// Pending connections by admission order (ids grow: the first entry is the oldest).
+    /// Pending connections (queued ones too) by admission order (ids grow: the first entry is the oldest).
     pending: BTreeMap<u64, PendingEntry>,
     peers: HashMap<PeerKey, PeerCount>,
     open: usize,
+    /// `max_handshakes_per_peer`.
+    handshakes_per_peer: usize,
 }
 
 impl Table {
     /// The victim among pending entries the server has read from (of `peer` only, when given): the one
-    /// that sent the fewest bytes, the oldest of those.
-    fn victim(&self, peer: Option<PeerKey>) -> Option<u64> {
+    /// that sent the fewest bytes, the oldest of those. Queued entries count as read and silent (nothing was
+    /// spent on them yet). With `silent_only`, only a handshaking entry that sent nothing qualifies.
+    fn victim(&self, peer: Option<PeerKey>, silent_only: bool) -> Option<u64> {
         let mut best: Option<(u64, u64)> = None;
         for (&id, e) in &self.pending {
-            if peer.is_some_and(|p| p != e.peer) || !e.reads.polled.load(Ordering::Acquire) {
+            if peer.is_some_and(|p| p != e.peer) {
+                continue;
+            }
+            if e.queued.is_some() {
+                if silent_only {
+                    continue;
+                }
+                return Some(id);
+            }
+            if !e.reads.polled.load(Ordering::Acquire) {
                 continue;
             }
             let bytes = e.reads.bytes.load(Ordering::Acquire);
+            if silent_only && bytes > 0 {
+                continue;
+            }
             if bytes == 0 {
                 return Some(id); // ids ascend: the oldest silent one
             }
@@ -231,22 +261,43 @@ impl Table {
         best.map(|(_, id)| id)
     }
 
-    /// Removes a pending entry and its counts; returns it.
+    /// Removes a pending entry and its counts (a handshake that ends lets the peer's oldest queued entry
+    /// start); returns it.
     fn remove_pending(&mut self, id: u64) -> Option<PendingEntry> {
         let e = self.pending.remove(&id)?;
         self.open -= 1;
         let peer = self.peers.get_mut(&e.peer).expect("counted peer");
         peer.open -= 1;
-        peer.pending -= 1;
-        if peer.open == 0 {
+        if e.queued.is_some() {
+            peer.queued -= 1;
+        } else {
+            peer.pending -= 1;
+            self.start_queued(e.peer);
+        }
+        if self.peers.get(&e.peer).is_some_and(|p| p.open == 0) {
             self.peers.remove(&e.peer);
         }
         Some(e)
     }
 
+    /// Lets the oldest queued entry of `peer` start its handshake, if the peer has room.
+    fn start_queued(&mut self, peer: PeerKey) {
+        let Some(count) = self.peers.get_mut(&peer) else { return };
+        if count.queued == 0 || count.pending >= self.handshakes_per_peer {
+            return;
+        }
+        if let Some(e) = self.pending.values_mut().find(|e| e.peer == peer && e.queued.is_some()) {
+            count.queued -= 1;
+            count.pending += 1;
+            if let Some(go) = e.queued.take() {
+                go.fire();
+            }
+        }
+    }
+
     fn evict(&mut self, id: u64, counters: &Counters) {
         if let Some(e) = self.remove_pending(id) {
-            e.shed.fire(Shed::Evicted);
+            e.shed.fire();
             counters.evicted.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -260,7 +311,7 @@ struct ShedSignal {
 }
 
 impl ShedSignal {
-    fn fire(&self, _why: Shed) {
+    fn fire(&self) {
         self.fired.store(true, Ordering::Release);
         self.notify.notify_waiters();
     }
@@ -302,7 +353,8 @@ impl Admission {
         config.max_handshakes = config.max_handshakes.clamp(1, config.max_connections);
         config.max_connections_per_peer = config.max_connections_per_peer.max(1);
         config.max_handshakes_per_peer = config.max_handshakes_per_peer.clamp(1, config.max_connections_per_peer);
-        Arc::new(Admission { config, table: Mutex::new(Table::default()), counters: Counters::default() })
+        let table = Table { handshakes_per_peer: config.max_handshakes_per_peer, ..Table::default() };
+        Arc::new(Admission { config, table: Mutex::new(table), counters: Counters::default() })
     }
 
     /// The limits.
@@ -321,7 +373,7 @@ impl Admission {
         let c = &self.config;
         let now = Instant::now();
         let mut t = self.lock();
-        let (peer_open, peer_pending) = t.peers.get(&key).map_or((0, 0), |p| (p.open, p.pending));
+        let peer_open = t.peers.get(&key).map_or(0, |p| p.open);
         let refuse = |why: Refusal| {
             let counter = match why {
                 Refusal::PeerLimit => &self.counters.refused_peer,
@@ -330,29 +382,45 @@ impl Admission {
             counter.fetch_add(1, Ordering::Relaxed);
             Err(why)
         };
-        if peer_open >= c.max_connections_per_peer || peer_pending >= c.max_handshakes_per_peer {
-            match t.victim(Some(key)) {
+        if peer_open >= c.max_connections_per_peer {
+            match t.victim(Some(key), false) {
                 Some(id) => t.evict(id, &self.counters),
                 None => return refuse(Refusal::PeerLimit),
             }
         }
         if t.open >= c.max_connections || t.pending.len() >= c.max_handshakes {
-            match t.victim(None) {
+            match t.victim(None, false) {
                 Some(id) => t.evict(id, &self.counters),
                 None => return refuse(Refusal::ConnectionLimit),
+            }
+        }
+        let mut queued = None;
+        if t.peers.get(&key).is_some_and(|p| p.pending >= c.max_handshakes_per_peer) {
+            match t.victim(Some(key), true) {
+                Some(id) => t.evict(id, &self.counters),
+                None => queued = Some(Arc::new(ShedSignal::default())),
             }
         }
         let id = t.next_id;
         t.next_id += 1;
         let reads = Arc::new(Reads::default());
         let shed = Arc::new(ShedSignal::default());
-        t.pending.insert(id, PendingEntry { peer: key, reads: Arc::clone(&reads), shed: Arc::clone(&shed) });
+        let start = queued.clone();
+        let entry = PendingEntry { peer: key, reads: Arc::clone(&reads), shed: Arc::clone(&shed), queued };
+        t.pending.insert(id, entry);
         t.open += 1;
         let p = t.peers.entry(key).or_default();
         p.open += 1;
-        p.pending += 1;
+        if start.is_some() {
+            p.queued += 1;
+        } else {
+            p.pending += 1;
+        }
         drop(t);
         self.counters.admitted.fetch_add(1, Ordering::Relaxed);
+        if start.is_some() {
+            self.counters.queued.fetch_add(1, Ordering::Relaxed);
+        }
         let deadline = now + c.handshake_timeout;
         Ok(Admitted {
             slot: Arc::new(Slot {
@@ -364,19 +432,21 @@ impl Admission {
             }),
             reads,
             deadline,
+            start,
         })
     }
 
     /// What the table holds and has decided so far.
     pub fn stats(&self) -> AdmissionStats {
-        let (pending, open) = {
+        let (pending, queued, open) = {
             let t = self.lock();
-            (t.pending.len(), t.open)
+            (t.pending.len(), t.peers.values().map(|p| p.queued).sum(), t.open)
         };
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         AdmissionStats {
             config: self.config.clone(),
             pending,
+            queued,
             established_open: open - pending,
             admitted: load(&self.counters.admitted),
             established: load(&self.counters.established),
@@ -385,6 +455,7 @@ impl Admission {
             evicted: load(&self.counters.evicted),
             silent: load(&self.counters.silent),
             deadline: load(&self.counters.deadline),
+            queued_total: load(&self.counters.queued),
         }
     }
 }
@@ -423,6 +494,8 @@ pub struct Admitted {
     slot: Arc<Slot>,
     reads: Arc<Reads>,
     deadline: Instant,
+    /// Set while queued: fired when the connection may start its handshake.
+    start: Option<Arc<ShedSignal>>,
 }
 
 /// What the server has read from a connection so far.
@@ -460,7 +533,12 @@ impl Promoter {
         let mut t = slot.admission.lock();
         let Some(e) = t.pending.remove(&slot.id) else { return false };
         let p = t.peers.get_mut(&e.peer).expect("counted peer");
-        p.pending -= 1;
+        if e.queued.is_some() {
+            p.queued -= 1;
+        } else {
+            p.pending -= 1;
+            t.start_queued(e.peer);
+        }
         slot.established.store(true, Ordering::Release);
         drop(t);
         slot.admission.counters.established.fetch_add(1, Ordering::Relaxed);
@@ -484,17 +562,29 @@ impl Admitted {
         Promoter(Arc::clone(&self.slot))
     }
 
-    /// Runs `work` (the connection's whole life). While the connection is pending, it is cut short — `work`
-    /// dropped, which closes the connection — when it is evicted, sends no byte within
-    /// `first_byte_timeout`, or is not established by `handshake_timeout` after accept; `Err` says which.
-    /// Once established, only `work` decides.
+    /// Runs `work` (the connection's whole life). A queued connection first waits, `work` not yet polled
+    /// (nothing read), until its peer has room for its handshake. While the connection is pending, it is cut
+    /// short — `work` dropped, which closes the connection — when it is evicted, sends no byte within
+    /// `first_byte_timeout` of its start, or is not established by `handshake_timeout` after accept; `Err`
+    /// says which. Once established, only `work` decides.
     pub async fn supervise<F: Future>(self, work: F) -> Result<F::Output, Shed> {
         let config = self.slot.admission.config.clone();
+        let deadline = tokio::time::sleep_until(self.deadline);
+        tokio::pin!(deadline);
+        let counters = &self.slot.admission.counters;
+        if let Some(start) = &self.start {
+            tokio::select! {
+                () = start.wait() => {}
+                () = self.slot.shed.wait() => return Err(Shed::Evicted),
+                () = &mut deadline => {
+                    counters.deadline.fetch_add(1, Ordering::Relaxed);
+                    return Err(Shed::Deadline);
+                }
+            }
+        }
         let first_byte = Instant::now() + config.first_byte_timeout;
         let promoter = self.promoter();
         tokio::pin!(work);
-        let deadline = tokio::time::sleep_until(self.deadline);
-        tokio::pin!(deadline);
         let silence = tokio::time::sleep_until(first_byte);
         tokio::pin!(silence);
         let mut watch_silence = true;
@@ -516,7 +606,6 @@ impl Admitted {
                 }
             }
         };
-        let counters = &self.slot.admission.counters;
         match outcome {
             Err(Shed::Silent) => counters.silent.fetch_add(1, Ordering::Relaxed),
             Err(Shed::Deadline) => counters.deadline.fetch_add(1, Ordering::Relaxed),
@@ -649,8 +738,8 @@ pub type StatsSource = Box<dyn Fn() -> AdmissionStats + Send + Sync>;
 /// | metric | type | labels |
 /// |---|---|---|
 /// | `attest_admission_limit` | gauge | `server`, `limit` (`max_connections`, `max_connections_per_peer`, `max_handshakes`, `max_handshakes_per_peer`, `handshake_timeout_seconds`, `first_byte_timeout_seconds`) |
-/// | `attest_admission_connections` | gauge | `server`, `state` = `pending` \| `established` |
-/// | `attest_admission_events_total` | counter | `server`, `event` = `admitted` \| `established` \| `refused_peer_limit` \| `refused_connection_limit` \| `evicted` \| `silent` \| `deadline` |
+/// | `attest_admission_connections` | gauge | `server`, `state` = `pending` (queued included) \| `queued` \| `established` |
+/// | `attest_admission_events_total` | counter | `server`, `event` = `admitted` \| `established` \| `refused_peer_limit` \| `refused_connection_limit` \| `evicted` \| `silent` \| `deadline` \| `queued` |
 pub fn render_metrics(out: &mut String, tables: &[(&str, AdmissionStats)]) {
     let _ = writeln!(
         out,
@@ -677,6 +766,7 @@ pub fn render_metrics(out: &mut String, tables: &[(&str, AdmissionStats)]) {
     );
     for (server, s) in tables {
         let _ = writeln!(out, "attest_admission_connections{{server=\"{server}\",state=\"pending\"}} {}", s.pending);
+        let _ = writeln!(out, "attest_admission_connections{{server=\"{server}\",state=\"queued\"}} {}", s.queued);
         let _ = writeln!(
             out,
             "attest_admission_connections{{server=\"{server}\",state=\"established\"}} {}",
@@ -697,6 +787,7 @@ pub fn render_metrics(out: &mut String, tables: &[(&str, AdmissionStats)]) {
             ("evicted", s.evicted),
             ("silent", s.silent),
             ("deadline", s.deadline),
+            ("queued", s.queued_total),
         ] {
             let _ = writeln!(out, "attest_admission_events_total{{server=\"{server}\",event=\"{event}\"}} {n}");
         }

@@ -100,6 +100,65 @@ fn a_peer_over_its_handshake_limit_sheds_its_own_connections_only() {
     assert_eq!(table.stats().refused_peer_limit, 1);
 }
 
+#[tokio::test]
+async fn a_peers_handshakes_beyond_its_limit_wait_their_turn_instead_of_being_shed() {
+    let table = Admission::new(config(100, 10, 50, 2));
+    let a1 = admit_polled(&table, "10.0.0.1:1");
+    let a2 = admit_polled(&table, "10.0.0.1:2");
+    send(&a1, 300); // both mid-handshake: a burst of genuine connections, nothing silent to shed
+    send(&a2, 300);
+    let a3 = table.admit(addr("10.0.0.1:3")).unwrap();
+    let a4 = table.admit(addr("10.0.0.1:4")).unwrap();
+    assert!(!shed(&a1) && !shed(&a2) && !shed(&a3) && !shed(&a4));
+    let s = table.stats();
+    assert_eq!((s.pending, s.queued, s.queued_total, s.evicted), (4, 2, 2, 0));
+    // A queued connection's work is not polled (nothing read) until one of the peer's handshakes ends.
+    let polled3 = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&polled3);
+    let run3 = tokio::spawn(a3.supervise(async move {
+        flag.store(true, Ordering::Release);
+        std::future::pending::<()>().await;
+    }));
+    tokio::task::yield_now().await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(!polled3.load(Ordering::Acquire), "queued work ran before its turn");
+    assert!(a1.promoter().establish()); // a1's handshake ends: the oldest queued (a3) starts
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(polled3.load(Ordering::Acquire), "queued work did not start");
+    assert_eq!(table.stats().queued, 1);
+    // Another peer is not affected, and a peer's silent handshake is still shed rather than queued behind.
+    let other = admit_polled(&table, "10.0.0.9:1");
+    assert!(!shed(&other));
+    drop(a2); // a2 gone: a4 starts
+    assert_eq!(table.stats().queued, 0);
+    let a5 = admit_polled(&table, "10.0.0.1:5"); // the peer is at 2 handshaking (a3, a4): queued
+    assert_eq!(table.stats().queued, 1);
+    drop(a5);
+    run3.abort();
+    let _ = run3.await;
+    drop((a1, a4, other));
+    let s = table.stats();
+    assert_eq!((s.pending, s.queued, s.established_open), (0, 0, 0));
+    assert!(table.lock().peers.is_empty());
+}
+
+#[tokio::test]
+async fn a_queued_connection_keeps_the_deadline_of_its_accept_and_is_shed_first() {
+    let mut c = config(100, 10, 3, 1);
+    c.handshake_timeout = Duration::from_millis(100);
+    let table = Admission::new(c);
+    let a = admit_polled(&table, "10.0.0.1:1");
+    send(&a, 100);
+    let queued = table.admit(addr("10.0.0.1:2")).unwrap();
+    assert_eq!(queued.supervise(std::future::pending::<()>()).await, Err(Shed::Deadline));
+    // Under the listener's pending cap a queued connection (nothing spent on it) is the first victim.
+    let q = table.admit(addr("10.0.0.1:3")).unwrap();
+    let b = admit_polled(&table, "10.0.0.2:1");
+    send(&b, 1);
+    let _c = table.admit(addr("10.0.0.3:1")).unwrap();
+    assert!(shed(&q) && !shed(&a) && !shed(&b));
+}
+
 #[test]
 fn established_connections_are_never_shed_and_a_full_listener_refuses() {
     let table = Admission::new(config(4, 4, 2, 4));
