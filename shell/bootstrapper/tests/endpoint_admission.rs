@@ -19,6 +19,7 @@ use attest_bootstrapper::verifysvc::{VerifyServers, serve_verify};
 use attest_grpc::{Channel, ChannelConfig, Metadata};
 use attest_proto::paths;
 use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
+use attest_test_support::figures::{Latencies, genuine_calls};
 use attest_test_support::h2raw::{connect_from, loopback_peer};
 use base64::Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -117,11 +118,15 @@ async fn slow_headers_beyond_the_limit_leave_genuine_http_verifies_served() {
             let attackers = slow_loris(addr, (MAX_VERIFY_CONNECTIONS + 6) as u32, peers, Duration::from_secs(2));
             // Let every slow connection be accepted and read from before the genuine caller comes.
             tokio::time::sleep(Duration::from_millis(500)).await;
-            for i in 0..20 {
-                genuine_get(addr, i)
+            let mut latencies = Latencies::new();
+            for i in 0..genuine_calls(20) {
+                let t0 = std::time::Instant::now();
+                genuine_get(addr, i.to_le_bytes()[0])
                     .await
                     .unwrap_or_else(|e| panic!("genuine GET {i} with {peers} attacker peers: {e}"));
+                latencies.record(Some(t0.elapsed()));
             }
+            println!("{}", latencies.summary(&format!("verify GET under slow headers from {peers} addresses")));
             for a in attackers {
                 a.abort();
             }
@@ -154,9 +159,13 @@ async fn idle_and_unfinished_grpc_connections_leave_genuine_grpc_verifies_served
             held.push(tcp);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-        for i in 0..20 {
-            genuine_grpc(addr, i).await.unwrap_or_else(|e| panic!("genuine GetAttestation {i}: {e}"));
+        let mut latencies = Latencies::new();
+        for i in 0..genuine_calls(20) {
+            let t0 = std::time::Instant::now();
+            genuine_grpc(addr, i.to_le_bytes()[0]).await.unwrap_or_else(|e| panic!("genuine GetAttestation {i}: {e}"));
+            latencies.record(Some(t0.elapsed()));
         }
+        println!("{}", latencies.summary("verify GetAttestation under idle and unfinished HTTP/2"));
         drop(held);
         let stats = s.admission_sources().into_iter().find(|(n, _)| *n == "verify-grpc").map(|(_, f)| f()).unwrap();
         println!("verify-grpc admission: {stats:?}");
