@@ -16,7 +16,8 @@
 //!                   per peer: handshaking ≥ max_handshakes_per_peer ─┬─ one of them silent → evict it, admit
 //!                                                                    └─ none → admit *queued*: not read
 //!                      until one of the peer's handshakes ends (the oldest queued goes first)
-//!  pending ── handshake + first request within handshake_timeout of accept ──▶ established (never evicted)
+//!  pending ── handshake + first request within handshake_timeout of accept ──▶ established (never evicted;
+//!     │     when every slot is established, the oldest *idle* one — no call in flight — is reclaimed)
 //!     │  no byte at all within first_byte_timeout ──▶ closed
 //!     │  handshake_timeout passes (trickled bytes do not extend it) ──▶ closed
 //!     └─ chosen as a victim ──▶ closed
@@ -50,6 +51,13 @@
 //! - **Counted bytes.** [`Counted`] counts the bytes a pending connection sends: none within
 //!   `first_byte_timeout` closes it (no client waits before its first byte), and the count picks victims
 //!   (fewest first). The handshake deadline runs from accept and is never extended by bytes trickling in.
+//!
+//! - **Idle established connections give way.** A client that completes its handshake and a request and
+//!   then holds the connection idle (HTTP/2 keeps it up to `idle_timeout`) would, from enough addresses,
+//!   fill every slot with nothing left to shed. A listener whose slots are all established therefore
+//!   reclaims, for a new connection, the oldest established connection with no call in flight (the gRPC
+//!   server tells the table which are idle: [`Promoter::reclaimable`]); the server sends it GOAWAY, so its
+//!   client reconnects for its next call. Connections with a call in flight are never reclaimed.
 //!
 //! Every decision is counted ([`AdmissionStats`]) and rendered with the limits for `/metrics`
 //! ([`render_metrics`]).
@@ -170,6 +178,7 @@ struct Counters {
     silent: AtomicU64,
     deadline: AtomicU64,
     queued: AtomicU64,
+    reclaimed: AtomicU64,
 }
 
 /// A snapshot of an [`Admission`] table: its limits, what it holds now and what it decided so far.
@@ -199,6 +208,8 @@ pub struct AdmissionStats {
     pub deadline: u64,
     /// Connections that waited in their peer's queue.
     pub queued_total: u64,
+    /// Idle established connections reclaimed for a new one.
+    pub reclaimed: u64,
 }
 
 struct PendingEntry {
@@ -217,8 +228,17 @@ struct PeerCount {
     queued: usize,
 }
 
+/// An established connection that may be reclaimed when idle.
+struct EstablishedEntry {
+    peer: PeerKey,
+    idle: Box<dyn Fn() -> bool + Send + Sync>,
+    reclaim: Arc<ShedSignal>,
+}
+
 #[derive(Default)]
 struct Table {
+    /// Established connections that said how to tell they are idle ([`Promoter::reclaimable`]), by id.
+    established: BTreeMap<u64, EstablishedEntry>,
     next_id: u64,
     /// Pending connections (queued ones too) by admission order (ids grow: the first entry is the oldest).
     pending: BTreeMap<u64, PendingEntry>,
@@ -293,6 +313,27 @@ impl Table {
                 go.fire();
             }
         }
+    }
+
+    /// Reclaims the oldest idle established connection (of `peer` only, when given): frees its counts and
+    /// tells its server to close it. `false` if none is idle.
+    fn reclaim_idle(&mut self, peer: Option<PeerKey>, counters: &Counters) -> bool {
+        let Some(id) =
+            self.established.iter().find(|(_, e)| peer.is_none_or(|p| p == e.peer) && (e.idle)()).map(|(id, _)| *id)
+        else {
+            return false;
+        };
+        let e = self.established.remove(&id).expect("found above");
+        e.reclaim.fire();
+        self.open -= 1;
+        if let Some(p) = self.peers.get_mut(&e.peer) {
+            p.open -= 1;
+            if p.open == 0 {
+                self.peers.remove(&e.peer);
+            }
+        }
+        counters.reclaimed.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     fn evict(&mut self, id: u64, counters: &Counters) {
@@ -385,12 +426,14 @@ impl Admission {
         if peer_open >= c.max_connections_per_peer {
             match t.victim(Some(key), false) {
                 Some(id) => t.evict(id, &self.counters),
+                None if t.reclaim_idle(Some(key), &self.counters) => {}
                 None => return refuse(Refusal::PeerLimit),
             }
         }
         if t.open >= c.max_connections || t.pending.len() >= c.max_handshakes {
             match t.victim(None, false) {
                 Some(id) => t.evict(id, &self.counters),
+                None if t.open >= c.max_connections && t.reclaim_idle(None, &self.counters) => {}
                 None => return refuse(Refusal::ConnectionLimit),
             }
         }
@@ -456,6 +499,7 @@ impl Admission {
             silent: load(&self.counters.silent),
             deadline: load(&self.counters.deadline),
             queued_total: load(&self.counters.queued),
+            reclaimed: load(&self.counters.reclaimed),
         }
     }
 }
@@ -473,6 +517,10 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut t = self.admission.lock();
         if self.established.load(Ordering::Acquire) {
+            t.established.remove(&self.id);
+            if self.shed.is_fired() {
+                return; // reclaimed: its counts were freed then
+            }
             t.open -= 1;
             if let Some(p) = t.peers.get_mut(&self.peer) {
                 p.open -= 1;
@@ -548,6 +596,37 @@ impl Promoter {
     /// Whether the connection is established.
     pub fn is_established(&self) -> bool {
         self.0.established.load(Ordering::Acquire)
+    }
+
+    /// Lets the table reclaim this established connection when every slot is taken and `idle()` says it
+    /// has no call in flight (module docs). The returned handle completes when it was reclaimed: the
+    /// server then closes the connection gracefully (its counts are already freed). `None` if the
+    /// connection is not established (or was shed).
+    pub fn reclaimable(&self, idle: impl Fn() -> bool + Send + Sync + 'static) -> Option<Reclaim> {
+        let slot = &self.0;
+        let mut t = slot.admission.lock();
+        if !slot.established.load(Ordering::Acquire) || slot.shed.is_fired() {
+            return None;
+        }
+        let entry = EstablishedEntry { peer: slot.peer, idle: Box::new(idle), reclaim: Arc::clone(&slot.shed) };
+        t.established.insert(slot.id, entry);
+        Some(Reclaim(Arc::clone(&slot.shed)))
+    }
+}
+
+/// Completes when the table reclaimed an idle established connection ([`Promoter::reclaimable`]).
+pub struct Reclaim(Arc<ShedSignal>);
+
+impl std::fmt::Debug for Reclaim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Reclaim").field(&self.0.is_fired()).finish()
+    }
+}
+
+impl Reclaim {
+    /// Waits until the connection is reclaimed.
+    pub async fn requested(&self) {
+        self.0.wait().await;
     }
 }
 
@@ -739,7 +818,7 @@ pub type StatsSource = Box<dyn Fn() -> AdmissionStats + Send + Sync>;
 /// |---|---|---|
 /// | `attest_admission_limit` | gauge | `server`, `limit` (`max_connections`, `max_connections_per_peer`, `max_handshakes`, `max_handshakes_per_peer`, `handshake_timeout_seconds`, `first_byte_timeout_seconds`) |
 /// | `attest_admission_connections` | gauge | `server`, `state` = `pending` (queued included) \| `queued` \| `established` |
-/// | `attest_admission_events_total` | counter | `server`, `event` = `admitted` \| `established` \| `refused_peer_limit` \| `refused_connection_limit` \| `evicted` \| `silent` \| `deadline` \| `queued` |
+/// | `attest_admission_events_total` | counter | `server`, `event` = `admitted` \| `established` \| `refused_peer_limit` \| `refused_connection_limit` \| `evicted` \| `silent` \| `deadline` \| `queued` \| `reclaimed` |
 pub fn render_metrics(out: &mut String, tables: &[(&str, AdmissionStats)]) {
     let _ = writeln!(
         out,
@@ -788,6 +867,7 @@ pub fn render_metrics(out: &mut String, tables: &[(&str, AdmissionStats)]) {
             ("silent", s.silent),
             ("deadline", s.deadline),
             ("queued", s.queued_total),
+            ("reclaimed", s.reclaimed),
         ] {
             let _ = writeln!(out, "attest_admission_events_total{{server=\"{server}\",event=\"{event}\"}} {n}");
         }

@@ -160,6 +160,44 @@ async fn a_queued_connection_keeps_the_deadline_of_its_accept_and_is_shed_first(
 }
 
 #[test]
+fn a_full_listener_reclaims_the_oldest_idle_established_connection_never_a_busy_one() {
+    let table = Admission::new(config(3, 2, 3, 2));
+    let busy = Arc::new(AtomicBool::new(false));
+    let established: Vec<_> = ["10.0.0.1:1", "10.0.0.2:1", "10.0.0.3:1"]
+        .iter()
+        .map(|peer| {
+            let a = table.admit(addr(peer)).unwrap();
+            assert!(a.promoter().establish());
+            a
+        })
+        .collect();
+    // The first is busy (a call in flight), the other two idle; the third never said how to tell.
+    let first_busy = Arc::clone(&busy);
+    let r0 = established[0].promoter().reclaimable(move || !first_busy.load(Ordering::Acquire)).unwrap();
+    busy.store(true, Ordering::Release);
+    let r1 = established[1].promoter().reclaimable(|| true).unwrap();
+    let newcomer = table.admit(addr("10.0.0.9:1")).unwrap();
+    assert!(!r0.0.is_fired() && r1.0.is_fired(), "the oldest idle one goes, not the busy one");
+    let s = table.stats();
+    assert_eq!((s.established_open, s.pending, s.reclaimed), (2, 1, 1), "{s:?}");
+    // Dropping the reclaimed connection frees nothing twice.
+    let mut established = established;
+    drop(established.remove(1));
+    assert_eq!(table.stats().established_open, 2);
+    // Nothing idle left (and the pending newcomer not yet read from): a full listener refuses.
+    assert_eq!(table.admit(addr("10.0.0.8:1")).unwrap_err(), Refusal::ConnectionLimit);
+    assert!(newcomer.promoter().establish());
+    assert_eq!(table.admit(addr("10.0.0.7:1")).unwrap_err(), Refusal::ConnectionLimit);
+    // Once the busy one's call ends, it is the one reclaimed.
+    busy.store(false, Ordering::Release);
+    assert!(table.admit(addr("10.0.0.7:1")).is_ok());
+    assert!(r0.0.is_fired());
+    drop(established);
+    drop(newcomer);
+    assert!(table.lock().peers.is_empty() && table.lock().established.is_empty());
+}
+
+#[test]
 fn established_connections_are_never_shed_and_a_full_listener_refuses() {
     let table = Admission::new(config(4, 4, 2, 4));
     let held: Vec<_> = (1..=4)

@@ -78,6 +78,9 @@ pub const DEFAULT_INITIAL_STREAM_WINDOW: u32 = 1024 * 1024;
 pub const DEFAULT_INITIAL_CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
 /// Default bound on one request's header block (SETTINGS_MAX_HEADER_LIST_SIZE): 16 KiB, as grpc-core.
 pub const DEFAULT_MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
+/// Time a reclaimed idle connection (`admission`: its slot given to a new connection) has to close after
+/// its GOAWAY before the server closes it.
+pub const RECLAIM_GRACE: Duration = Duration::from_secs(2);
 /// Default time allowed from a request's headers to the end of its body.
 pub const DEFAULT_REQUEST_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time allowed from accept to the end of a connection's pending phase: its TLS/aTLS handshake, the
@@ -403,6 +406,8 @@ impl Server {
         // Idle = no call of this connection in flight: every call holds a clone of `budget`.
         let idle = tokio::time::sleep(config.idle_timeout);
         tokio::pin!(idle);
+        // Set once established: completes when the admission table reclaims this connection while idle.
+        let mut reclaim: Option<super::admission::Reclaim> = None;
         loop {
             match *phase.borrow_and_update() {
                 Phase::Draining if !draining => {
@@ -416,6 +421,20 @@ impl Server {
                 biased;
                 next = poll_fn(|cx| driver.poll_accept(cx, &conn_waker, &mut conn, &mut incoming)) => Ok(next),
                 changed = phase.changed() => Err(changed),
+                () = async {
+                    match &reclaim {
+                        Some(r) => r.requested().await,
+                        None => std::future::pending().await,
+                    }
+                }, if reclaim.is_some() && !draining => {
+                    tracing::debug!("grpc: idle connection reclaimed for a new one, sending GOAWAY");
+                    conn.graceful_shutdown();
+                    draining = true;
+                    // Its slot is already given away: a client that does not close after the GOAWAY is
+                    // closed at the next idle check, RECLAIM_GRACE from now.
+                    idle.as_mut().reset(tokio::time::Instant::now() + RECLAIM_GRACE);
+                    continue;
+                }
                 () = &mut idle => {
                     idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout);
                     if Arc::strong_count(&budget) == 1 {
@@ -434,10 +453,14 @@ impl Server {
                 Ok(Ok(true)) => {
                     idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout);
                     // The first complete request headers end the pending phase (false: shed meanwhile).
-                    if let Some((promoter, _)) = &admitted
-                        && !promoter.establish()
-                    {
-                        return;
+                    if let Some((promoter, _)) = &admitted {
+                        if !promoter.establish() {
+                            return;
+                        }
+                        if reclaim.is_none() {
+                            let calls = Arc::downgrade(&budget);
+                            reclaim = promoter.reclaimable(move || calls.strong_count() == 1);
+                        }
                     }
                     for (request, respond) in incoming.drain(..) {
                         let call = Call {

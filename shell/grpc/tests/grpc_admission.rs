@@ -155,7 +155,7 @@ async fn idle_sockets_from_many_peers_are_shed_for_genuine_clients() {
 
 /// Established connections keep their slots: with 6 of 8 slots held by established genuine connections and
 /// the other 2 by idle attackers, a new genuine client still gets in (an idle socket is shed), the held
-/// connections keep working, and a listener full of established connections refuses.
+/// connections keep working; when all 8 are established and idle, a new client reclaims the oldest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn established_connections_keep_their_reserved_slots() {
     bounded("reserve", async {
@@ -182,7 +182,8 @@ async fn established_connections_keep_their_reserved_slots() {
             let req = EchoRequest { payload: b"y".to_vec(), ..Default::default() };
             ch.unary::<_, EchoReply>(ECHO, req, Metadata::new(), None).await.expect("held connection still served");
         }
-        // Fill the last two slots with established connections: now nothing can be shed, and the listener refuses.
+        // Fill the last two slots with established connections: nothing pending to shed, but all of them idle
+        // (no call in flight), so a new client reclaims the oldest idle one instead of being refused.
         for _ in 0..2 {
             let ch = Channel::connect(t.addr, ChannelConfig::default()).await.unwrap();
             let req = EchoRequest { payload: b"z".to_vec(), ..Default::default() };
@@ -190,9 +191,73 @@ async fn established_connections_keep_their_reserved_slots() {
             channels.push(ch);
         }
         assert!(eventually(Duration::from_secs(10), || t.server.admission_stats().established_open == 8).await);
+        genuine_call(&t).await.expect("an idle established connection gives way");
+        let s = t.server.admission_stats();
+        assert_eq!((s.reclaimed, s.refused_connection_limit), (1, 0), "{s:?}");
+    })
+    .await;
+}
+
+/// Established connections hold their slots idle for as long as HTTP/2 lets them (`idle_timeout`): from
+/// enough addresses they would fill a listener with nothing to shed. When every slot is established, the
+/// oldest *idle* one is reclaimed (GOAWAY) for a new connection; one with a call in flight never is, and a
+/// listener full of busy connections refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_established_connections_give_way_busy_ones_do_not() {
+    bounded("reclaim", async {
+        let config = ServerConfig { max_connections: 4, max_handshakes: 2, ..ServerConfig::default() };
+        let t = start(config).await;
+        // Four attackers, four addresses: each completes a handshake and a call, then holds its connection.
+        let mut held = Vec::new();
+        for p in 0..4 {
+            let tcp = connect_from(loopback_peer(p), t.addr).await.unwrap();
+            let ch = Channel::handshake(tcp, "attacker", ChannelConfig::default()).await.unwrap();
+            let req = EchoRequest { payload: b"a".to_vec(), ..Default::default() };
+            ch.unary::<_, EchoReply>(ECHO, req, Metadata::new(), None).await.unwrap();
+            held.push(ch);
+        }
+        assert!(eventually(Duration::from_secs(10), || t.server.admission_stats().established_open == 4).await);
+        // Genuine clients that keep their connections (idle after their call): each reclaims the oldest idle
+        // connection, an attacker's, never a newer genuine one.
+        let mut genuine = Vec::new();
+        for _ in 0..3 {
+            let ch = Channel::connect(t.addr, ChannelConfig::default()).await.unwrap();
+            let req = EchoRequest { payload: b"g".to_vec(), ..Default::default() };
+            ch.unary::<_, EchoReply>(ECHO, req, Metadata::new(), None)
+                .await
+                .expect("genuine client served while idle established connections fill the listener");
+            genuine.push(ch);
+        }
+        assert_eq!(t.server.admission_stats().reclaimed, 3);
+        for ch in &genuine {
+            let req = EchoRequest { payload: b"h".to_vec(), ..Default::default() };
+            ch.unary::<_, EchoReply>(ECHO, req, Metadata::new(), None).await.expect("genuine connections kept");
+        }
+        drop(genuine);
+
+        // Now four connections with a call in flight: none is reclaimed, and a new connection is refused.
+        drop(held);
+        assert!(eventually(Duration::from_secs(10), || t.server.admission_stats().established_open == 0).await);
+        let mut busy = Vec::new();
+        for p in 10..14 {
+            let tcp = connect_from(loopback_peer(p), t.addr).await.unwrap();
+            let ch = Channel::handshake(tcp, "busy", ChannelConfig::default()).await.unwrap();
+            busy.push(tokio::spawn(async move {
+                let req = EchoRequest { payload: b"b".to_vec(), sleep_ms: 3000, ..Default::default() };
+                ch.unary::<_, EchoReply>(ECHO, req, Metadata::new(), None).await.map(|r| r.message.payload)
+            }));
+        }
+        assert!(eventually(Duration::from_secs(10), || t.server.admission_stats().established_open == 4).await);
         let mut refused = connect_from(loopback_peer(99), t.addr).await.unwrap();
-        assert!(closed_by_server(&mut refused, Duration::from_secs(10)).await, "a full listener refuses");
-        assert!(t.server.admission_stats().refused_connection_limit >= 1);
+        assert!(
+            closed_by_server(&mut refused, Duration::from_secs(10)).await,
+            "a listener of busy connections refuses"
+        );
+        let s = t.server.admission_stats();
+        assert_eq!((s.reclaimed, s.refused_connection_limit), (3, 1), "{s:?}");
+        for b in busy {
+            assert_eq!(b.await.unwrap().expect("a busy connection's call completes"), b"b");
+        }
     })
     .await;
 }
