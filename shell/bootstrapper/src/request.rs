@@ -116,7 +116,14 @@ impl std::fmt::Display for InitSecretHashError {
     }
 }
 
-impl std::error::Error for InitSecretHashError {}
+impl std::error::Error for InitSecretHashError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            Self::Malformed => None,
+        }
+    }
+}
 
 /// SHA-256 of the init secret.
 #[derive(Clone)]

@@ -57,7 +57,14 @@ impl std::fmt::Display for ConfigError {
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::Invalid { .. } => None,
+        }
+    }
+}
 
 /// The Kubernetes version and components returned to joining nodes.
 #[derive(Clone, Debug, Default, PartialEq)]

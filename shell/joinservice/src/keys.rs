@@ -66,7 +66,14 @@ impl std::fmt::Display for KeyServiceError {
     }
 }
 
-impl std::error::Error for KeyServiceError {}
+impl std::error::Error for KeyServiceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Unavailable(status) | Self::DeadlineExceeded(status) | Self::Failed(status) => Some(status),
+            Self::WrongLength { .. } => None,
+        }
+    }
+}
 
 /// A `kms.API` client.
 #[derive(Debug)]
