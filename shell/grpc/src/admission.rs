@@ -9,9 +9,11 @@
 //!
 //! ```text
 //!  accept(peer) ──▶ per peer: open ≥ max_connections_per_peer ─┬─ the peer has a pending one → evict it, admit
-//!                                                            └─ none → refuse (close at once)
+//!                                                            └─ none → reclaim the peer's oldest idle
+//!                                                               established one; none idle → refuse
 //!                   all: open ≥ max_connections ─┬─ some pending → evict the victim, admit
-//!                                                └─ none (all established) → refuse
+//!                                                └─ none (all established) → reclaim the oldest idle
+//!                                                   established one, admit; none idle → refuse
 //!                   all: pending ≥ max_handshakes ──▶ evict the victim, admit
 //!                   per peer: handshaking ≥ max_handshakes_per_peer ─┬─ one of them silent → evict it, admit
 //!                                                                    └─ none → admit *queued*: not read
@@ -51,7 +53,6 @@
 //! - **Counted bytes.** [`Counted`] counts the bytes a pending connection sends: none within
 //!   `first_byte_timeout` closes it (no client waits before its first byte), and the count picks victims
 //!   (fewest first). The handshake deadline runs from accept and is never extended by bytes trickling in.
-//!
 //! - **Idle established connections give way.** A client that completes its handshake and a request and
 //!   then holds the connection idle (HTTP/2 keeps it up to `idle_timeout`) would, from enough addresses,
 //!   fill every slot with nothing left to shed. A listener whose slots are all established therefore
