@@ -362,7 +362,7 @@ def containers(root, bins, procs, runc, passed):
     state.mkdir(mode=0o700)
     join_ports = [free_port() for _ in range(3)]
     join_args = [f"--listen=127.0.0.1:{join_ports[0]}", f"--registration-listen=127.0.0.1:{join_ports[1]}",
-                 f"--metrics-listen=127.0.0.1:{join_ports[2]}", f"--tpm={first.tcti}",
+                 f"--metrics-listen=127.0.0.1:{join_ports[2]}", f"--tpm={first.tcti}", "--node-variant=qemu-vtpm",
                  f"--key-service=127.0.0.1:{kms_port}",
                  "--key-service-ca=/var/run/attest/kms-tls/ca.crt",
                  "--key-service-cert=/var/run/attest/kms-tls/tls.crt",

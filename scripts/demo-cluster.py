@@ -1055,6 +1055,25 @@ def reboot(node, procs):
     node.measured_boot()
 
 
+def check_result_schema(root, name, out, accepted):
+    """`attest verify --json` carries the engine's result object (schemas/result-v1.schema.json), checked with
+    the jsonschema library in .venv (skipped with a notice without it)."""
+    repo = Path(__file__).resolve().parent.parent
+    python = repo / ".venv" / "bin" / "python"
+    result = json.loads(out)["result"]
+    if result.get("accepted") is not accepted:
+        raise Failure(f"{name}: result object says accepted={result.get('accepted')}: {out}")
+    if not python.exists():
+        log(f"NOTICE: {name}: no .venv, the result object is not checked against the schema")
+        return
+    path = root / f"{name}.result.json"
+    path.write_text(json.dumps(result))
+    r = subprocess.run([str(python), str(repo / "schemas/validate_result.py"),
+                        str(repo / "schemas/result-v1.schema.json"), str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failure(f"{name}: the result object does not conform to the schema: {r.stderr}")
+
+
 def attest_verify(c, endpoint, service, cluster_id, registry):
     r = subprocess.run([c.bins["attest"], "verify", "--endpoint", endpoint, "--service", service, "--cluster-id",
                         cluster_id, *signature_args(c.measurements, c.sig, c.pub), "--ak-registry", registry,
@@ -1134,10 +1153,12 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
         rc, out, err = attest_verify(c, verify[service], service, cluster_id, registry)
         if rc != 0:
             raise Failure(f"attest verify --service {service} --cluster-id failed ({rc}): {out} {err}")
+        check_result_schema(root, f"verify-{service}", out, True)
     wrong = "ee" * 32
     rc, out, err = attest_verify(c, verify["grpc"], "grpc", wrong, registry)
     if rc != 1 or "PCR 15" not in err:
         raise Failure(f"attest verify with a wrong cluster id was not refused ({rc}): {out} {err}")
+    check_result_schema(root, "verify-wrong-cluster", out, False)
     events.append(f"verify: attest verify --cluster-id against node-2's verify service (gRPC {verify['grpc']}, "
                   f"HTTP {verify['http']}) verified; a wrong cluster id refused (PCR 15)")
     log(events[-1])

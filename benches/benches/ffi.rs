@@ -52,7 +52,7 @@ fn main() {
     req.report_data = Some(&rd);
     assert!(!direct.verify(&req, &policy).unwrap().cache_hit());
 
-    let mut v: *const attest_verifier = std::ptr::null();
+    let mut v: *mut attest_verifier = std::ptr::null_mut();
     assert_eq!(attest_verifier_new(&raw mut v), attest_result::Ok);
     ffi_verify(v, &report, &vcek, &rd, time.as_secs()); // warm the chain cache
 

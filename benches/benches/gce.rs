@@ -5,8 +5,9 @@
 //!   `Attestation` and the borrowed view), `verify` (`GceVerifier::verify` on the view: AK certificate path
 //!   to Google's root with two RSA signature checks, three quotes, the 24 KB event log replayed in two
 //!   banks, platform facts, policy), `verify_ring` (the same with the ring provider), `end_to_end`
-//!   (decode + verify), and the floor `quote_signatures_aws_lc_rs` (the three RSA-2048 quote signatures
-//!   alone, raw aws-lc-rs).
+//!   (decode + verify), `result_json` (the verdict as the result object `attest-result/1` every output
+//!   path prints: `Appraisal::from_gce` + `result_json`, serialized), and the floor
+//!   `quote_signatures_aws_lc_rs` (the three RSA-2048 quote signatures alone, raw aws-lc-rs).
 //! - `formats`: `trustee_tpm_json`, `azure_evidence_v0_json` (number arrays), `azure_evidence_v1_json`
 //!   (hex/base64), `azure_quote_bincode` (zero-copy): one parse each.
 //!
@@ -73,6 +74,14 @@ fn bench_gce(c: &mut Criterion, dir: &Path) {
             let att = attest_proto::gce::decode(black_box(&pb)).unwrap();
             let ev = attest_proto::gce::evidence(&att).unwrap();
             black_box(verifier.verify(&ev, &req, &policy).unwrap().path_depth())
+        });
+    });
+    let ok = verifier.verify(&ev, &req, &policy).expect("verifies");
+    let input = serde_json::Map::new();
+    g.bench_function("result_json", |b| {
+        b.iter(|| {
+            let a = attest_engine::ear::Appraisal::from_gce(black_box(&ok));
+            black_box(a.result_json("gce", "GCE vTPM attestation", &input, req.time).to_string().len())
         });
     });
     g.bench_function("quote_signatures_aws_lc_rs", |b| {

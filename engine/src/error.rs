@@ -20,6 +20,9 @@ use crate::tdx::TdxCheck;
 use crate::time::UnixTime;
 use core::fmt;
 
+mod class;
+pub use class::ErrorClass;
+
 /// The role a certificate plays in an AMD chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CertRole {
@@ -835,6 +838,9 @@ impl fmt::Display for Error {
             }
             Self::AkAttributes { attributes, reason } => {
                 write!(f, "attestation key attributes 0x{attributes:08x}: {reason}")
+            }
+            Self::NonceMismatch { expected, found } if expected.as_slice().is_empty() => {
+                write!(f, "quote extraData: expected no nonce (empty), found the nonce {found}")
             }
             Self::NonceMismatch { expected, found } => write!(f, "quote extraData: expected {expected}, found {found}"),
             Self::PcrDigestMismatch { computed, quoted } => {

@@ -601,11 +601,17 @@ mod tests {
     /// The shipped example policies load, and say what their comments say.
     #[test]
     fn example_policies() {
-        let cloud = SnpPolicy::from_toml(include_str!("../../examples/policy/cloud.toml")).unwrap();
+        let cloud = SnpPolicy::from_toml(include_str!("../../examples/policies/snp-cloud.toml")).unwrap();
         assert_eq!(cloud, SnpPolicy { allow_provisional_firmware: true, ..SnpPolicy::default() });
         assert_eq!(cloud.launch_pinning(), Err(Error::LaunchUnpinned));
-        let strict = SnpPolicy::from_toml(include_str!("../../examples/policy/strict.toml")).unwrap();
+        let strict = SnpPolicy::from_toml(include_str!("../../examples/policies/snp.toml")).unwrap();
         assert_eq!((strict.vmpl, strict.launch_pinning()), (Some(0), Ok(LaunchPinning::Measurement)));
+        let azure = SnpPolicy::from_toml(include_str!("../../examples/policies/azure.toml")).unwrap();
+        assert_eq!(azure, SnpPolicy { allow_provisional_firmware: true, ..SnpPolicy::default() });
+        let tdx = crate::TdxPolicy::from_toml(include_str!("../../examples/policies/tdx.toml")).unwrap();
+        assert_eq!(tdx, crate::TdxPolicy::default());
+        let gce: crate::gce::GcePolicy = toml::from_str(include_str!("../../examples/policies/gce.toml")).unwrap();
+        assert_eq!(gce, crate::gce::GcePolicy::default());
     }
 
     #[test]

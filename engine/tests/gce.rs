@@ -160,15 +160,19 @@ fn cos85_no_nonce_is_accepted_only_without_a_nonce() {
 
     // The EAR claims of this verdict.
     let a = attest_engine::ear::Appraisal::from_gce(&ok);
-    let ear = attest_engine::ear::claims(
-        &[a],
-        &attest_engine::ear::VerifierId { developer: "attest", build: "test" },
-        time(),
-        None,
-        None,
-    );
+    let issue = attest_engine::ear::Issue {
+        verifier: attest_engine::ear::VerifierId { developer: "attest", build: "test" },
+        issued_at: time(),
+        trusted_time: time(),
+        nonce: None,
+        policy_id: None,
+    };
+    let ear = attest_engine::ear::claims(&[a], &issue);
     let sub = &ear["submods"]["gcp-shielded-vm"];
-    assert_eq!(sub["ear.status"], "affirming");
+    // No nonce and no reference values: genuine, but nothing approved what runs, nor made it fresh.
+    assert_eq!(sub["ear.status"], "warning");
+    assert!(sub["ear.trustworthiness-vector"].get("executables").is_none());
+    assert!(sub["ear.trustworthiness-vector"].get("instance-identity").is_none());
     assert_eq!(sub["ear.trustworthiness-vector"]["hardware"], 2);
     assert_eq!(sub["ear.trustworthiness-vector"]["runtime-opaque"], 2, "AMD SEV from the verified log");
     assert_eq!(sub["attest.claims"]["instance"]["instance_name"], "cos-test");

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
                                  0xf5, 0xa2, 0xbb, 0x65, 0xff, 0x5b, 0xf9, 0x38, 0x7a, 0x09, 0x35,
                                  0x97, 0x42, 0xad, 0x41, 0xe6, 0x86, 0xca, 0xcf, 0xd3, 0x8b};
   const uint64_t t = 1748736000; /* 2025-06-01 */
-  const attest_verifier *v = NULL;
+  attest_verifier *v = NULL;
   attest_verdict *vd = NULL;
   if (attest_verifier_new(&v) != ATTEST_RESULT_OK) return 1;
   if (attest_verifier_verify_snp(v, report, 0x4A0, vcek, vlen, NULL, 0, rd, 64, t, &vd) != ATTEST_RESULT_OK) {

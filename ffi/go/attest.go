@@ -19,14 +19,12 @@
 //	}
 //	fmt.Println(verdict.Product, verdict.Signer, len(verdict.Checks))
 //
-// Build: the package is the Go module "attest" (go.mod; standard library only, so it builds offline) and
-// links the installed C library through pkg-config ("#cgo pkg-config: attest"): install it with
-// `make -C ffi install PREFIX=...` and point PKG_CONFIG_PATH at PREFIX/lib/pkgconfig (and the dynamic
-// loader at PREFIX/lib, e.g. LD_LIBRARY_PATH, unless PREFIX is a system prefix). A module that uses it
-// requires "attest" and replaces it with this directory:
-//
-//	require attest v0.0.0
-//	replace attest => /path/to/attest/ffi/go
+// Build: the module is github.com/attest-rs/attest/ffi/go (package attest; standard library only, so it
+// builds offline) and links the installed C library through pkg-config ("#cgo pkg-config: attest"):
+// install it with `make -C ffi install PREFIX=...` and point PKG_CONFIG_PATH at PREFIX/lib/pkgconfig (and
+// the dynamic loader at PREFIX/lib, e.g. LD_LIBRARY_PATH, unless PREFIX is a system prefix). README.md in
+// this directory has a runnable example. NewVerifier refuses a library of another ABI major version
+// (ABIVersion, ErrABIMismatch).
 package attest
 
 /*
@@ -81,7 +79,18 @@ const (
 	CodeRuntimeUserData        Code = C.ATTEST_RESULT_RUNTIME_USER_DATA_MISMATCH
 	CodeEvidenceFormat         Code = C.ATTEST_RESULT_EVIDENCE_FORMAT
 	CodeUnsupportedVariant     Code = C.ATTEST_RESULT_UNSUPPORTED_VARIANT
+	CodeTruncated              Code = C.ATTEST_RESULT_TRUNCATED
+	CodeTrailingData           Code = C.ATTEST_RESULT_TRAILING_DATA
 )
+
+// ABIVersion is the ABI of the loaded library, major<<16 | minor (attest_abi_version()).
+func ABIVersion() uint32 { return uint32(C.attest_abi_version()) }
+
+// ABIVersionCompiled is the ABI of the header this package was compiled against (ATTEST_ABI_VERSION).
+const ABIVersionCompiled uint32 = C.ATTEST_ABI_VERSION
+
+// ErrABIMismatch: the loaded library's ABI major version is not the one this package was compiled against.
+var ErrABIMismatch = errors.New("attest: the C library's ABI major version differs from the header's")
 
 // String is the code's static description.
 func (c Code) String() string {
@@ -114,10 +123,13 @@ func (c Code) IsVariantError() bool { return bool(C.attest_result_is_variant_err
 // IsEvidenceError reports whether c rejects the evidence (anything but OK and API errors).
 func (c Code) IsEvidenceError() bool { return bool(C.attest_result_is_evidence_error(C.uint32_t(c))) }
 
-// Error is a failed call: the result code and the library's detailed message.
+// Error is a failed call: the result code and the library's detailed message, and for a verification
+// that judged the evidence, its result object (schema attest-result/1: the failed check, whether the
+// input was malformed or refused, the policy key that governs the check).
 type Error struct {
 	Code    Code
 	Message string
+	Result  []byte
 }
 
 func (e *Error) Error() string {
@@ -145,6 +157,9 @@ type Verifier struct {
 
 // NewVerifier creates a verifier with AMD's Milan, Genoa and Turin roots and the strict default policy.
 func NewVerifier() (*Verifier, error) {
+	if ABIVersion()>>16 != ABIVersionCompiled>>16 || ABIVersion()&0xffff < ABIVersionCompiled&0xffff {
+		return nil, fmt.Errorf("%w: library %#x, header %#x", ErrABIMismatch, ABIVersion(), ABIVersionCompiled)
+	}
 	var p *C.attest_verifier
 	if rc := C.attest_verifier_new(&p); rc != C.ATTEST_RESULT_OK {
 		return nil, &Error{Code: Code(rc)}
@@ -187,7 +202,27 @@ func (v *Verifier) call(f func(p *C.attest_verifier) C.attest_result) error {
 	if rc == C.ATTEST_RESULT_OK {
 		return nil
 	}
-	return &Error{Code: Code(rc), Message: lastError(v.ptr)}
+	return &Error{Code: Code(rc), Message: lastError(v.ptr), Result: lastResult(v.ptr)}
+}
+
+// lastResult copies this thread's result object of its latest verification on p (nil: none).
+func lastResult(p *C.attest_verifier) []byte {
+	return copyText(func(buf *C.char, n C.size_t, out *C.size_t) C.attest_result {
+		return C.attest_verifier_last_result_json(p, buf, n, out)
+	})
+}
+
+// copyText runs a C text getter twice, the size query and then the copy; nil when there is no text.
+func copyText(get func(buf *C.char, n C.size_t, out *C.size_t) C.attest_result) []byte {
+	var n C.size_t
+	if get(nil, 0, &n) != C.ATTEST_RESULT_INSUFFICIENT_SIZE || n == 0 {
+		return nil
+	}
+	buf := make([]byte, int(n))
+	if get((*C.char)(unsafe.Pointer(&buf[0])), n, &n) != C.ATTEST_RESULT_OK {
+		return nil
+	}
+	return buf[:n]
 }
 
 func lastError(p *C.attest_verifier) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -102,6 +103,22 @@ func TestVerifySNPAcceptsAndCaches(t *testing.T) {
 	if o, _ := verdict.Outcome("measurement"); o != OutcomeWaived {
 		t.Fatal("measurement not waived")
 	}
+	// The result object: the same schema as the CLI's --json.
+	var result map[string]interface{}
+	if err := json.Unmarshal(verdict.JSON, &result); err != nil {
+		t.Fatalf("verdict JSON: %v: %s", err, verdict.JSON)
+	}
+	if result["schema"] != "attest-result/1" || result["accepted"] != true || result["verifier"] != "snp" {
+		t.Fatalf("result %v", result)
+	}
+	// The input as the CLI reads it: the report with its IGVM request-data header verifies too.
+	whole := read(t, "constellation-azure-snp/attestation.bin")
+	if len(whole) != 0x4A0+20 {
+		t.Fatalf("attestation.bin is %d bytes", len(whole))
+	}
+	if _, err := v.VerifySNP(whole, vcek, WithChain(chain), WithTime(t20250601)); err != nil {
+		t.Fatalf("report + IGVM header: %v", err)
+	}
 	warm, err := v.VerifySNP(report, vcek, WithTime(t20250601))
 	if err != nil || !warm.CacheHit {
 		t.Fatalf("warm: %v %v", err, warm.CacheHit)
@@ -128,6 +145,20 @@ func TestVerifySNPRejections(t *testing.T) {
 	if !ae.Code.IsPolicyError() || ae.Code.IsSNPError() || ae.Message == "" {
 		t.Fatalf("classification or message: %+v", ae)
 	}
+	var result struct {
+		Accepted bool
+		Failure  struct {
+			Check, Class string
+			PolicyKey    *string `json:"policy_key"`
+		}
+	}
+	if err := json.Unmarshal(ae.Result, &result); err != nil || result.Accepted || result.Failure.Check != "report_data" ||
+		result.Failure.Class != "refused" || result.Failure.PolicyKey == nil || *result.Failure.PolicyKey != "report_data" {
+		t.Fatalf("refusal's result %v: %s", err, ae.Result)
+	}
+	// Bytes after the report that are not its IGVM header: malformed, as in the CLI.
+	_, err = v.VerifySNP(append(append([]byte(nil), report...), 1, 2, 3), vcek, WithTime(t20250601))
+	wantCode(t, err, CodeTrailingData)
 	_, err = v.VerifySNP(report, vcek, WithReportData(make([]byte, 32)), WithTime(t20250601))
 	wantCode(t, err, CodeMisuse)
 	_, err = v.VerifySNP(nil, vcek)

@@ -1,3 +1,3 @@
-module attest
+module github.com/attest-rs/attest/ffi/go
 
 go 1.19

@@ -59,6 +59,9 @@ type Verdict struct {
 	TDX *TDX
 	// GCE part (VerifyGCE, and gcp-shielded-vm documents): the VM the AK certificate names.
 	Instance *GCEInstance
+	// JSON is the result object (schema attest-result/1, schemas/result-v1.schema.json in the repository):
+	// the same object `attest ... verify --json` prints.
+	JSON []byte
 }
 
 // GCEInstance is the VM a GCE AK certificate names (Google's instance-information extension).
@@ -111,7 +114,7 @@ func takeVerdict(p *C.attest_verdict, err error) (Verdict, error) {
 		return Verdict{}, err
 	}
 	defer C.attest_verdict_free(p)
-	v := Verdict{Kind: uint32(C.attest_verdict_kind(p))}
+	v := Verdict{Kind: uint32(C.attest_verdict_kind(p)), JSON: verdictJSON(p)}
 	// All checks in one call (cgo calls cost ~100 ns each; a verdict has ~35 checks), into C memory so
 	// that cgo need not scan a Go array of pointer-holding structs.
 	n := C.attest_verdict_check_count(p)
@@ -177,4 +180,11 @@ func takeVerdict(p *C.attest_verdict, err error) (Verdict, error) {
 		v.AKBasis = goString(s)
 	}
 	return v, nil
+}
+
+// verdictJSON copies the verdict's result object.
+func verdictJSON(p *C.attest_verdict) []byte {
+	return copyText(func(buf *C.char, n C.size_t, out *C.size_t) C.attest_result {
+		return C.attest_verdict_json(p, buf, n, out)
+	})
 }

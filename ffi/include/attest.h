@@ -20,6 +20,21 @@
 #include <stdint.h>
 
 /**
+ * The ABI major version: bumped by every incompatible change (also the SONAME's number).
+ */
+#define ATTEST_ABI_VERSION_MAJOR 1
+
+/**
+ * The ABI minor version: bumped by every addition, reset by a major bump.
+ */
+#define ATTEST_ABI_VERSION_MINOR 2
+
+/**
+ * `major << 16 | minor` of the headers a caller compiled against.
+ */
+#define ATTEST_ABI_VERSION 65538
+
+/**
  * `qemu-vtpm`: QEMU/KVM or swtpm vTPM, no confidential hardware; AK by credential activation or pin.
  */
 #define ATTEST_VARIANT_QEMU_VTPM 1
@@ -977,6 +992,11 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * The ABI version of the loaded library, `major << 16 | minor` (compare with `ATTEST_ABI_VERSION`).
+ */
+uint32_t attest_abi_version(void);
+
+/**
  * Whether `code` is an API-use error (1000–1999): the caller's mistake or an internal error, not a
  * property of the evidence.
  */
@@ -1084,6 +1104,17 @@ attest_result attest_variant_code(const uint8_t *name,
  * The number of variants this library knows; their codes are those of the `ATTEST_VARIANT_*` constants.
  */
 size_t attest_variant_count(void);
+
+/**
+ * The verdict's result object: one JSON object of schema `attest-result/1`
+ * (`schemas/result-v1.schema.json`, the same the CLI's `--json` prints), into `(buf, len)` as UTF-8 without
+ * a NUL terminator, its length in `*out_n`. `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in
+ * `*out_n`) when the buffer is too small.
+ */
+attest_result attest_verdict_json(const struct attest_verdict *verdict,
+                                  char *buf,
+                                  size_t len,
+                                  size_t *out_n);
 
 /**
  * Frees a verdict. NULL is ignored. Everything borrowed from it becomes invalid.
@@ -1258,7 +1289,7 @@ attest_result attest_verdict_gce_instance(const struct attest_verdict *verdict,
  * Creates a verifier with AMD's Milan, Genoa and Turin roots, the default (strict) SNP policy, and empty
  * caches. On success `*out` holds the handle; free it with `attest_verifier_free`.
  */
-attest_result attest_verifier_new(const struct attest_verifier **out);
+attest_result attest_verifier_new(struct attest_verifier **out);
 
 /**
  * Frees a verifier. NULL is ignored. No call may use the verifier concurrently or afterwards; verdicts
@@ -1304,6 +1335,20 @@ attest_result attest_verifier_last_error(const struct attest_verifier *verifier,
                                          size_t *out_n);
 
 /**
+ * This thread's result object of its most recent verification on `verifier`, accepted or refused: one
+ * JSON object of schema `attest-result/1` (`schemas/result-v1.schema.json`; the same the CLI's `--json`
+ * prints), into `(buf, len)` as UTF-8 without a NUL terminator, its length in `*out_n`. A refusal's object
+ * names the failed check, whether the input was malformed or refused, and the policy key that governs
+ * the check. Empty when the thread's most recent call on the verifier judged no evidence (a NULL or
+ * invalid parameter). `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in `*out_n`) when the
+ * buffer is too small.
+ */
+attest_result attest_verifier_last_result_json(const struct attest_verifier *verifier,
+                                               char *buf,
+                                               size_t len,
+                                               size_t *out_n);
+
+/**
  * The static description of result code `code` (any `uint32_t`; unknown codes get "unknown result
  * code"), into `(buf, len)` without a NUL terminator, its length in `*out_n`.
  * `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in `*out_n`) when the buffer is too small.
@@ -1321,7 +1366,10 @@ const char *attest_version(void);
 /**
  * Verifies an SEV-SNP report against the AMD roots and the verifier's policy.
  *
- * - `report`: the 0x4A0-byte ATTESTATION_REPORT, exactly.
+ * - `report`: the SEV-SNP report as the CLI reads it (`attest_engine::formats::snp::SnpEvidence`): the
+ *   0x4A0-byte ATTESTATION_REPORT, the report followed by its 20-byte IGVM request-data header, or an Azure
+ *   HCL report (then REPORT_DATA must bind the HCL runtime data). Other lengths are refused
+ *   (`ATTEST_RESULT_TRUNCATED`, `ATTEST_RESULT_TRAILING_DATA`, …).
  * - `leaf`: the VCEK or VLEK, DER or PEM (a PEM may carry the ASK/ASVK and ARK after the leaf); NULL with
  *   `leaf_len = 0` verifies with the certificate remembered for this chip and TCB (see the module docs).
  * - `chain`: optional (NULL, 0) ASK/ASVK [+ ARK], DER or PEM; the pinned ones are used when absent.

@@ -13,8 +13,10 @@
 //! thread. Thread-local rather than inside the verifier so that threads sharing one verifier never see each
 //! other's failures. (Go callers lock the goroutine to its OS thread around the pair of calls.)
 
+use crate::handle::{OutBuf, OutPtr};
 use crate::result::attest_result;
 use std::cell::RefCell;
+use std::ffi::c_char;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The most recent failure of a verifier call on this thread.
@@ -27,6 +29,21 @@ pub(crate) struct LastError {
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<LastError>> = const { RefCell::new(None) };
+    /// The result object (JSON) of this thread's most recent verification, by verifier address.
+    static LAST_RESULT: RefCell<Option<(usize, String)>> = const { RefCell::new(None) };
+}
+
+/// Records the result object of a verification on `verifier` (`None`: the call produced none).
+pub(crate) fn record_result(verifier: usize, json: Option<String>) {
+    LAST_RESULT.with(|slot| *slot.borrow_mut() = json.map(|j| (verifier, j)));
+}
+
+/// Calls `f` with this thread's most recent result object for `verifier` ("" when there is none).
+pub(crate) fn with_last_result<T>(verifier: usize, f: impl FnOnce(&str) -> T) -> T {
+    LAST_RESULT.with(|slot| {
+        let slot = slot.borrow();
+        f(slot.as_ref().filter(|(v, _)| *v == verifier).map_or("", |(_, j)| j.as_str()))
+    })
 }
 
 /// Records the outcome of a verifier call for [`with_last_error`].
@@ -64,6 +81,21 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), attest_result>) -> attest_res
 /// Runs `f` inside the panic boundary for functions that return a plain value; a panic gives `fallback`.
 pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// Copies `text` into `(buf, len)` and its length into `*out_n`. Not NUL-terminated. A too-small buffer
+/// (including the size query `buf = NULL, len = 0`) returns `ATTEST_RESULT_INSUFFICIENT_SIZE` with the
+/// size needed in `*out_n` and nothing written to `buf`.
+pub(crate) fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<(), attest_result> {
+    let out_n = OutPtr::new(out_n).ok_or(attest_result::NullParameter)?;
+    let buf = OutBuf::new(buf.cast(), len).ok_or(attest_result::NullParameter)?;
+    if text.len() > buf.len() {
+        out_n.write(text.len());
+        return Err(attest_result::InsufficientSize);
+    }
+    buf.copy_from(text.as_bytes());
+    out_n.write(text.len());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use attest_engine::tpm::PcrValues;
 use attest_engine::variant::Document;
 use attest_proto::attest::v1::AttestationDocument;
 use attest_proto::document::DocumentError;
-use prost::Message;
 
 /// Why a document cannot be read.
 pub(crate) enum DocError {
@@ -26,9 +25,9 @@ impl From<DocumentError> for DocError {
     }
 }
 
-/// Decodes the protobuf.
+/// Decodes the document as the CLI does ([`attest_proto::document::decode`]).
 pub(crate) fn decode(bytes: &[u8]) -> Result<AttestationDocument, DocError> {
-    AttestationDocument::decode(bytes).map_err(|e| DocError::Malformed(format!("attestation document: {e}")))
+    Ok(attest_proto::document::decode(bytes)?)
 }
 
 /// The PCR values of the document's TPM evidence, borrowed from it. Fails for an unknown bank, an index

@@ -5,7 +5,7 @@
 //! with a pkg-config file (`make -C ffi install PREFIX=…`), and `ffi/go` wraps it for Go.
 //!
 //! ```c
-//! const attest_verifier *v = NULL;
+//! attest_verifier *v = NULL;
 //! attest_verifier_new(&v);                                   // AMD roots built in, strict policy
 //! attest_verifier_set_policy_json(v, json, json_len);        // optional
 //! attest_verdict *verdict = NULL;
@@ -16,6 +16,12 @@
 //! attest_verdict_free(verdict);
 //! attest_verifier_free(v);
 //! ```
+//!
+//! # Versioning
+//!
+//! [`abi`]: `ATTEST_ABI_VERSION` (compile time), `attest_abi_version()` (run time) and the SONAME
+//! `libattest_ffi.so.<major>`; `ffi/abi/attest.abi` is the checked-in description `tests/abi.rs` holds the
+//! header to.
 //!
 //! # Conventions
 //!
@@ -57,6 +63,7 @@
 //! shared lives in functions instead: the panic boundary ([`boundary`]) and, in [`verifier`], the per-call
 //! wrapper and the argument readers (`call`, `required`, `input`, `out_param`).
 
+pub mod abi;
 pub mod boundary;
 mod document;
 mod handle;
@@ -66,6 +73,7 @@ pub mod variant;
 pub mod verdict;
 pub mod verifier;
 
+pub use abi::{ATTEST_ABI_VERSION, ATTEST_ABI_VERSION_MAJOR, ATTEST_ABI_VERSION_MINOR, attest_abi_version};
 pub use result::attest_result;
 pub use tdx::{
     attest_tdx_collateral_info, attest_verifier_set_tdx_collateral, attest_verifier_set_tdx_policy_json,
@@ -76,7 +84,7 @@ pub use verdict::{
     attest_bytes, attest_check, attest_evidence_kind, attest_outcome, attest_str, attest_tcb, attest_verdict,
     attest_verdict_accepted, attest_verdict_ak_basis, attest_verdict_cache_hit, attest_verdict_check,
     attest_verdict_check_count, attest_verdict_check_outcome, attest_verdict_checks, attest_verdict_free,
-    attest_verdict_kind, attest_verdict_measurement, attest_verdict_pcr, attest_verdict_product,
+    attest_verdict_json, attest_verdict_kind, attest_verdict_measurement, attest_verdict_pcr, attest_verdict_product,
     attest_verdict_report_data, attest_verdict_reported_tcb, attest_verdict_signer, attest_verdict_snp_report,
     attest_verdict_td_report, attest_verdict_tdx_advisory_count, attest_verdict_tdx_advisory_id,
     attest_verdict_tdx_fmspc, attest_verdict_tdx_tcb_status, attest_verdict_variant,
@@ -84,7 +92,7 @@ pub use verdict::{
 pub use verifier::{
     ATTEST_QUOTE_SIGNATURE_RSAPSS_SHA256, ATTEST_QUOTE_SIGNATURE_RSASSA_SHA256, ATTEST_QUOTE_SIGNATURE_TPMT,
     ATTEST_TIME_NOW, ATTEST_VERIFY_ALLOW_EMPTY_NONCE, attest_pcr_value, attest_result_text, attest_verifier,
-    attest_verifier_free, attest_verifier_last_error, attest_verifier_new, attest_verifier_pin_ak,
-    attest_verifier_set_crl, attest_verifier_set_policy_json, attest_verifier_verify_azure_snp,
+    attest_verifier_free, attest_verifier_last_error, attest_verifier_last_result_json, attest_verifier_new,
+    attest_verifier_pin_ak, attest_verifier_set_crl, attest_verifier_set_policy_json, attest_verifier_verify_azure_snp,
     attest_verifier_verify_document, attest_verifier_verify_snp, attest_verifier_verify_tpm_quote, attest_version,
 };

@@ -17,7 +17,10 @@
 use crate::handle::OutPtr;
 use crate::result::attest_result;
 use crate::verdict::{Verdict, attest_evidence_kind, attest_verdict};
-use crate::verifier::{attest_verifier, call, input, misuse, out_param, required, trusted_time, write_verdict};
+use crate::verifier::{
+    Failure, TDX, attest_verifier, call, finish, input, misuse, out_param, required, trusted_time, verify_call,
+};
+use attest_engine::ear::Appraisal;
 use attest_engine::tdx::{Collateral, TdxPolicy, TdxRequest};
 use std::sync::{Arc, PoisonError};
 
@@ -110,14 +113,25 @@ pub extern "C" fn attest_verifier_verify_td_quote(
     time: u64,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
+    verify_call(verifier, &TDX, time, |v| {
         let quote = required(quote, quote_len, "quote")?;
         let report_data = input(report_data, report_data_len)?;
         let out = out_param(out)?;
         let time = trusted_time(time)?;
         let req = TdxRequest { quote, report_data: (!report_data.is_empty()).then_some(report_data), time };
-        let ok = v.tdx.verify(&req, &v.tdx_policy())?;
-        write_verdict(out, Verdict::new(attest_evidence_kind::TdQuote).with_tdx(&ok));
+        // As the CLI reports it: a refusal lists every TDX check, the failed one `failed`.
+        let ok = v
+            .tdx
+            .verify(&req, &v.tdx_policy())
+            .map_err(|e| Failure::with_checks(e, Appraisal::tdx_checks_not_run()))?;
+        finish(
+            v,
+            out,
+            Verdict::new(attest_evidence_kind::TdQuote).with_tdx(&ok),
+            &Appraisal::from_tdx(&ok),
+            &TDX,
+            time,
+        );
         Ok(())
     })
 }

@@ -203,11 +203,29 @@ pub struct Verdict {
     variant: Option<&'static str>,
     ak_basis: Option<&'static str>,
     gce: Option<GceFacts>,
+    /// The result object (schema `attest-result/1`).
+    result: String,
 }
 
 impl Verdict {
     pub(crate) fn new(kind: attest_evidence_kind) -> Self {
-        Self { kind, checks: Vec::new(), snp: None, tdx: None, pcrs: None, variant: None, ak_basis: None, gce: None }
+        Self {
+            kind,
+            checks: Vec::new(),
+            snp: None,
+            tdx: None,
+            pcrs: None,
+            variant: None,
+            ak_basis: None,
+            gce: None,
+            result: String::new(),
+        }
+    }
+
+    /// Sets the result object.
+    pub(crate) fn with_result(mut self, json: String) -> Self {
+        self.result = json;
+        self
     }
 
     /// Adds the SNP report's facts and every SNP check.
@@ -318,6 +336,24 @@ fn read<T>(
         let out = OutPtr::new(out).ok_or(attest_result::NullParameter)?;
         out.write(f(v)?);
         Ok(())
+    })
+}
+
+/// The verdict's result object: one JSON object of schema `attest-result/1`
+/// (`schemas/result-v1.schema.json`, the same the CLI's `--json` prints), into `(buf, len)` as UTF-8 without
+/// a NUL terminator, its length in `*out_n`. `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in
+/// `*out_n`) when the buffer is too small.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verdict_json(
+    verdict: *const attest_verdict,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> attest_result {
+    guard(|| {
+        let v = try_ref(verdict).ok_or(attest_result::NullParameter)?;
+        crate::boundary::write_text(&v.result, buf, len, out_n)
     })
 }
 

@@ -13,16 +13,18 @@
 //! verified with no certificate at all (`leaf = NULL, leaf_len = 0`). A miss is
 //! `ATTEST_RESULT_CERTIFICATE_NOT_CACHED`: fetch the VCEK (the shell's KDS client) and pass it.
 
-use crate::boundary::{self, guard, guard_value, with_last_error};
+use crate::boundary::{self, guard, guard_value, with_last_error, write_text};
 use crate::document;
-use crate::handle::{Castable, OutBuf, OutPtr, OwnershipArc, arc_into_ptr, free_arc, try_ref, try_slice};
+use crate::handle::{Castable, OutPtr, OwnershipArc, arc_into_ptr, free_arc, try_ref, try_slice};
 use crate::result::attest_result;
 use crate::verdict::{Verdict, attest_evidence_kind, attest_outcome, attest_verdict};
 use attest_engine::azure::{AzureSnpRequest, verify_azure_snp};
 use attest_engine::crypto::HashAlgorithm;
+use attest_engine::ear::{Appraisal, CheckOutcome};
 use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, verify_azure_snp_evidence};
+use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::formats::tpm::{AkKey, AzureQuoteBin, HexQuote, TrusteeTpmEvidence};
-use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerifier};
+use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerdict, GceVerifier};
 use attest_engine::snp::Report;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::tpm::alg::hash_from_tpm;
@@ -31,6 +33,7 @@ use attest_engine::variant::{AkBasis, PcrOutcome, StaticAkRegistry, Variant};
 use attest_engine::x509::pem::{certificates_from_pem_or_der, parse_pem};
 use attest_engine::{Error, LaunchPinning, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
 use attest_trust::{FactoryError, ValidatorFactory};
+use serde_json::Map;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_char;
@@ -208,23 +211,40 @@ const _: () = {
 pub(crate) struct Failure {
     pub(crate) code: attest_result,
     pub(crate) message: String,
+    /// The engine's error, when the failure is one (for the refusal's result object).
+    pub(crate) error: Option<Error>,
+    /// The checks the verifier recorded before it stopped (the refusal's result object keeps them, as the
+    /// CLI's does); empty when it records none.
+    pub(crate) checks: Vec<(&'static str, CheckOutcome)>,
+}
+
+impl Failure {
+    /// An engine error with the checks recorded before it.
+    pub(crate) fn with_checks(error: Error, checks: Vec<(&'static str, CheckOutcome)>) -> Self {
+        Self { checks, ..error.into() }
+    }
 }
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Self { code: (&e).into(), message: e.to_string() }
+        Self { code: (&e).into(), message: e.to_string(), error: Some(e), checks: Vec::new() }
     }
 }
 
 impl From<attest_result> for Failure {
     fn from(code: attest_result) -> Self {
-        Self { code, message: code.text().to_owned() }
+        Self { code, message: code.text().to_owned(), error: None, checks: Vec::new() }
     }
 }
 
 impl From<attest_measurements::Error> for Failure {
     fn from(e: attest_measurements::Error) -> Self {
-        Self { code: attest_result::MeasurementsFile, message: format!("measurements file: {e}") }
+        Self {
+            code: attest_result::MeasurementsFile,
+            message: format!("measurements file: {e}"),
+            error: None,
+            checks: Vec::new(),
+        }
     }
 }
 
@@ -241,13 +261,21 @@ impl From<document::DocError> for Failure {
     fn from(e: document::DocError) -> Self {
         match e {
             document::DocError::Engine(e) => e.into(),
-            document::DocError::Malformed(message) => Self { code: attest_result::DocumentMalformed, message },
+            document::DocError::Malformed(message) => Self {
+                code: attest_result::DocumentMalformed,
+                message,
+                error: Some(Error::EvidenceFormat {
+                    format: "attestation document",
+                    reason: "a malformed message or field",
+                }),
+                checks: Vec::new(),
+            },
         }
     }
 }
 
 pub(crate) fn misuse(what: &str) -> Failure {
-    Failure { code: attest_result::InvalidParameter, message: what.to_owned() }
+    Failure { code: attest_result::InvalidParameter, message: what.to_owned(), error: None, checks: Vec::new() }
 }
 
 /// Runs a verifier call: panic boundary, NULL verifier check, per-thread detailed error.
@@ -270,7 +298,12 @@ pub(crate) fn input<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], Failure
 /// A required, non-empty input.
 pub(crate) fn required<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Failure> {
     if ptr.is_null() {
-        return Err(Failure { code: attest_result::NullParameter, message: format!("{what} is NULL") });
+        return Err(Failure {
+            code: attest_result::NullParameter,
+            message: format!("{what} is NULL"),
+            error: None,
+            checks: Vec::new(),
+        });
     }
     input(ptr, len)
 }
@@ -290,6 +323,8 @@ fn check_nonce_with(nonce: &[u8], flags: u32, extra: u32) -> Result<(), Failure>
             code: attest_result::NonceRequired,
             message: "the nonce is empty; pass ATTEST_VERIFY_ALLOW_EMPTY_NONCE to verify evidence without freshness"
                 .to_owned(),
+            error: None,
+            checks: Vec::new(),
         });
     }
     Ok(())
@@ -373,19 +408,64 @@ pub(crate) fn write_verdict(out: OutPtr<'_, *mut attest_verdict>, verdict: Verdi
     out.write(crate::handle::box_into_ptr::<attest_verdict>(verdict));
 }
 
-/// Copies `text` into `(buf, len)` and its length into `*out_n`. Not NUL-terminated. A too-small buffer
-/// (including the size query `buf = NULL, len = 0`) returns `ATTEST_RESULT_INSUFFICIENT_SIZE` with the
-/// size needed in `*out_n` and nothing written to `buf`.
-fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<(), attest_result> {
-    let out_n = OutPtr::new(out_n).ok_or(attest_result::NullParameter)?;
-    let buf = OutBuf::new(buf.cast(), len).ok_or(attest_result::NullParameter)?;
-    if text.len() > buf.len() {
-        out_n.write(text.len());
-        return Err(attest_result::InsufficientSize);
-    }
-    buf.copy_from(text.as_bytes());
-    out_n.write(text.len());
-    Ok(())
+/// What a verify function verifies, for its result objects (schema `attest-result/1`, the same the CLI's
+/// `--json` prints: `attest_engine::ear::Appraisal::result_json`).
+pub(crate) struct Subject {
+    /// The result's `verifier` (`snp`, `tdx`, `tpm`, `azure`, `gce`, `document`).
+    pub(crate) verifier: &'static str,
+    /// The result's `evidence`.
+    pub(crate) what: &'static str,
+    /// The check that malformed input fails.
+    pub(crate) structure: &'static str,
+}
+
+pub(crate) const SNP: Subject = Subject { verifier: "snp", what: "SEV-SNP report", structure: "report_structure" };
+pub(crate) const TPM: Subject = Subject { verifier: "tpm", what: "TPM quote", structure: "quote_structure" };
+pub(crate) const AZURE: Subject =
+    Subject { verifier: "azure", what: "Azure SNP vTPM evidence", structure: "evidence_structure" };
+pub(crate) const DOCUMENT: Subject =
+    Subject { verifier: "document", what: "attestation document", structure: "document_structure" };
+pub(crate) const GCE: Subject =
+    Subject { verifier: "gce", what: "GCE vTPM attestation (go-tpm-tools)", structure: "attestation_structure" };
+pub(crate) const TDX: Subject = Subject { verifier: "tdx", what: "TDX quote", structure: "quote_structure" };
+
+/// [`call`] for a verification: records its result object for `attest_verifier_last_result_json` — the
+/// refusal's here, an acceptance's in [`finish`] — and clears a stale one when the call failed before
+/// the engine judged anything (a NULL or an invalid parameter).
+pub(crate) fn verify_call(
+    v: *const attest_verifier,
+    subject: &'static Subject,
+    time: u64,
+    f: impl FnOnce(&Verifier) -> Result<(), Failure>,
+) -> attest_result {
+    call(v, |verifier| {
+        let key = std::ptr::from_ref(verifier) as usize;
+        boundary::record_result(key, None);
+        let r = f(verifier);
+        if let Err(Failure { error: Some(e), checks, .. }) = &r {
+            let time = trusted_time(time).unwrap_or(UnixTime::from_secs(time));
+            let a = Appraisal::failed(subject.verifier, e, subject.structure, checks.clone());
+            boundary::record_result(
+                key,
+                Some(a.result_json(subject.verifier, subject.what, &Map::new(), time).to_string()),
+            );
+        }
+        r
+    })
+}
+
+/// Writes an accepted verdict with its result object (also recorded for `attest_verifier_last_result_json`).
+pub(crate) fn finish(
+    v: &Verifier,
+    out: OutPtr<'_, *mut attest_verdict>,
+    verdict: Verdict,
+    appraisal: &Appraisal,
+    subject: &Subject,
+    time: UnixTime,
+) {
+    let json = appraisal.result_json(subject.verifier, subject.what, &Map::new(), time).to_string();
+    boundary::record_result(std::ptr::from_ref(v) as usize, Some(json.clone()));
+    write_verdict(out, verdict.with_result(json));
 }
 
 // ---- Lifecycle and configuration ----------------------------------------------------------------------
@@ -394,10 +474,10 @@ fn write_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> Re
 /// caches. On success `*out` holds the handle; free it with `attest_verifier_free`.
 #[unsafe(no_mangle)]
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
-pub extern "C" fn attest_verifier_new(out: *mut *const attest_verifier) -> attest_result {
+pub extern "C" fn attest_verifier_new(out: *mut *mut attest_verifier) -> attest_result {
     guard(|| {
         let out = OutPtr::new(out).ok_or(attest_result::NullParameter)?;
-        out.write(arc_into_ptr(Arc::new(Verifier::new())));
+        out.write(arc_into_ptr::<attest_verifier>(Arc::new(Verifier::new())).cast_mut());
         Ok(())
     })
 }
@@ -494,6 +574,27 @@ pub extern "C" fn attest_verifier_last_error(
     })
 }
 
+/// This thread's result object of its most recent verification on `verifier`, accepted or refused: one
+/// JSON object of schema `attest-result/1` (`schemas/result-v1.schema.json`; the same the CLI's `--json`
+/// prints), into `(buf, len)` as UTF-8 without a NUL terminator, its length in `*out_n`. A refusal's object
+/// names the failed check, whether the input was malformed or refused, and the policy key that governs
+/// the check. Empty when the thread's most recent call on the verifier judged no evidence (a NULL or
+/// invalid parameter). `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in `*out_n`) when the
+/// buffer is too small.
+#[unsafe(no_mangle)]
+#[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
+pub extern "C" fn attest_verifier_last_result_json(
+    verifier: *const attest_verifier,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> attest_result {
+    guard(|| {
+        try_ref(verifier).ok_or(attest_result::NullParameter)?;
+        boundary::with_last_result(verifier as usize, |json| write_text(json, buf, len, out_n))
+    })
+}
+
 /// The static description of result code `code` (any `uint32_t`; unknown codes get "unknown result
 /// code"), into `(buf, len)` without a NUL terminator, its length in `*out_n`.
 /// `ATTEST_RESULT_INSUFFICIENT_SIZE` (with the size needed in `*out_n`) when the buffer is too small.
@@ -517,7 +618,10 @@ pub extern "C" fn attest_version() -> *const c_char {
 
 /// Verifies an SEV-SNP report against the AMD roots and the verifier's policy.
 ///
-/// - `report`: the 0x4A0-byte ATTESTATION_REPORT, exactly.
+/// - `report`: the SEV-SNP report as the CLI reads it (`attest_engine::formats::snp::SnpEvidence`): the
+///   0x4A0-byte ATTESTATION_REPORT, the report followed by its 20-byte IGVM request-data header, or an Azure
+///   HCL report (then REPORT_DATA must bind the HCL runtime data). Other lengths are refused
+///   (`ATTEST_RESULT_TRUNCATED`, `ATTEST_RESULT_TRAILING_DATA`, …).
 /// - `leaf`: the VCEK or VLEK, DER or PEM (a PEM may carry the ASK/ASVK and ARK after the leaf); NULL with
 ///   `leaf_len = 0` verifies with the certificate remembered for this chip and TCB (see the module docs).
 /// - `chain`: optional (NULL, 0) ASK/ASVK [+ ARK], DER or PEM; the pinned ones are used when absent.
@@ -542,8 +646,8 @@ pub extern "C" fn attest_verifier_verify_snp(
     time: u64,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
-        let report = required(report, report_len, "report")?;
+    verify_call(verifier, &SNP, time, |v| {
+        let raw = required(report, report_len, "report")?;
         let leaf = input(leaf, leaf_len)?;
         let chain = input(chain, chain_len)?;
         let report_data = input(report_data, report_data_len)?;
@@ -551,7 +655,7 @@ pub extern "C" fn attest_verifier_verify_snp(
         let time = trusted_time(time)?;
 
         let cached = if leaf.is_empty() {
-            let key = LeafKey::of(&Report::parse(report)?);
+            let key = LeafKey::of(&Report::parse(SnpEvidence::parse(raw)?.report())?);
             let hit = v.leaves.lock().unwrap_or_else(PoisonError::into_inner).get(&key);
             Some(hit.ok_or(attest_result::CertificateNotCached)?)
         } else {
@@ -562,8 +666,10 @@ pub extern "C" fn attest_verifier_verify_snp(
             None => leaf_and_chain(leaf)?,
         };
         let chain = chain_certs(extras, chain)?;
+        // The engine's one SNP entry point, as the CLI's: raw, + IGVM request-data header, or an HCL report.
+        let evidence = SnpEvidence::parse(raw)?;
         let req = SnpRequest {
-            report,
+            report: evidence.report(),
             leaf: &leaf,
             intermediate: chain.first().map(Vec::as_slice),
             root: chain.get(1).map(Vec::as_slice),
@@ -571,11 +677,18 @@ pub extern "C" fn attest_verifier_verify_snp(
             report_data: (!report_data.is_empty()).then_some(report_data),
             time,
         };
-        let ok = v.snp.verify(&req, &v.policy())?;
+        let mut verdict = attest_engine::Verdict::default();
+        let ok = evidence.verify(&v.snp, &req, &v.policy(), &mut verdict).map_err(|e| {
+            Failure::with_checks(e, verdict.iter().map(|(c, o)| (c.name(), CheckOutcome::from(o))).collect())
+        })?;
         if cached.is_none() {
             v.leaves.lock().unwrap_or_else(PoisonError::into_inner).remember(LeafKey::of(ok.report()), &leaf);
         }
-        write_verdict(out, Verdict::new(attest_evidence_kind::Snp).with_snp(&ok));
+        let mut appraisal = Appraisal::from_snp(&ok);
+        if evidence.hcl().is_some() {
+            appraisal.checks.push(("hcl_runtime_data_binding", CheckOutcome::Passed));
+        }
+        finish(v, out, Verdict::new(attest_evidence_kind::Snp).with_snp(&ok), &appraisal, &SNP, time);
         Ok(())
     })
 }
@@ -611,7 +724,7 @@ pub extern "C" fn attest_verifier_verify_tpm_quote(
     flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
+    verify_call(verifier, &TPM, ATTEST_TIME_NOW, |v| {
         let ak = required(ak, ak_len, "ak")?;
         let attest = required(attest, attest_len, "attest")?;
         let sig = required(signature_bytes, signature_len, "signature")?;
@@ -644,7 +757,9 @@ pub extern "C" fn attest_verifier_verify_tpm_quote(
             allow_sha1: false,
         };
         let ok = verify_quote(v.snp.provider(), &req)?;
-        write_verdict(out, Verdict::new(attest_evidence_kind::TpmQuote).with_quote(&ok));
+        let appraisal = Appraisal::from_quote(&ok, true, !nonce.is_empty());
+        let now = trusted_time(ATTEST_TIME_NOW)?;
+        finish(v, out, Verdict::new(attest_evidence_kind::TpmQuote).with_quote(&ok), &appraisal, &TPM, now);
         Ok(())
     })
 }
@@ -677,7 +792,7 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
     flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
+    verify_call(verifier, &AZURE, time, |v| {
         let hcl = required(hcl_report, hcl_report_len, "hcl_report")?;
         let vcek = required(vcek, vcek_len, "vcek")?;
         let attest = required(attest, attest_len, "attest")?;
@@ -701,7 +816,7 @@ pub extern "C" fn attest_verifier_verify_azure_snp(
             time,
         };
         let ok = verify_azure_snp(&v.snp, &req, &v.policy())?;
-        write_verdict(out, azure_verdict(&ok));
+        finish(v, out, azure_verdict(&ok), &Appraisal::from_azure_snp(&ok, !nonce.is_empty()), &AZURE, time);
         Ok(())
     })
 }
@@ -742,7 +857,7 @@ pub extern "C" fn attest_verifier_verify_document(
     flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
+    verify_call(verifier, &DOCUMENT, time, |v| {
         let variant = required(variant, variant_len, "variant")?;
         let doc_bytes = required(document_bytes, document_len, "document")?;
         let measurements = required(measurements, measurements_len, "measurements")?;
@@ -754,6 +869,8 @@ pub extern "C" fn attest_verifier_verify_document(
         let variant = std::str::from_utf8(variant).ok().and_then(Variant::from_name).ok_or_else(|| Failure {
             code: attest_result::UnsupportedVariant,
             message: format!("unsupported attestation variant {:?}", String::from_utf8_lossy(variant)),
+            error: None,
+            checks: Vec::new(),
         })?;
         let measurements = attest_measurements::parse_any(measurements)?;
         let factory = v.factory();
@@ -792,7 +909,7 @@ pub extern "C" fn attest_verifier_verify_document(
         }
         let verdict =
             verdict.with_variant(ok.variant.name(), ok.ak_basis.map(AkBasis::name)).with_instance(ok.instance.as_ref());
-        write_verdict(out, verdict);
+        finish(v, out, verdict, &Appraisal::from_validated(&ok), &DOCUMENT, time);
         Ok(())
     })
 }
@@ -810,8 +927,12 @@ pub extern "C" fn attest_verifier_set_gce_policy_json(
 ) -> attest_result {
     call(verifier, |v| {
         let json = required(json, json_len, "json")?;
-        let policy: GcePolicy = serde_json::from_slice(json)
-            .map_err(|e| Failure { code: attest_result::PolicyFile, message: format!("GCE policy JSON: {e}") })?;
+        let policy: GcePolicy = serde_json::from_slice(json).map_err(|e| Failure {
+            code: attest_result::PolicyFile,
+            message: format!("GCE policy JSON: {e}"),
+            error: None,
+            checks: Vec::new(),
+        })?;
         *v.gce_policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
         Ok(())
     })
@@ -836,7 +957,7 @@ pub extern "C" fn attest_verifier_verify_gce(
     flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
+    verify_call(verifier, &GCE, time, |v| {
         let bytes = required(attestation, attestation_len, "attestation")?;
         let nonce = input(nonce, nonce_len)?;
         let out = out_param(out)?;
@@ -845,8 +966,12 @@ pub extern "C" fn attest_verifier_verify_gce(
         let att = attest_proto::gce::decode(bytes)?;
         let ev = attest_proto::gce::evidence(&att)?;
         let expected = if nonce.is_empty() { ExpectedNonce::DangerousNone } else { ExpectedNonce::Exactly(nonce) };
-        let ok = v.gce.verify(&ev, &GceRequest { nonce: expected, time }, &v.gce_policy())?;
-        write_verdict(out, Verdict::new(attest_evidence_kind::Gce).with_gce(&ok));
+        let mut verdict = GceVerdict::default();
+        let ok =
+            v.gce.verify_recording(&ev, &GceRequest { nonce: expected, time }, &v.gce_policy(), &mut verdict).map_err(
+                |e| Failure::with_checks(e, verdict.iter().map(|(c, o)| (c.name(), CheckOutcome::from(o))).collect()),
+            )?;
+        finish(v, out, Verdict::new(attest_evidence_kind::Gce).with_gce(&ok), &Appraisal::from_gce(&ok), &GCE, time);
         Ok(())
     })
 }
@@ -872,7 +997,7 @@ pub extern "C" fn attest_verifier_verify_azure_evidence(
     flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
+    verify_call(verifier, &AZURE, time, |v| {
         let json = required(json, json_len, "json")?;
         let nonce = input(nonce, nonce_len)?;
         let user_data = input(user_data, user_data_len)?;
@@ -894,13 +1019,17 @@ pub extern "C" fn attest_verifier_verify_azure_evidence(
         };
         let pcrs = ev.quote.pcr_values()?;
         let ok = verify_azure_snp_evidence(&v.snp, &ev, &pcrs, nonce, want, time, &v.policy())?;
-        let verdict = match want {
-            UserData::Exactly(_) => azure_verdict(&ok).check("user_data", attest_outcome::Passed),
+        let (verdict, user_data) = match want {
+            UserData::Exactly(_) => {
+                (azure_verdict(&ok).check("user_data", attest_outcome::Passed), CheckOutcome::Passed)
+            }
             UserData::NotRequired | UserData::DangerousIgnore => {
-                azure_verdict(&ok).check("user_data", attest_outcome::Waived)
+                (azure_verdict(&ok).check("user_data", attest_outcome::Waived), CheckOutcome::Waived)
             }
         };
-        write_verdict(out, verdict);
+        let mut appraisal = Appraisal::from_azure_snp(&ok, !nonce.is_empty());
+        appraisal.checks.push(("user_data", user_data));
+        finish(v, out, verdict, &appraisal, &AZURE, time);
         Ok(())
     })
 }
@@ -925,7 +1054,7 @@ pub extern "C" fn attest_verifier_verify_tpm_evidence(
     flags: u32,
     out: *mut *mut attest_verdict,
 ) -> attest_result {
-    call(verifier, |v| {
+    verify_call(verifier, &TPM, ATTEST_TIME_NOW, |v| {
         let evidence = required(evidence, evidence_len, "evidence")?;
         let ak = input(ak, ak_len)?;
         let nonce = input(nonce, nonce_len)?;
@@ -954,7 +1083,10 @@ pub extern "C" fn attest_verifier_verify_tpm_evidence(
         };
         let pcrs = parts.pcr_values()?;
         let ok = verify_quote(v.snp.provider(), &parts.request(&pcrs, &key, nonce)?)?;
-        write_verdict(out, Verdict::new(attest_evidence_kind::TpmQuote).with_quote(&ok));
+        // The AK came with the evidence (or from the caller as part of it): nothing here vouches for it.
+        let appraisal = Appraisal::from_quote(&ok, false, !nonce.is_empty());
+        let now = trusted_time(ATTEST_TIME_NOW)?;
+        finish(v, out, Verdict::new(attest_evidence_kind::TpmQuote).with_quote(&ok), &appraisal, &TPM, now);
         Ok(())
     })
 }

@@ -58,6 +58,11 @@ fn lib_dir() -> &'static Path {
         for lib in ["libattest_ffi.a", "libattest_ffi.so"] {
             assert!(dir.join(lib).is_file(), "{} was not built", dir.join(lib).display());
         }
+        // The library's SONAME carries the ABI major (ffi/build.rs): the name the loader looks for, as
+        // `make install` lays it out.
+        let soname = dir.join(format!("libattest_ffi.so.{}", attest_ffi::abi::ATTEST_ABI_VERSION_MAJOR));
+        let _ = std::fs::remove_file(&soname);
+        std::os::unix::fs::symlink("libattest_ffi.so", &soname).expect("linking the SONAME");
         dir
     })
 }

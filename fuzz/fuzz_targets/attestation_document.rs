@@ -1,6 +1,7 @@
-//! A protobuf `attest.v1.AttestationDocument` (prost) → the engine's borrowed `Document` (the one bridge,
-//! `attest_proto::document`, that the shell and the C library use too) → every variant's `Validator`; must
-//! never panic.
+//! A protobuf `attest.v1.AttestationDocument`, read as the CLI and the C library read it
+//! (`attest_proto::document::decode`: prost, and a document must name its variant) → the engine's borrowed
+//! `Document` (the one bridge, `attest_proto::document`, that the shell and the C library use too) → every
+//! variant's `Validator`; must never panic.
 //!
 //! Validators, all at 2025-06-01 with the default SNP policy and nonce [`NONCE`]:
 //! - `qemu-vtpm` with an empty AK registry (what a fresh verifier has: every AK is refused after its
@@ -18,10 +19,8 @@ use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, StaticAkRegistry, Validator, Variant};
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
-use attest_proto::attest::v1::AttestationDocument;
-use attest_proto::document::{pcr_values, view};
+use attest_proto::document::{decode, pcr_values, view};
 use libfuzzer_sys::fuzz_target;
-use prost::Message as _;
 use std::hint::black_box;
 use std::sync::{Arc, LazyLock};
 
@@ -70,7 +69,7 @@ static VALIDATORS: LazyLock<Vec<Validator>> = LazyLock::new(|| {
 static TIME: LazyLock<UnixTime> = LazyLock::new(|| UnixTime::parse("2025-06-01T00:00:00Z").unwrap());
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(doc) = AttestationDocument::decode(data) else { return };
+    let Ok(doc) = decode(data) else { return };
     let Ok(pcrs) = pcr_values(&doc) else { return };
     let view = view(&doc, &pcrs);
     for v in VALIDATORS.iter() {

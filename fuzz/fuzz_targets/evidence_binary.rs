@@ -1,8 +1,10 @@
 //! The binary evidence readers: an AK in any encoding (`AkKey::parse`), az-cvm-vtpm's bincode quote
 //! (`AzureQuoteBin::parse`, which must borrow exactly its input's fields), and Google's instance-information
-//! extension (`InstanceInfo::from_der`); must never panic.
+//! extension (`InstanceInfo::from_der`), and SEV-SNP evidence classification (`SnpEvidence::parse`, whose
+//! report is always 0x4A0 bytes of its input); must never panic.
 #![no_main]
 
+use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::formats::tpm::{AkKey, AzureQuoteBin};
 use attest_engine::gce::InstanceInfo;
 use libfuzzer_sys::fuzz_target;
@@ -19,5 +21,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(info) = InstanceInfo::from_der(data) {
         black_box(info);
+    }
+    if let Ok(ev) = SnpEvidence::parse(data) {
+        assert_eq!(ev.report().len(), 0x4A0, "the report is the report's size");
+        black_box((ev.container(), ev.hcl().is_some()));
     }
 });

@@ -241,15 +241,18 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
     let registry = registry_file(&dir, &issuer);
     for (via, addr) in [(VerifyVia::Grpc, servers.grpc_addr.unwrap()), (VerifyVia::Http, servers.http_addr.unwrap())] {
         let (reg, right) = (registry.clone(), with_cluster_id(pcr15_zero(), Some(&id)));
-        let (status, verdict) =
+        let (status, verdict, result) =
             tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, right)))
                 .await
                 .unwrap()
                 .unwrap();
         assert_eq!(status, attest_cli::Status::Accepted, "{via:?}: {verdict:?}");
         assert!(verdict.unwrap().pcrs.contains(&(15, attest_engine::variant::PcrOutcome::Match)));
+        // The verify service's verdict as the result object (schema attest-result/1).
+        let result = result.expect("a result object");
+        assert_eq!((result["schema"].as_str(), result["accepted"].as_bool()), (Some("attest-result/1"), Some(true)));
         let (reg, wrong) = (registry.clone(), with_cluster_id(pcr15_zero(), Some(&[0xee; 32])));
-        let (status, verdict) =
+        let (status, verdict, result) =
             tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, wrong)))
                 .await
                 .unwrap()
@@ -257,12 +260,18 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
         assert_eq!(status, attest_cli::Status::Rejected, "{via:?}: a wrong cluster id must be refused");
         let (attested, why) = verdict.unwrap_err();
         assert!(attested && why.contains("PCR 15"), "{why}");
+        let result = result.expect("a result object");
+        assert_eq!(
+            (result["accepted"].as_bool(), result["failure"]["check"].as_str()),
+            (Some(false), Some("pcr_policy"))
+        );
         // Without --cluster-id, the default join measurements (PCR 15 = 0) refuse a bootstrapped node.
         let (reg, zero) = (registry.clone(), pcr15_zero());
-        let (status, _) = tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, zero)))
-            .await
-            .unwrap()
-            .unwrap();
+        let (status, ..) =
+            tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, zero)))
+                .await
+                .unwrap()
+                .unwrap();
         assert_eq!(status, attest_cli::Status::Rejected);
     }
     servers.shutdown(Duration::from_secs(1)).await;

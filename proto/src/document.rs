@@ -42,6 +42,11 @@ pub enum DocumentError {
     },
     /// The engine refused a value: unsupported bank, index above 23, value of the wrong length.
     Engine(attest_engine::Error),
+    /// The bytes are not a protobuf `AttestationDocument`.
+    Decode(prost::DecodeError),
+    /// The message names no attestation variant: every document does, and an empty input decodes to the
+    /// all-default message, so this is not a document ([`decode`]).
+    NoVariant,
 }
 
 impl std::fmt::Display for DocumentError {
@@ -52,6 +57,10 @@ impl std::fmt::Display for DocumentError {
                 write!(f, "attestation document: PCR {index} is presented twice")
             }
             DocumentError::Engine(e) => write!(f, "attestation document: {e}"),
+            DocumentError::Decode(e) => write!(f, "not an attestation document (protobuf): {e}"),
+            DocumentError::NoVariant => {
+                f.write_str("not an attestation document: it names no attestation variant (empty or all-default)")
+            }
         }
     }
 }
@@ -60,6 +69,7 @@ impl std::error::Error for DocumentError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             DocumentError::Engine(e) => Some(e),
+            DocumentError::Decode(e) => Some(e),
             _ => None,
         }
     }
@@ -69,6 +79,17 @@ impl From<attest_engine::Error> for DocumentError {
     fn from(e: attest_engine::Error) -> Self {
         DocumentError::Engine(e)
     }
+}
+
+/// Decodes a document as it arrives (a file, a handshake): bytes that are not a protobuf
+/// `AttestationDocument`, or a message that names no attestation variant, are not a document — the one
+/// reading every verifier of documents (CLI, C library) shares.
+pub fn decode(bytes: &[u8]) -> Result<AttestationDocument, DocumentError> {
+    let doc = <AttestationDocument as prost::Message>::decode(bytes).map_err(DocumentError::Decode)?;
+    if doc.variant.is_empty() {
+        return Err(DocumentError::NoVariant);
+    }
+    Ok(doc)
 }
 
 /// The PCR values of `doc`'s TPM evidence, borrowed from it; empty when it has no TPM evidence.
@@ -127,6 +148,20 @@ mod tests {
             tpm: Some(PbTpm { pcrs, ..Default::default() }),
             ..Default::default()
         }
+    }
+
+    /// Empty input decodes to the all-default message: not a document; neither are bytes that are no
+    /// protobuf; a document that names its variant is one.
+    #[test]
+    fn decode_refuses_what_is_no_document() {
+        use prost::Message as _;
+        assert!(matches!(decode(b""), Err(DocumentError::NoVariant)));
+        assert!(matches!(decode(&[0xFF, 0xFF, 0xFF]), Err(DocumentError::Decode(_))));
+        let no_variant = AttestationDocument { user_data: vec![1; 32], ..Default::default() }.encode_to_vec();
+        assert!(matches!(decode(&no_variant), Err(DocumentError::NoVariant)));
+        let wire = doc(Vec::new()).encode_to_vec();
+        assert_eq!(decode(&wire).unwrap(), doc(Vec::new()));
+        assert!(DocumentError::NoVariant.to_string().contains("names no attestation variant"));
     }
 
     fn pcr(hash_alg: u32, index: u32, len: usize) -> Pcr {

@@ -50,6 +50,36 @@ pub fn unix_time(year: i64, month: u32, day: u32, hour: u32, minute: u32, second
     der::unix_from_civil(year, month, day, hour, minute, second)
 }
 
+/// A deterministic byte stream (xorshift64): "random" input that is the same on every run.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// The malformed inputs derived from a real input's structure bytes (`structure`, e.g. a report or a
+/// protobuf; a text file without its trailing newline) that every verifier must refuse as malformed —
+/// the exit-status table of the CLI and of the C ABI alike: random bytes of its length, of an SNP report's
+/// length and of 17 bytes, empty, its first 16 bytes, its first third, and its first half and one byte.
+pub fn malformed_inputs(structure: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    let n = structure.len();
+    vec![
+        ("random, same length", noise(n, 1)),
+        ("random, 0x4A0 bytes", noise(0x4A0, 2)),
+        ("random, 17 bytes", noise(17, 3)),
+        ("empty", Vec::new()),
+        ("first 16 bytes", structure[..16.min(n)].to_vec()),
+        ("truncated to 1/3", structure[..n / 3].to_vec()),
+        ("cut after half", structure[..(n / 2 + 1).min(n)].to_vec()),
+    ]
+}
+
 /// PEM armour (RFC 7468): `-----BEGIN <label>-----`, base64 in 64-character lines,
 /// `-----END <label>-----`, each line ending in `\n`.
 pub fn pem(label: &str, der: &[u8]) -> String {

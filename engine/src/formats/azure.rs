@@ -204,7 +204,7 @@ fn check_user_data(version: u32, runtime: &RuntimeData, want: UserData<'_>) -> R
             }),
         },
         UserData::NotRequired if version >= 2 => Err(Error::Misuse {
-            reason: "v2 evidence binds the report data in the runtime user-data: give UserData::Exactly (or DangerousIgnore)",
+            reason: "v2 evidence binds the report data in the runtime user-data: give the expected user-data, or waive the check explicitly",
         }),
         UserData::NotRequired | UserData::DangerousIgnore => Ok(()),
     }

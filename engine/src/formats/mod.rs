@@ -8,6 +8,7 @@
 //! | [`tpm::TrusteeTpmEvidence::from_json`] | `{ak_public, tpm_quote: {message, signature, pcrs}}` | trustee's TPM verifier |
 //! | [`tpm::AzureQuoteBin::parse`] | bincode `{signature, message, pcrs}` (zero-copy) | azure-cvm-tooling `az-cvm-vtpm` `Quote` |
 //! | [`tpm::HexQuote::from_json`] | `{signature, message, pcrs}` in hex | trustee `tpm-quote-v1.json` |
+//! | [`snp::SnpEvidence::parse`] | an SEV-SNP report: raw, + IGVM request-data header, or inside an Azure HCL report | SNP firmware, Azure's vTPM NV index |
 //! | [`azure::AzureVtpmEvidence::from_json`] | Azure SNP vTPM evidence v0, v1, v2 and Azure TDX vTPM evidence v0, v1, v2 | trustee's `az-snp-vtpm` / `az-tdx-vtpm` verifiers |
 //!
 //! **Signed bytes are never re-encoded.** A reader only undoes the transport encoding (hex, base64,
@@ -20,6 +21,7 @@
 //! (which format, what was wrong) or [`Error::LimitExceeded`].
 
 pub mod azure;
+pub mod snp;
 pub mod tpm;
 
 use crate::error::Error;

@@ -294,9 +294,21 @@ impl GceVerifier {
         req: &GceRequest<'_>,
         policy: &GcePolicy,
     ) -> Result<VerifiedGce<'a>, Error> {
+        self.verify_recording(ev, req, policy, &mut GceVerdict::default())
+    }
+
+    /// [`Self::verify`], recording every check's outcome in `verdict` as it goes (on a rejection: the
+    /// checks that ran before the failure).
+    pub fn verify_recording<'a>(
+        &self,
+        ev: &'a GceEvidence<'a>,
+        req: &GceRequest<'_>,
+        policy: &GcePolicy,
+        verdict: &mut GceVerdict,
+    ) -> Result<VerifiedGce<'a>, Error> {
         let provider = self.provider;
+        *verdict = GceVerdict::default();
         let nonce = req.nonce.extra_data()?;
-        let mut verdict = GceVerdict::default();
 
         let ak = TpmtPublic::parse(ev.ak_public)?;
         ak.check_attestation_key()?;
@@ -417,7 +429,7 @@ impl GceVerifier {
             platform,
             replayed_banks,
             tee_attestation: ev.tee_attestation,
-            verdict,
+            verdict: *verdict,
         })
     }
 }

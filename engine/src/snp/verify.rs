@@ -298,7 +298,19 @@ impl SnpVerifier {
 
     /// Verifies a report with its certificates against `policy`.
     pub fn verify<'a>(&self, req: &SnpRequest<'a>, policy: &SnpPolicy) -> Result<VerifiedReport<'a>, Error> {
-        let mut verdict = Verdict::default();
+        self.verify_recording(req, policy, &mut Verdict::default())
+    }
+
+    /// [`Self::verify`], recording every check's outcome in `verdict` as it goes: on a rejection `verdict`
+    /// holds the checks that ran before the failure (the rest stay `NotRun`), for result objects that say
+    /// how far a rejected verification got.
+    pub fn verify_recording<'a>(
+        &self,
+        req: &SnpRequest<'a>,
+        policy: &SnpPolicy,
+        verdict: &mut Verdict,
+    ) -> Result<VerifiedReport<'a>, Error> {
+        *verdict = Verdict::default();
         let report = Report::parse(req.report)?;
         verdict.set(Check::ReportStructure, Outcome::Passed);
         if let Some(rd) = req.report_data
@@ -320,7 +332,7 @@ impl SnpVerifier {
                 };
                 let cpuid = report.cpuid_product().transpose()?;
                 let role = report.signing_key().role();
-                let leaf = Arc::new(self.verify_chain(&chain, cpuid, role, policy, &mut verdict)?);
+                let leaf = Arc::new(self.verify_chain(&chain, cpuid, role, policy, verdict)?);
                 if leaf.cacheable {
                     self.cache.insert(leaf_key, Arc::clone(&leaf));
                 }
@@ -378,8 +390,8 @@ impl SnpVerifier {
             .map_err(|_| Error::ReportSignatureInvalid)?;
         verdict.set(Check::ReportSignature, Outcome::Passed);
 
-        check_policy(&report, leaf.product, reported_tcb, req, policy, &mut verdict)?;
-        Ok(VerifiedReport { report, product: leaf.product, signer, reported_tcb, verdict, cache_hit })
+        check_policy(&report, leaf.product, reported_tcb, req, policy, verdict)?;
+        Ok(VerifiedReport { report, product: leaf.product, signer, reported_tcb, verdict: *verdict, cache_hit })
     }
 
     /// Verifies a VCEK or VLEK up to the pinned ARK (signatures, names, validity, revocation, AMD

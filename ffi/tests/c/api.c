@@ -38,6 +38,10 @@ static void classification(void) {
   CHECK(attest_result_is_encoding_error(ATTEST_RESULT_TRUNCATED));
   CHECK(attest_result_is_evidence_error(ATTEST_RESULT_CHIP_ID_MISMATCH));
   CHECK(!attest_result_is_evidence_error(ATTEST_RESULT_INVALID_PARAMETER));
+  /* The loaded library speaks the ABI this program was compiled against. */
+  CHECK(attest_abi_version() == ATTEST_ABI_VERSION);
+  CHECK((attest_abi_version() >> 16) == ATTEST_ABI_VERSION_MAJOR);
+  CHECK((attest_abi_version() & 0xffff) >= ATTEST_ABI_VERSION_MINOR);
   /* Pinned numbers (the wire contract with C and Go callers). */
   CHECK(ATTEST_RESULT_OK == 0 && ATTEST_RESULT_NULL_PARAMETER == 1001 && ATTEST_RESULT_INSUFFICIENT_SIZE == 1003);
   CHECK(ATTEST_RESULT_REPORT_SIGNATURE_INVALID == 2005 && ATTEST_RESULT_CERT_EXPIRED == 3010);
@@ -46,7 +50,7 @@ static void classification(void) {
 }
 
 static void null_arguments(void) {
-  const attest_verifier *v = NULL;
+  attest_verifier *v = NULL;
   attest_verdict *verdict = (attest_verdict *)0x1; /* must stay untouched on failure */
   uint8_t b[8] = {0};
   char buf[64];

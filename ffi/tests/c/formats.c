@@ -7,8 +7,8 @@
 
 #define T_2025_06_01 1748736000ull
 
-static const attest_verifier *new_verifier(void) {
-  const attest_verifier *v = NULL;
+static attest_verifier *new_verifier(void) {
+  attest_verifier *v = NULL;
   CHECK_RC(NULL, attest_verifier_new(&v), ATTEST_RESULT_OK);
   return v;
 }
@@ -22,7 +22,7 @@ static attest_outcome outcome_of(const attest_verdict *vd, const char *name) {
 static void gce(void) {
   size_t len;
   uint8_t *att = read_vector("go-tpm-tools/gce-cos-85-no-nonce.pb", &len);
-  const attest_verifier *v = new_verifier();
+  attest_verifier *v = new_verifier();
   attest_verdict *vd = NULL;
 
   /* The attestation was made without a nonce: refused unless the caller says so. */
@@ -73,7 +73,7 @@ static void gce(void) {
 
 static void azure_json(void) {
   static const char *FILES[] = {"trustee-az-snp-vtpm/evidence-v0.json", "trustee-az-snp-vtpm/evidence-v1.json"};
-  const attest_verifier *v = new_verifier();
+  attest_verifier *v = new_verifier();
   attest_verdict *vd = NULL;
   for (size_t i = 0; i < 2; i++) {
     size_t len;
@@ -135,7 +135,7 @@ static void tpm_formats(void) {
       0xa0, 0x41, 0x82, 0xb5, 0x06, 0x87, 0x8d, 0x4f, 0x29, 0xb9, 0x1e, 0xe6, 0x06, 0xa7, 0x1a, 0x0d,
       0x33, 0x61, 0xcc, 0xf1, 0xb2, 0x2d, 0xb2, 0x0c, 0x98, 0xad, 0xca, 0xa5, 0x37, 0xbe, 0xa3, 0x93,
       0xef, 0x0e, 0x41, 0xa1, 0x8b, 0x35, 0x69, 0xab, 0x67, 0x8f, 0x14, 0x97, 0xfb, 0xc5, 0xc1, 0x20};
-  const attest_verifier *v = new_verifier();
+  attest_verifier *v = new_verifier();
   attest_verdict *vd = NULL;
   size_t jlen, qlen, klen;
   uint8_t *json = read_vector("trustee-tpm/tpm_evidence.json", &jlen);

@@ -8,8 +8,8 @@
 #define T_2023_07_01 1688169600ull
 #define T_2023_07_20 1689811200ull
 
-static const attest_verifier *verifier_with(const char *bundle_rel) {
-  const attest_verifier *v = NULL;
+static attest_verifier *verifier_with(const char *bundle_rel) {
+  attest_verifier *v = NULL;
   CHECK_RC(NULL, attest_verifier_new(&v), ATTEST_RESULT_OK);
   size_t len;
   uint8_t *bundle = read_vector(bundle_rel, &len);
@@ -20,7 +20,7 @@ static const attest_verifier *verifier_with(const char *bundle_rel) {
   return v;
 }
 
-static attest_result set_policy(const attest_verifier *v, const char *json) {
+static attest_result set_policy(attest_verifier *v, const char *json) {
   return attest_verifier_set_tdx_policy_json(v, (const uint8_t *)json, strlen(json));
 }
 
@@ -34,7 +34,7 @@ static attest_outcome outcome_of(const attest_verdict *vd, const char *name) {
 static void quote_4(void) {
   size_t qlen;
   uint8_t *quote = read_vector("trustee-tdx/tdx_quote_4.dat", &qlen);
-  const attest_verifier *v = verifier_with("go-tdx-guest/collateral_SPR_E4.json");
+  attest_verifier *v = verifier_with("go-tdx-guest/collateral_SPR_E4.json");
   attest_verdict *vd = NULL;
 
   /* The strict default refuses a debug TD. */
@@ -121,7 +121,7 @@ static void quote_4(void) {
  * collateral, and collateral that does not verify. */
 static void rejections(void) {
   size_t len;
-  const attest_verifier *v = verifier_with("go-tdx-guest/collateral_SPR_E4.json");
+  attest_verifier *v = verifier_with("go-tdx-guest/collateral_SPR_E4.json");
   attest_verdict *vd = NULL;
   uint8_t *spr = read_vector("go-tdx-guest/tdx_prod_quote_SPR_E4.dat", &len);
   CHECK_RC(v, attest_verifier_verify_td_quote(v, spr, len, NULL, 0, T_2023_07_01, &vd), ATTEST_RESULT_POLICY_TDX_TRAILING_BYTES);

@@ -10,7 +10,7 @@
 #define REPORT_SIZE 0x4A0
 #define T_2025_06_01 1748736000ull
 
-static const attest_verifier *shared;
+static attest_verifier *shared;
 static uint8_t *report, *vcek;
 static size_t vcek_len;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

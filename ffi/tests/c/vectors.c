@@ -14,8 +14,8 @@
 
 static const char *LENIENT = "{\"allow_provisional_firmware\": true}";
 
-static const attest_verifier *new_verifier(const char *policy) {
-  const attest_verifier *v = NULL;
+static attest_verifier *new_verifier(const char *policy) {
+  attest_verifier *v = NULL;
   CHECK_RC(NULL, attest_verifier_new(&v), ATTEST_RESULT_OK);
   if (policy) CHECK_RC(v, attest_verifier_set_policy_json(v, (const uint8_t *)policy, strlen(policy)), ATTEST_RESULT_OK);
   return v;
@@ -38,7 +38,7 @@ static void constellation_azure_milan(void) {
   uint8_t *vcek = read_vector("constellation-azure-snp/vcek.cert", &vlen);
   uint8_t *vcek_pem = read_vector("constellation-azure-snp/vcek.pem", &plen);
   uint8_t *chain = read_vector("constellation-azure-snp/certchain.pem", &clen);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
 
   /* Accept: DER VCEK, PEM chain, expected REPORT_DATA. */
@@ -99,7 +99,7 @@ static void constellation_azure_milan(void) {
            ATTEST_RESULT_OK);
   attest_verdict_free(vd);
   vd = NULL;
-  const attest_verifier *fresh = new_verifier(NULL);
+  attest_verifier *fresh = new_verifier(NULL);
   CHECK_RC(fresh, attest_verifier_verify_snp(fresh, report, REPORT_SIZE, NULL, 0, NULL, 0, NULL, 0, T_2025_06_01, &vd),
            ATTEST_RESULT_CERTIFICATE_NOT_CACHED);
   attest_verifier_free(fresh);
@@ -111,8 +111,42 @@ static void constellation_azure_milan(void) {
            ATTEST_RESULT_POLICY_REPORT_DATA);
   CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vcek, vlen, NULL, 0, wrong, 32, T_2025_06_01, &vd),
            ATTEST_RESULT_MISUSE);
+  /* The refusal's result object (schema attest-result/1): the failed check and its policy key. */
+  {
+    char json[4096];
+    size_t n = 0;
+    CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vcek, vlen, NULL, 0, wrong, 64, T_2025_06_01, &vd),
+             ATTEST_RESULT_POLICY_REPORT_DATA);
+    CHECK_RC(v, attest_verifier_last_result_json(v, json, sizeof json - 1, &n), ATTEST_RESULT_OK);
+    json[n] = 0;
+    CHECK(strstr(json, "\"schema\":\"attest-result/1\"") && strstr(json, "\"accepted\":false"));
+    CHECK(strstr(json, "\"check\":\"report_data\"") && strstr(json, "\"policy_key\":\"report_data\""));
+    CHECK(strstr(json, "\"class\":\"refused\""));
+  }
+  /* As the CLI reads it: the file (report + its 20-byte IGVM request-data header) verifies; other trailing
+   * bytes are malformed input. */
+  CHECK(rlen == REPORT_SIZE + 20);
   CHECK_RC(v, attest_verifier_verify_snp(v, report, rlen, vcek, vlen, NULL, 0, NULL, 0, T_2025_06_01, &vd),
+           ATTEST_RESULT_OK);
+  {
+    char json[8192];
+    size_t n = 0;
+    CHECK_RC(NULL, attest_verdict_json(vd, NULL, 0, &n), ATTEST_RESULT_INSUFFICIENT_SIZE);
+    CHECK(n > 0 && n < sizeof json);
+    CHECK_RC(NULL, attest_verdict_json(vd, json, sizeof json - 1, &n), ATTEST_RESULT_OK);
+    json[n] = 0;
+    CHECK(strstr(json, "\"accepted\":true") && strstr(json, "\"verifier\":\"snp\"") && strstr(json, "\"failure\":null"));
+    size_t m = 0;
+    CHECK_RC(v, attest_verifier_last_result_json(v, NULL, 0, &m), ATTEST_RESULT_INSUFFICIENT_SIZE);
+    CHECK(m == n);
+  }
+  attest_verdict_free(vd);
+  vd = NULL;
+  uint8_t *padded = calloc(1, REPORT_SIZE + 7);
+  memcpy(padded, report, REPORT_SIZE);
+  CHECK_RC(v, attest_verifier_verify_snp(v, padded, REPORT_SIZE + 7, vcek, vlen, NULL, 0, NULL, 0, T_2025_06_01, &vd),
            ATTEST_RESULT_TRAILING_DATA);
+  free(padded);
   const char *want_m =
       "{\"measurements\": [\"5677f1de87289e7ad2c7e99c805d0468b1a9ccd83f0d245afa5242d405da4d5725852f8c6550564870e5f3206dfb1841\"]}";
   const char *other_m =
@@ -144,7 +178,7 @@ static void virtee_milan(void) {
   uint8_t *hex = read_vector("virtee-sev/report_milan.hex", &hlen);
   size_t rlen = unhex(hex, hlen);
   uint8_t *vcek = read_vector("virtee-sev/vcek_milan.der", &vlen);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
   CHECK(rlen == REPORT_SIZE);
   CHECK_RC(v, attest_verifier_verify_snp(v, hex, rlen, vcek, vlen, NULL, 0, NULL, 0, T_2025_01_01, &vd), ATTEST_RESULT_OK);
@@ -170,7 +204,7 @@ static void go_sev_guest_debug(void) {
   size_t rlen, vlen;
   uint8_t *report = read_vector("go-sev-guest/attestation.bin", &rlen);
   uint8_t *vcek = read_vector("go-sev-guest/vcek.testcer", &vlen);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
   CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vcek, vlen, NULL, 0, NULL, 0, T_2022_09_24_01, &vd),
            ATTEST_RESULT_POLICY_DEBUG);
@@ -191,7 +225,7 @@ static void aws_vlek(void) {
   uint8_t *report = read_vector("constellation-aws-snp/report.bin", &rlen);
   uint8_t *vlek = read_vector("constellation-aws-snp/vlek.pem", &vlen);
   uint8_t *chain = read_vector("constellation-aws-snp/certchain.pem", &clen);
-  const attest_verifier *v = new_verifier(LENIENT);
+  attest_verifier *v = new_verifier(LENIENT);
   attest_verdict *vd = NULL;
   CHECK_RC(v, attest_verifier_verify_snp(v, report, REPORT_SIZE, vlek, vlen, chain, clen, NULL, 0, T_2026_01_01, &vd),
            ATTEST_RESULT_CERT_EXPIRED);
@@ -228,7 +262,7 @@ static void azure_cvm_tooling_chip_mismatch(void) {
   size_t hlen, clen;
   uint8_t *hcl = read_vector("azure-cvm-tooling/hcl-report-snp.bin", &hlen);
   uint8_t *certs = read_vector("azure-cvm-tooling/certs.pem", &clen);
-  const attest_verifier *v = new_verifier(LENIENT);
+  attest_verifier *v = new_verifier(LENIENT);
   attest_verdict *vd = NULL;
   /* The SNP report sits at offset 32 of the HCL report. */
   CHECK_RC(v, attest_verifier_verify_snp(v, hcl + 32, REPORT_SIZE, certs, clen, NULL, 0, NULL, 0, T_2025_01_01, &vd),
@@ -244,7 +278,7 @@ static void tpm_quote_azure(void) {
   uint8_t *ak = read_vector("azure-cvm-tooling/akpub.pem", &alen);
   bincode_quote q;
   parse_bincode(raw, qlen, &q);
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
   const uint8_t *nonce = (const uint8_t *)"challenge";
   CHECK_RC(v, attest_verifier_verify_tpm_quote(v, ak, alen, q.attest, q.attest_len, q.sig, q.sig_len,
@@ -290,7 +324,7 @@ static void azure_bundle(void) {
   uint8_t *raw = read_vector("trustee-az-snp-vtpm/quote.bin", &qlen);
   bincode_quote q;
   parse_bincode(raw, qlen, &q);
-  const attest_verifier *v = new_verifier(LENIENT);
+  attest_verifier *v = new_verifier(LENIENT);
   attest_verdict *vd = NULL;
   const uint8_t *nonce = (const uint8_t *)"challenge";
   CHECK_RC(v, attest_verifier_verify_azure_snp(v, hcl, hlen, vcek, vlen, q.attest, q.attest_len, q.sig, q.sig_len,
@@ -337,7 +371,7 @@ static void documents(const char *dir) {
   snprintf(path, sizeof path, "%s/nonce.bin", dir);
   uint8_t *nonce = read_path(path, &nlen);
   const uint8_t *qemu = (const uint8_t *)"qemu-vtpm";
-  const attest_verifier *v = new_verifier(NULL);
+  attest_verifier *v = new_verifier(NULL);
   attest_verdict *vd = NULL;
 
   CHECK_RC(v, attest_verifier_verify_document(v, qemu, 9, doc, dlen, m, mlen, nonce, nlen, T_2025_06_01, 0, &vd),

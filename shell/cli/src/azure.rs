@@ -8,7 +8,7 @@
 //! evidence is refused here: its TD quote needs Intel's collateral (verify the vTPM quote with
 //! `attest tpm verify --ak-from-hcl`).
 
-use super::evidence::{NonceArgs, OutputArgs, Subject};
+use super::evidence::{NonceArgs, OutputArgs, Rejection, Subject};
 use super::{Status, UsageError, input};
 use attest_engine::ear::Appraisal;
 use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, verify_azure_snp_evidence};
@@ -44,7 +44,8 @@ pub struct VerifyArgs {
     /// v2 evidence: do not check the runtime data's user-data.
     #[arg(long)]
     pub dangerous_ignore_user_data: bool,
-    /// SNP policy file, TOML or JSON. Default: the engine's strict default policy.
+    /// SNP policy file, TOML or JSON (commented example: examples/policies/azure.toml). Default: the
+    /// engine's strict default policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// An ARK-signed CRL (DER or PEM) to check revocation against.
@@ -68,12 +69,12 @@ pub fn run(cmd: AzureCommand) -> Result<Status, UsageError> {
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let output = a.output.resolve()?;
     let nonce = a.nonce.bytes()?;
-    let (ev, what) = match (&a.evidence, &a.hcl_report, &a.vcek, &a.quote.quote) {
+    let (ev, what, source) = match (&a.evidence, &a.hcl_report, &a.vcek, &a.quote.quote) {
         (Some(path), ..) => {
             let ev = AzureVtpmEvidence::from_json(&input::read_file(path, "--evidence")?)
                 .map_err(|e| UsageError::new(format!("--evidence {}: {e}", path.display())))?;
             let what = format!("Azure SNP vTPM evidence (trustee v{})", ev.version);
-            (ev, what)
+            (ev, what, format!("--evidence {}", path.display()))
         }
         (None, Some(hcl), Some(vcek), Some(quote)) => {
             let (quote, form) = a.quote.read(quote)?;
@@ -89,7 +90,11 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
                 td_quote: Vec::new(),
                 quote,
             };
-            (ev, format!("Azure SNP vTPM evidence (HCL report + VCEK + {form} quote)"))
+            (
+                ev,
+                format!("Azure SNP vTPM evidence (HCL report + VCEK + {form} quote)"),
+                format!("--hcl-report {}", hcl.display()),
+            )
         }
         _ => return Err(UsageError::new("give --evidence, or --hcl-report, --vcek and --quote")),
     };
@@ -103,6 +108,13 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         (Some(h), _) => Some(input::parse_report_data(h).map_err(|e| UsageError::new(format!("--user-data: {e}")))?),
         (None, _) => None,
     };
+    if ev.version >= 2 && user_data.is_none() && !a.dangerous_ignore_user_data {
+        return Err(UsageError::new(format!(
+            "{source}: v{} evidence binds its REPORT_DATA in the runtime user-data: give --user-data HEX (the 64 \
+             bytes the attester was asked to bind), or --dangerous-ignore-user-data to skip that check",
+            ev.version
+        )));
+    }
     let want = match (&user_data, a.dangerous_ignore_user_data) {
         (Some(u), _) => UserData::Exactly(u),
         (None, true) => UserData::DangerousIgnore,
@@ -122,7 +134,9 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             .set_crl(&input::read_crl(crl)?)
             .map_err(|e| UsageError::new(format!("--crl {}: cannot install: {e}", crl.display())))?;
     }
-    let mut subject = Subject { what, ..Subject::default() };
+    let mut subject = Subject::new("azure", "azure-sev-snp-vtpm", what, source);
+    subject.structure_check = "evidence_structure";
+    subject.policy_example = Some("examples/policies/azure.toml");
     if matches!(want, UserData::DangerousIgnore) {
         subject.facts.insert("user-data".into(), json!("not checked (DANGEROUS waiver)"));
     }
@@ -136,6 +150,6 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         output.time,
         &policy,
     )
-    .map(|ok| Appraisal::from_azure_snp(&ok));
-    output.report(&subject, "azure-sev-snp-vtpm", result, nonce.as_deref())
+    .map(|ok| Appraisal::from_azure_snp(&ok, nonce.is_some()));
+    output.report(&subject, result.map_err(Rejection::from), nonce.as_deref())
 }

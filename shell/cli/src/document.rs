@@ -9,13 +9,11 @@
 //! registry (`--ak-registry`, as `attest init` writes it), the SNP variants through the SNP report (AMD's
 //! roots; `--snp-policy` must pin the launch), `gcp-shielded-vm` through Google's AK certificate.
 
-use super::evidence::{NonceArgs, OutputArgs, Subject};
+use super::evidence::{NonceArgs, OutputArgs, Rejection, Subject};
 use super::node::VariantArgs;
 use super::{Status, UsageError, input};
 use attest_engine::ear::Appraisal;
 use attest_engine::variant::{AkRegistry, AkTrust, StaticAkRegistry, Variant};
-use attest_proto::attest::v1::AttestationDocument;
-use prost::Message as _;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -121,24 +119,30 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         }
         None => Ok(Arc::new(StaticAkRegistry::default())),
     })?;
-    let mut subject = Subject {
-        what: format!(
+    let mut subject = Subject::new(
+        "document",
+        a.node.variant.name(),
+        format!(
             "{} attestation document{}",
             a.node.variant,
             if input.certificate.is_some() { " (aTLS certificate)" } else { "" }
         ),
-        ..Subject::default()
-    };
+        format!("DOCUMENT {}", a.document.display()),
+    );
+    subject.structure_check = "document_structure";
     if let Some(r) = &node.test_roots {
         subject.facts.insert("WARNING".into(), json!(r));
     }
     if nonce.is_none() {
         subject.facts.insert("nonce".into(), json!("none (DANGEROUS: the document can be a replay)"));
     }
-    // A document that does not decode is evidence that fails (exit 1), as in a handshake.
-    let decoded = AttestationDocument::decode(&input.document[..]).map_err(|_| attest_engine::Error::EvidenceFormat {
+    // A document that does not decode is malformed input (exit 2); a handshake refuses it as well.
+    let decoded = attest_proto::document::decode(&input.document).map_err(|e| attest_engine::Error::EvidenceFormat {
         format: "attestation document",
-        reason: "not a valid protobuf message",
+        reason: match e {
+            attest_proto::document::DocumentError::NoVariant => "names no attestation variant (empty or all-default)",
+            _ => "not a valid protobuf message",
+        },
     });
     let result = decoded.and_then(|doc| {
         let pcrs = attest_proto::document::pcr_values(&doc).map_err(|e| match e {
@@ -150,12 +154,16 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         if let Some((_, spki)) = &input.certificate
             && ok.user_data != spki
         {
-            return Err(attest_engine::Error::EvidenceFormat {
-                format: "aTLS certificate",
-                reason: "the document's user data is not SHA-256 of the certificate's key",
+            // Well-formed evidence bound to another key: a refusal, as in a handshake.
+            return Err(attest_engine::Error::PlatformPolicy {
+                check: "certificate_binding",
+                expected: attest_engine::error::Value::Text(
+                    "the document's user data = SHA-256 of the certificate's key",
+                ),
+                found: attest_engine::error::Value::Text("another value"),
             });
         }
         Ok(Appraisal::from_validated(&ok))
     });
-    output.report(&subject, a.node.variant.name(), result, nonce.as_deref())
+    output.report(&subject, result.map_err(Rejection::from), nonce.as_deref())
 }

@@ -6,10 +6,10 @@
 //! The nonce is the one the attester was asked to quote with (go-tpm-tools puts it in extraData as is);
 //! evidence made without one verifies only with `--dangerous-no-nonce` (recorded as waived).
 
-use super::evidence::{NonceArgs, OutputArgs, Subject};
+use super::evidence::{NonceArgs, OutputArgs, Rejection, Subject};
 use super::{Status, UsageError, input};
-use attest_engine::ear::Appraisal;
-use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerifier};
+use attest_engine::ear::{Appraisal, CheckOutcome};
+use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerdict, GceVerifier};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -25,7 +25,7 @@ pub enum GceCommand {
 pub struct VerifyArgs {
     /// The encoded go-tpm-tools `Attestation` (protobuf).
     pub attestation: PathBuf,
-    /// GCE policy, TOML or JSON (`allow_sha1`, `require_event_log`, `require_production`,
+    /// GCE policy, TOML or JSON (commented example: examples/policies/gce.toml; `allow_sha1`, `require_event_log`, `require_production`,
     /// `allowed_projects`, `allowed_technologies`). Default: production VM, event log required.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
@@ -60,7 +60,14 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let nonce = a.nonce.bytes()?;
     let policy = policy(a.policy.as_deref())?;
     let bytes = input::read_file(&a.attestation, "ATTESTATION")?;
-    let mut subject = Subject { what: "GCE vTPM attestation (go-tpm-tools)".into(), ..Subject::default() };
+    let mut subject = Subject::new(
+        "gce",
+        "gcp-shielded-vm",
+        "GCE vTPM attestation (go-tpm-tools)",
+        format!("ATTESTATION {}", a.attestation.display()),
+    );
+    subject.structure_check = "attestation_structure";
+    subject.policy_example = Some("examples/policies/gce.toml");
     if nonce.is_none() {
         subject.facts.insert("nonce".into(), json!("none (DANGEROUS: the attestation can be a replay)"));
     }
@@ -68,11 +75,16 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         Some(n) => ExpectedNonce::Exactly(n),
         None => ExpectedNonce::DangerousNone,
     };
-    // A protobuf that does not decode is evidence that fails, not a usage error: it is what was presented.
+    // A protobuf that does not decode is malformed input (exit 2).
+    let mut verdict = GceVerdict::default();
     let result = attest_proto::gce::decode(&bytes).and_then(|att| {
         let ev = attest_proto::gce::evidence(&att)?;
         let req = GceRequest { nonce: expected, time: output.time };
-        GceVerifier::new().verify(&ev, &req, &policy).map(|v| Appraisal::from_gce(&v))
+        GceVerifier::new().verify_recording(&ev, &req, &policy, &mut verdict).map(|v| Appraisal::from_gce(&v))
     });
-    output.report(&subject, "gcp-shielded-vm", result, nonce.as_deref())
+    let result = result.map_err(|error| Rejection {
+        error,
+        checks: verdict.iter().map(|(c, o)| (c.name(), CheckOutcome::from(o))).collect(),
+    });
+    output.report(&subject, result, nonce.as_deref())
 }

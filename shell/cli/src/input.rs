@@ -10,8 +10,10 @@
 //!    raw report followed by that header (as Azure's HCL places it). Any other size is an error.
 
 use super::UsageError;
+use attest_engine::Error;
 use attest_engine::azure::HclReport;
-use attest_engine::azure::hcl::{HardwareReportType, IGVM_REQUEST_HEADER_SIZE};
+use attest_engine::azure::hcl::IGVM_REQUEST_HEADER_SIZE;
+use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::snp::REPORT_SIZE;
 use attest_engine::x509::pem;
 use attest_engine::{Product, UnixTime};
@@ -28,35 +30,8 @@ const B64_CONFIG: GeneralPurposeConfig =
 const B64_STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, B64_CONFIG);
 const B64_URL: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, B64_CONFIG);
 
-/// The container the SNP report was found in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Container {
-    /// Exactly one 0x4A0-byte ATTESTATION_REPORT.
-    Raw,
-    /// A report followed by the 20-byte IGVM request-data header (Azure, without the HCL header).
-    RawWithIgvmHeader,
-    /// An Azure HCL report (`HCLA`), SNP report at offset 0x20.
-    Hcl,
-}
-
-impl Container {
-    /// A stable identifier, used in JSON output.
-    pub fn id(self) -> &'static str {
-        match self {
-            Self::Raw => "raw",
-            Self::RawWithIgvmHeader => "raw+igvm-header",
-            Self::Hcl => "azure-hcl",
-        }
-    }
-    /// A human-readable description.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::Raw => "raw SEV-SNP report (0x4A0 bytes)",
-            Self::RawWithIgvmHeader => "raw SEV-SNP report + 20-byte IGVM request-data header",
-            Self::Hcl => "Azure HCL report (HCLA) containing an SEV-SNP report",
-        }
-    }
-}
+/// The container the SNP report was found in (the engine's classification, shared with the C ABI).
+pub use attest_engine::formats::snp::SnpContainer as Container;
 
 /// The encoding of the report file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,19 +71,16 @@ pub struct ReportInput {
 impl ReportInput {
     /// The 0x4A0 report bytes, exactly as received.
     pub fn report(&self) -> &[u8] {
-        match self.container {
-            Container::Raw => &self.data,
-            Container::RawWithIgvmHeader => &self.data[..REPORT_SIZE],
-            Container::Hcl => &self.data[0x20..0x20 + REPORT_SIZE],
-        }
+        self.evidence().map_or(&[][..], |e| e.report())
     }
 
     /// The HCL report, when the container is one.
     pub fn hcl(&self) -> Option<HclReport<'_>> {
-        match self.container {
-            Container::Hcl => HclReport::parse(&self.data).ok(),
-            Container::Raw | Container::RawWithIgvmHeader => None,
-        }
+        self.evidence().and_then(|e| e.hcl())
+    }
+
+    fn evidence(&self) -> Option<SnpEvidence<'_>> {
+        SnpEvidence::parse(&self.data).ok()
     }
 
     /// The whole decoded input.
@@ -190,44 +162,17 @@ pub fn detect_report(data: Vec<u8>) -> Result<ReportInput, String> {
     Ok(ReportInput { data: decoded, container, encoding })
 }
 
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
-}
-
 fn classify_binary(data: &[u8]) -> Result<Container, String> {
-    if HclReport::looks_like(data) {
-        let hcl = HclReport::parse(data).map_err(|e| format!("a malformed Azure HCL report: {e}"))?;
-        return match hcl.report_type() {
-            HardwareReportType::Snp => Ok(Container::Hcl),
-            HardwareReportType::Tdx => Err("an Azure HCL report containing an Intel TDX report, not SEV-SNP".into()),
-        };
-    }
-    if data.len() == REPORT_SIZE {
-        return Ok(Container::Raw);
-    }
-    if data.len() == REPORT_SIZE + IGVM_REQUEST_HEADER_SIZE {
-        let h = &data[REPORT_SIZE..];
-        let (data_size, version, report_type, hash_type, var_size) =
-            (u32_at(h, 0), u32_at(h, 4), u32_at(h, 8), u32_at(h, 12), u32_at(h, 16));
-        let ok = version == 1
-            && report_type == 2
-            && (1..=3).contains(&hash_type)
-            && var_size.checked_add(20) == Some(data_size);
-        if ok {
-            return Ok(Container::RawWithIgvmHeader);
-        }
-        return Err(format!(
-            "{} bytes whose last 20 bytes are not an SNP IGVM request-data header (data_size={data_size}, \
-             version={version}, report_type={report_type}, hash_type={hash_type}, variable_data_size={var_size})",
-            data.len()
-        ));
-    }
-    Err(format!(
-        "{} bytes: not a recognized report format (expected exactly {REPORT_SIZE} bytes for a raw report, {} for a \
-         report + IGVM request-data header, an Azure HCL report starting with \"HCLA\", or hex/base64 text of one)",
-        data.len(),
-        REPORT_SIZE + IGVM_REQUEST_HEADER_SIZE
-    ))
+    SnpEvidence::parse(data).map(|e| e.container()).map_err(|e| match e {
+        Error::Truncated { .. } | Error::TrailingData { .. } => format!(
+            "{} bytes: not a recognized report format (expected exactly {REPORT_SIZE} bytes for a raw report, {} for a \
+             report + IGVM request-data header, an Azure HCL report starting with \"HCLA\", or hex/base64 text of one)",
+            data.len(),
+            REPORT_SIZE + IGVM_REQUEST_HEADER_SIZE
+        ),
+        Error::EvidenceFormat { reason, .. } => format!("{} bytes: {reason}", data.len()),
+        other => format!("a malformed Azure HCL report: {other}"),
+    })
 }
 
 /// Reads certificates (PEM with one or more `CERTIFICATE` blocks, or one DER certificate).

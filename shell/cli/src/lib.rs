@@ -8,9 +8,11 @@
 //! the service crates (`attest-joinservice`, `attest-bootstrapper`): it talks to them over the wire. The `attest`
 //! binary (`src/main.rs`) is a thin `main` over [`run`].
 //!
-//! Exit statuses are part of the interface: [`Status::Accepted`] (0), [`Status::Rejected`] (1) and
-//! [`Status::Usage`] (2). Clap's own usage errors already exit with 2; every malformed argument or
-//! unreadable/malformed input file detected here does too, with a message on stderr.
+//! Exit statuses are part of the interface, one table for every subcommand ([`exit`], printed by
+//! `attest --help`): [`Status::Accepted`] (0), [`Status::Rejected`] (1, evidence refused) and
+//! [`Status::Usage`] (2, malformed input or wrong usage). Clap's own usage errors already exit with 2; every
+//! malformed argument, unreadable file or malformed evidence detected here does too, with a message on
+//! stderr.
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +20,7 @@ pub mod azure;
 pub mod document;
 pub mod ear;
 pub mod evidence;
+pub mod exit;
 pub mod gce;
 pub mod init;
 pub mod input;
@@ -38,9 +41,12 @@ use clap::{Parser, Subcommand};
 use std::fmt;
 use std::process::ExitCode;
 
+/// `attest --version`: the version and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("ATTEST_GIT_COMMIT"), ")");
+
 /// The `attest` command line.
 #[derive(Debug, Parser)]
-#[command(name = "attest", version, about = "Remote-attestation verification tool")]
+#[command(name = "attest", version = VERSION, about = "Remote-attestation verification tool", after_help = exit::help())]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]

@@ -191,17 +191,30 @@ fn diff(a: &DiffArgs) -> Result<Status, UsageError> {
 
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let file = read_file(&a.file, "measurements file")?;
-    let sig = read_file(&a.signature, "signature")?;
-    let key = read_file(&a.public_key, "public key")?;
+    let sig = read_file(&a.signature, "--signature")?;
+    let key = read_file(&a.public_key, "--public-key")?;
     let signed = match SignedMeasurements::verify_then_parse(&file, &sig, &key) {
         Ok(s) => s,
-        Err(e @ (attest_measurements::Error::BadSignature | attest_measurements::Error::SignatureEncoding)) => {
+        Err(e @ attest_measurements::Error::BadSignature) => {
+            let what = format!(
+                "--signature {} does not sign {} under --public-key {}",
+                a.signature.display(),
+                a.file.display(),
+                a.public_key.display()
+            );
             if a.json {
-                println!("{}", json!({"accepted": false, "error": e.to_string()}));
+                println!("{}", json!({"accepted": false, "error": format!("{what}: {e}"), "check": "signature"}));
             } else {
-                eprintln!("REJECTED: {e}");
+                eprintln!("REJECTED: {what}: {e}\n  failed check: signature");
             }
             return Ok(Status::Rejected);
+        }
+        // Each input that is not what it must be is named by its flag: a usage error (exit 2).
+        Err(e @ (attest_measurements::Error::InvalidPublicKey { .. } | attest_measurements::Error::KeyNotP256)) => {
+            return Err(UsageError::new(format!("--public-key {}: {e}", a.public_key.display())));
+        }
+        Err(e @ attest_measurements::Error::SignatureEncoding) => {
+            return Err(UsageError::new(format!("--signature {}: {e}", a.signature.display())));
         }
         Err(e) => return Err(UsageError::new(format!("{}: {e}", a.file.display()))),
     };

@@ -93,7 +93,7 @@ pub struct VariantArgs {
 
 /// Why a variant without a vTPM is not taken by these commands: they check a vTPM quote. TD quotes are
 /// verified by `attest tdx verify`, and the join service admits TDX nodes.
-const VTPM_ONLY: &str = "attest init/verify attest vTPM variants only";
+const VTPM_ONLY: &str = "this command checks a vTPM quote and has no TD-quote-only variants; verify a TD quote with `attest tdx verify QUOTE --collateral FILE`";
 
 /// A validator for a node, and the test roots it trusts (their description, for every verdict).
 #[derive(Debug)]
@@ -340,22 +340,47 @@ pub struct RecordingValidator {
     validator: Validator,
     test_roots: Option<String>,
     last: Mutex<Option<AttestationSummary>>,
+    /// The result object (schema `attest-result/1`) of the last document judged, accepted or refused.
+    last_result: Mutex<Option<Value>>,
 }
 
 impl RecordingValidator {
     /// Wraps `validator`.
     pub fn new(validator: Validator) -> Self {
-        Self { validator, test_roots: None, last: Mutex::new(None) }
+        Self { validator, test_roots: None, last: Mutex::new(None), last_result: Mutex::new(None) }
     }
 
     /// Wraps a [`NodeValidator`] (its verdicts name the test roots it trusts).
     pub fn for_node(node: NodeValidator) -> Self {
-        Self { validator: node.validator, test_roots: node.test_roots, last: Mutex::new(None) }
+        Self {
+            validator: node.validator,
+            test_roots: node.test_roots,
+            last: Mutex::new(None),
+            last_result: Mutex::new(None),
+        }
     }
 
     /// What the last accepted document proved.
     pub fn last(&self) -> Option<AttestationSummary> {
         self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// The result object (schema `attest-result/1`) of the last document the engine judged, accepted or
+    /// refused (`None` before any).
+    pub fn last_result(&self) -> Option<Value> {
+        self.last_result.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Records that a check after the engine's refused the last document (its result object says so).
+    pub fn record_refusal(&self, e: &attest_engine::Error) {
+        let failed = attest_engine::ear::Appraisal::failed("document", e, "document_structure", Vec::new());
+        self.record_result(&failed, now());
+    }
+
+    fn record_result(&self, a: &attest_engine::ear::Appraisal, time: UnixTime) {
+        let what = format!("{} attestation document (node)", self.validator.variant());
+        let v = a.result_json("document", &what, &serde_json::Map::new(), time);
+        *self.last_result.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(v);
     }
 }
 
@@ -374,10 +399,16 @@ impl AttestationValidator for RecordingValidator {
         let doc = AttestationDocument::decode(bytes).map_err(|e| reject(Box::new(e)))?;
         let pcrs = pcr_values(&doc).map_err(|e| reject(Box::new(e)))?;
         let view = document(&doc, &pcrs);
-        let ok = self.validator.validate(&view, nonce, now()).map_err(|e| match e {
-            attest_engine::Error::NonceMismatch { .. } => ValidationError::NonceMismatch,
-            other => reject(Box::new(other)),
+        let time = now();
+        let ok = self.validator.validate(&view, nonce, time).map_err(|e| {
+            let failed = attest_engine::ear::Appraisal::failed("document", &e, "document_structure", Vec::new());
+            self.record_result(&failed, time);
+            match e {
+                attest_engine::Error::NonceMismatch { .. } => ValidationError::NonceMismatch,
+                other => reject(Box::new(other)),
+            }
         })?;
+        self.record_result(&attest_engine::ear::Appraisal::from_validated(&ok), time);
         let ak_public = doc.tpm.as_ref().map(|t| &t.ak_public[..]).unwrap_or_default();
         // The variants of this validator (VariantArgs: no TDX) always carry a vTPM quote and an AK.
         let (Some(quote), Some(ak_basis)) = (&ok.quote, ok.ak_basis) else {

@@ -1,14 +1,18 @@
 //! `attest snp …`: verify SEV-SNP reports (`verify`), VCEK/VLEK chains without a report (`chain`), and
 //! print a report's fields without verifying anything (`show`).
 //!
-//! With `--json` every result is one JSON object on stdout, rejections included
-//! (`{"accepted": false, "error": …, "check": …}`); in text mode a rejection's reason goes to stderr.
-//! The reported `micros` time only the engine call (parsing, chain, signature and policy), not file I/O.
+//! `verify` reports through [`super::evidence`]: text, one result object (`--json`, schema
+//! `attest-result/1`), or an EAR token (`--format ear`), rejections included; its `input.micros` times
+//! only the engine call (parsing, chain, signature and policy), not file I/O. `chain` and `show` print
+//! their own JSON (`chain`: `{"accepted": …}`; `show`: the unverified fields).
 
+use super::evidence::{Rejection, Subject, print_value};
 use super::input::{self, ProductArg, ReportInput};
 use super::{Status, UsageError};
+use attest_engine::ear::{Appraisal, CheckOutcome};
+use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::snp::{ChainRequest, Report, TcbVersion};
-use attest_engine::{Error, Outcome, Product, SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::{Check, Error, Product, SnpPolicy, SnpRequest, SnpVerifier, Verdict};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -59,12 +63,13 @@ pub struct VerifyArgs {
     /// The expected REPORT_DATA: exactly 64 bytes as 128 hex digits (e.g. a hash of your nonce).
     #[arg(long, value_name = "HEX")]
     pub report_data: Option<String>,
-    /// Policy file, TOML or JSON. Default: the engine's strict default policy.
+    /// Policy file, TOML or JSON (commented example: examples/policies/snp.toml). Default: the engine's
+    /// strict default policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    pub json: bool,
+    /// The output format: text, one JSON result object, or an EAR token.
+    #[command(flatten)]
+    pub output: super::evidence::FormatArgs,
     /// Also print the detected input format and the inputs used.
     #[arg(long, short)]
     pub verbose: bool,
@@ -137,26 +142,25 @@ fn install_crl(verifier: &SnpVerifier, path: Option<&Path>) -> Result<Option<Pro
     verifier.set_crl(&der).map(Some).map_err(|e| UsageError(format!("--crl {}: cannot install: {e}", path.display())))
 }
 
-fn rejection_json(err: &Error, extra: Map<String, Value>) -> Value {
-    let mut m = Map::new();
-    m.insert("accepted".into(), Value::Bool(false));
-    m.insert("error".into(), Value::String(err.to_string()));
-    m.insert("check".into(), err.check().map_or(Value::Null, |c| Value::String(c.name().into())));
-    m.extend(extra);
-    Value::Object(m)
-}
-
-/// Reports a rejection, `info` included in JSON mode (on stdout; in text mode the reason goes to stderr).
+/// Reports a rejection of `attest snp chain`, `info` included in JSON mode (on stdout: `accepted: false` and
+/// the result schema's `failure` object; in text mode the reason goes to stderr).
 fn reject(err: &Error, info: Map<String, Value>, json: bool) -> Status {
+    let failure = attest_engine::ear::Failure::of(err, Check::CertificateChain.name());
     if json {
-        print_json(&rejection_json(err, info));
+        let mut m = Map::new();
+        m.insert("accepted".into(), Value::Bool(false));
+        m.insert(
+            "failure".into(),
+            json!({"check": failure.check, "class": failure.class.name(), "reason": failure.reason,
+                   "policy_key": failure.policy_key}),
+        );
+        m.extend(info);
+        print_json(&Value::Object(m));
     } else {
-        eprintln!("REJECTED: {err}");
-        if let Some(c) = err.check() {
-            eprintln!("  failed policy check: {}", c.name());
-        }
+        eprintln!("REJECTED: --vcek: {err}");
+        eprintln!("  failed check: {}", failure.check);
     }
-    Status::Rejected
+    super::exit::status_of(err)
 }
 
 /// Leaf, intermediate (ASK/ASVK) and root (ARK) DER; `None` where AMD's pinned certificate is to be used.
@@ -177,11 +181,12 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let policy = load_policy(a.policy.as_deref())?;
     let report_data = a.report_data.as_deref().map(input::parse_report_data).transpose()?;
     let time = input::trusted_time(a.certs.at.as_deref())?;
+    let output = a.output.resolve(time)?;
     let verifier = SnpVerifier::new();
     let crl_product = install_crl(&verifier, a.certs.crl.as_deref())?;
 
     let req = SnpRequest {
-        report: report.report(),
+        report: &[],
         leaf: &leaf,
         intermediate: intermediate.as_deref(),
         root: root.as_deref(),
@@ -189,16 +194,26 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         report_data: report_data.as_ref().map(<[u8; 64]>::as_slice),
         time,
     };
+    let mut subject = Subject::new("snp", "sev-snp", "SEV-SNP report", format!("REPORT {}", a.report.display()));
+    subject.structure_check = Check::ReportStructure.name();
+    subject.policy_example = Some("examples/policies/snp.toml");
+    subject.facts.insert("format".into(), report.container.id().into());
+    subject.facts.insert("encoding".into(), report.encoding.id().into());
     let start = Instant::now();
-    let result = verifier.verify(&req, &policy);
+    let mut verdict = Verdict::default();
+    let result = match SnpEvidence::parse(report.data()) {
+        Ok(ev) => ev.verify(&verifier, &req, &policy, &mut verdict).map(|ok| {
+            let mut a = Appraisal::from_snp(&ok);
+            if ev.hcl().is_some() {
+                a.checks.push(("hcl_runtime_data_binding", CheckOutcome::Passed));
+            }
+            a
+        }),
+        Err(e) => Err(e),
+    };
     let us = micros(start);
-
-    let mut info = Map::new();
-    info.insert("format".into(), report.container.id().into());
-    info.insert("encoding".into(), report.encoding.id().into());
-    info.insert("time".into(), time.to_string().into());
-    info.insert("micros".into(), us.into());
-    if a.verbose && !a.json {
+    subject.facts.insert("micros".into(), us.into());
+    if a.verbose && !a.output.is_json() {
         eprintln!("input: {} ({})", a.report.display(), report.describe());
         eprintln!(
             "certificates: leaf from {}, intermediate {}, root {}",
@@ -214,75 +229,13 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             eprintln!("CRL: installed for {p}");
         }
         eprintln!("trusted time: {time}{}", if a.certs.at.is_none() { " (system clock)" } else { "" });
+        eprintln!("engine time: {us} µs");
     }
-
-    // For an HCL report, REPORT_DATA[0..32] must be SHA-256 of the runtime data that follows the report.
-    let result = result.and_then(|ok| {
-        if let Some(hcl) = report.hcl() {
-            hcl.check_binding(verifier.provider())?;
-            info.insert("hcl_runtime_data_binding".into(), "passed".into());
-        }
-        Ok(ok)
+    let result = result.map_err(|error| {
+        let checks = verdict.iter().map(|(c, o)| (c.name(), CheckOutcome::from(o))).collect();
+        Rejection { error, checks }
     });
-
-    match result {
-        Err(err) => Ok(reject(&err, info, a.json)),
-        Ok(ok) => {
-            let r = ok.report();
-            let checks: Map<String, Value> = ok
-                .verdict()
-                .iter()
-                .map(|(c, o)| (c.name().to_owned(), serde_json::to_value(o).unwrap_or(Value::Null)))
-                .collect();
-            if a.json {
-                let mut m = Map::new();
-                m.insert("accepted".into(), true.into());
-                m.insert("product".into(), ok.product().name().into());
-                m.insert("signer".into(), ok.signer().name().into());
-                m.insert("version".into(), r.version().into());
-                m.insert("reported_tcb".into(), tcb_json(ok.reported_tcb()));
-                m.insert("measurement".into(), hex::encode(r.measurement()).into());
-                m.insert("report_data".into(), hex::encode(r.report_data()).into());
-                m.insert("chip_id".into(), hex::encode(r.chip_id()).into());
-                m.insert("checks".into(), Value::Object(checks));
-                m.extend(info);
-                print_json(&Value::Object(m));
-            } else {
-                let mut s = String::new();
-                let _ = writeln!(s, "ACCEPTED: SEV-SNP report verified");
-                if a.verbose {
-                    let _ = writeln!(s, "  {:<14}{}", "format", report.describe());
-                }
-                let _ = writeln!(s, "  {:<14}{}", "product", ok.product());
-                let _ = writeln!(s, "  {:<14}{}", "signer", ok.signer());
-                let _ = writeln!(s, "  {:<14}{}", "version", r.version());
-                let _ = writeln!(s, "  {:<14}{}", "reported TCB", ok.reported_tcb());
-                let _ = writeln!(s, "  {:<14}{}", "measurement", hex::encode(r.measurement()));
-                let _ = writeln!(s, "  {:<14}{}", "report_data", hex::encode(r.report_data()));
-                let _ = writeln!(s, "  {:<14}{}", "chip_id", hex::encode(r.chip_id()));
-                let _ = writeln!(s, "  {:<14}{}", "trusted time", time);
-                let _ = writeln!(s, "  {:<14}{} µs", "engine time", us);
-                if report.hcl().is_some() {
-                    let _ =
-                        writeln!(s, "  {:<14}passed (REPORT_DATA[0..32] = SHA-256 of the runtime data)", "HCL binding");
-                }
-                let _ = writeln!(s, "checks:");
-                for (c, o) in ok.verdict().iter() {
-                    let _ = writeln!(s, "  {:<22}{}", c.name(), outcome_name(o));
-                }
-                out(&s);
-            }
-            Ok(Status::Accepted)
-        }
-    }
-}
-
-pub(crate) fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Passed => "passed",
-        Outcome::Waived => "waived",
-        Outcome::NotRun => "not run",
-    }
+    output.report(&subject, result, None)
 }
 
 fn chain(a: &ChainArgs) -> Result<Status, UsageError> {
@@ -509,29 +462,4 @@ fn report_fields(
         ));
     }
     v
-}
-
-pub(crate) fn print_value(s: &mut String, k: &str, val: &Value, indent: usize) {
-    let w = 27usize.saturating_sub(indent);
-    match val {
-        Value::Object(m) => {
-            let _ = writeln!(s, "{:indent$}{k}:", "");
-            for (k2, v2) in m {
-                // A decoded TCB is also shown as one line ("text"); skip the nested object in text mode.
-                if k2 == "decoded" && m.contains_key("text") {
-                    continue;
-                }
-                print_value(s, k2, v2, indent + 2);
-            }
-        }
-        Value::Null => {
-            let _ = writeln!(s, "{:indent$}{k:<w$} -", "");
-        }
-        Value::String(v) => {
-            let _ = writeln!(s, "{:indent$}{k:<w$} {v}", "");
-        }
-        other => {
-            let _ = writeln!(s, "{:indent$}{k:<w$} {other}", "");
-        }
-    }
 }

@@ -2,7 +2,8 @@
 //! quote's fields with a signatures-only check that is **not** a verdict (`show`).
 //!
 //! ```text
-//! attest tdx verify QUOTE --collateral FILE [--policy FILE] [--at TIME] [--report-data HEX] [--event-log FILE] [--json]
+//! attest tdx verify QUOTE --collateral FILE [--policy FILE] [--at TIME] [--report-data HEX] [--event-log FILE]
+//!                        [--json | --format text|json|ear [--ear-key KEY]]
 //! attest tdx show QUOTE [--at TIME] [--json]
 //! ```
 //!
@@ -10,18 +11,21 @@
 //! `pck_crl`, `tcb_info_issuer_chain`, `tcb_info`, `tcb_info_signature`, `qe_identity_issuer_chain`,
 //! `qe_identity`, `qe_identity_signature`), as `attest pcs fetch --bundle` writes it. A quote is read as
 //! binary, or as hex or base64 text of it. Exit status: 0 accepted, 1 rejected (the quote, its collateral or
-//! the policy said no — a collateral whose signatures do not verify is a rejection too), 2 usage (unreadable
-//! files, a quote that does not parse — truncated, oversized, inconsistent lengths —, a collateral file that
-//! is not a bundle, an event log that does not parse, a malformed policy or argument).
+//! the policy said no — a collateral whose signatures do not verify is a rejection too, as is an event log
+//! that replays to other RTMRs), 2 malformed input or usage (bytes that are not a TD quote — truncated,
+//! oversized, inconsistent lengths —, unreadable files, a collateral file that is not a bundle, an event log
+//! that does not parse, a malformed policy or argument).
 //!
-//! With `--json` every result is one JSON object on stdout (`{"accepted": false, "error": …, "check": …}`
-//! for a rejection); in text mode a rejection's reason goes to stderr. `micros` times the engine call only.
+//! `verify` reports through [`super::evidence`]: text, one result object (`--json`, schema
+//! `attest-result/1`) or an EAR token (`--format ear`), rejections included. `input.micros` times the
+//! engine call only.
 
+use super::evidence::{OutputArgs, Rejection, Subject};
 use super::input;
-use super::snp::{micros, out, outcome_name, print_json};
+use super::snp::{micros, out, print_json};
 use super::{Status, UsageError};
-use attest_engine::Error;
-use attest_engine::tdx::{Collateral, SgxExtensions, TdQuote, TdxPolicy, TdxRequest, TdxVerifier, Trailing};
+use attest_engine::ear::{Appraisal, CheckOutcome};
+use attest_engine::tdx::{Collateral, SgxExtensions, TdQuote, TdxCheck, TdxPolicy, TdxRequest, TdxVerifier, Trailing};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
@@ -45,24 +49,20 @@ pub struct VerifyArgs {
     /// The collateral: the shared JSON bundle (as `attest pcs fetch --bundle` writes it).
     #[arg(long, value_name = "FILE")]
     pub collateral: PathBuf,
-    /// Policy file, TOML or JSON. Default: the engine's strict default TDX policy (UpToDate only, no
-    /// advisories, no debug TDs, CRLs required).
+    /// Policy file, TOML or JSON (commented example: examples/policies/tdx.toml). Default: the engine's
+    /// strict default TDX policy (UpToDate only, no advisories, no debug TDs, CRLs required).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// The expected REPORTDATA: exactly 64 bytes as 128 hex digits.
     #[arg(long, value_name = "HEX")]
     pub report_data: Option<String>,
-    /// Trusted time: RFC 3339 (2023-07-01T00:00:00Z), a date (2023-07-01) or Unix seconds.
-    /// Default: the system clock now.
-    #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
     /// A CC event log (the CCEL log area, or its written part) to replay against the quote's RTMRs: a log
     /// that does not parse is a usage error (exit 2), one that replays to other RTMRs a rejection (exit 1).
     #[arg(long, value_name = "FILE")]
     pub event_log: Option<PathBuf>,
-    /// Print one JSON object on stdout.
-    #[arg(long)]
-    pub json: bool,
+    /// The trusted time and the output format.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Arguments of `attest tdx show`.
@@ -113,21 +113,6 @@ fn load_policy(path: Option<&Path>) -> Result<TdxPolicy, UsageError> {
     let text =
         String::from_utf8(bytes).map_err(|_| UsageError(format!("--policy {}: not UTF-8 text", path.display())))?;
     TdxPolicy::from_text(&text).map_err(|e| UsageError(format!("--policy {}: {e}", path.display())))
-}
-
-fn reject(err: &Error, mut info: Map<String, Value>, json: bool) -> Status {
-    if json {
-        info.insert("accepted".into(), false.into());
-        info.insert("error".into(), err.to_string().into());
-        info.insert("check".into(), err.check_tdx().map_or(Value::Null, |c| c.name().into()));
-        print_json(&Value::Object(info));
-    } else {
-        eprintln!("REJECTED: {err}");
-        if let Some(c) = err.check_tdx() {
-            eprintln!("  failed policy check: {}", c.name());
-        }
-    }
-    Status::Rejected
 }
 
 fn trailing_json(t: Trailing) -> Value {
@@ -184,8 +169,6 @@ fn pck_json(p: &SgxExtensions) -> Value {
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     // Everything that can be a usage error is resolved before the engine runs.
     let quote = read_quote(&a.quote)?;
-    // A quote that does not even parse (truncated, oversized, inconsistent lengths) is bad input, not a verdict.
-    TdQuote::parse_prefix(&quote).map_err(|e| UsageError(format!("{}: not a TD quote: {e}", a.quote.display())))?;
     let collateral = read_collateral(&a.collateral)?;
     let event_log = match &a.event_log {
         None => None,
@@ -198,17 +181,39 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     };
     let policy = load_policy(a.policy.as_deref())?;
     let report_data = a.report_data.as_deref().map(input::parse_report_data).transpose()?;
-    let time = input::trusted_time(a.at.as_deref())?;
+    let output = a.output.resolve()?;
+    let time = output.time;
 
-    let mut info = Map::new();
-    info.insert("time".into(), time.to_string().into());
+    let mut subject = Subject::new("tdx", "tdx", "TDX quote", format!("QUOTE {}", a.quote.display()));
+    subject.structure_check = TdxCheck::QuoteStructure.name();
+    subject.policy_example = Some("examples/policies/tdx.toml");
+    // A quote that does not even parse (truncated, oversized, inconsistent lengths) is malformed input
+    // (exit 2, a result object of class `malformed` with --json), not a verdict.
+    if let Err(e) = TdQuote::parse_prefix(&quote) {
+        return output.report(&subject, Err(Rejection::from(e)), None);
+    }
+    let req = TdxRequest { quote: &quote, report_data: report_data.as_ref().map(<[u8; 64]>::as_slice), time };
     let verifier = TdxVerifier::new();
     let start = Instant::now();
-    let installed = match verifier.set_collateral(&collateral) {
-        Ok(i) => i,
-        Err(e) => return Ok(reject(&e, info, a.json)),
-    };
-    info.insert(
+    let result = judge(&verifier, &collateral, &req, &policy, event_log.as_deref(), &mut subject);
+    subject.facts.insert("micros".into(), micros(start).into());
+    output.report(&subject, result, None)
+}
+
+/// Installs the collateral, verifies the quote and replays the event log against it. The TDX verifier
+/// records no partial verdict: a rejection before the verdict lists every check `not-run`, the failed one
+/// `failed`; an event log that replays to other RTMRs keeps the quote's checks and fails `ccel_replay`.
+fn judge(
+    verifier: &TdxVerifier,
+    collateral: &Collateral,
+    req: &TdxRequest<'_, '_>,
+    policy: &TdxPolicy,
+    event_log: Option<&[u8]>,
+    subject: &mut Subject,
+) -> Result<Appraisal, Rejection> {
+    let not_run = |error| Rejection { error, checks: Appraisal::tdx_checks_not_run() };
+    let installed = verifier.set_collateral(collateral).map_err(not_run)?;
+    subject.facts.insert(
         "collateral".into(),
         json!({
             "fmspc": hex::encode(installed.fmspc),
@@ -218,56 +223,20 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             "crls": installed.has_crls,
         }),
     );
-    let req = TdxRequest { quote: &quote, report_data: report_data.as_ref().map(<[u8; 64]>::as_slice), time };
-    let result = verifier.verify(&req, &policy);
-    info.insert("micros".into(), micros(start).into());
-    let ok = match result {
-        Ok(ok) => ok,
-        Err(e) => return Ok(reject(&e, info, a.json)),
-    };
-    if let Some(log) = &event_log {
+    let ok = verifier.verify(req, policy).map_err(not_run)?;
+    let mut appraisal = Appraisal::from_tdx(&ok);
+    appraisal.claims.insert("pck".into(), pck_json(ok.pck()));
+    appraisal.claims.insert("quote".into(), Value::Object(quote_json(ok.quote())));
+    if let Some(log) = event_log {
         match attest_engine::tdx::ccel::check_against(attest_engine::crypto::default_provider(), log, &ok.body()) {
             Ok(r) => {
-                info.insert("event_log".into(), json!({"events": r.events, "rtmrs_replayed": r.touched}));
+                subject.facts.insert("event_log".into(), json!({"events": r.events, "rtmrs_replayed": r.touched}));
+                appraisal.checks.push(("ccel_replay", CheckOutcome::Passed));
             }
-            Err(e) => return Ok(reject(&e, info, a.json)),
+            Err(error) => return Err(Rejection { error, checks: appraisal.checks }),
         }
     }
-    let advisories: Vec<&str> = ok.advisory_ids().collect();
-    if a.json {
-        let mut m = Map::new();
-        m.insert("accepted".into(), true.into());
-        m.insert("tcb_status".into(), ok.tcb_status().name().into());
-        m.insert("advisory_ids".into(), advisories.clone().into());
-        m.insert("pck".into(), pck_json(ok.pck()));
-        m.insert("quote".into(), Value::Object(quote_json(ok.quote())));
-        let checks: Map<String, Value> =
-            ok.verdict().iter().map(|(c, o)| (c.name().to_owned(), outcome_name(o).into())).collect();
-        m.insert("checks".into(), Value::Object(checks));
-        m.extend(info);
-        print_json(&Value::Object(m));
-    } else {
-        let b = ok.body();
-        let mut s = String::new();
-        let _ = writeln!(s, "ACCEPTED: TDX quote verified");
-        let _ = writeln!(s, "  {:<14}{}", "TCB status", ok.tcb_status().name());
-        let adv = if advisories.is_empty() { "none".to_owned() } else { advisories.join(", ") };
-        let _ = writeln!(s, "  {:<14}{adv}", "advisories");
-        let _ = writeln!(s, "  {:<14}{}", "FMSPC", hex::encode(ok.pck().fmspc));
-        let _ = writeln!(s, "  {:<14}{}", "version", ok.quote().version());
-        let _ = writeln!(s, "  {:<14}{}", "MRTD", hex::encode(b.mr_td()));
-        for (i, r) in b.rtmrs().iter().enumerate() {
-            let _ = writeln!(s, "  {:<14}{}", format!("RTMR{i}"), hex::encode(r));
-        }
-        let _ = writeln!(s, "  {:<14}{}", "REPORTDATA", hex::encode(b.report_data()));
-        let _ = writeln!(s, "  {:<14}{}", "trusted time", time);
-        let _ = writeln!(s, "checks:");
-        for (c, o) in ok.verdict().iter() {
-            let _ = writeln!(s, "  {:<22}{}", c.name(), outcome_name(o));
-        }
-        out(&s);
-    }
-    Ok(Status::Accepted)
+    Ok(appraisal)
 }
 
 /// The note every signatures-only result carries.

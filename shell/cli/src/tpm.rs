@@ -17,7 +17,7 @@
 //! | `--signature` | TPMT_SIGNATURE, or a bare RSASSA-PKCS1-v1_5/SHA-256 signature |
 //! | `--pcrs` | JSON array of hex values (PCR 0 first) or object `{"index": hex}`, or raw concatenated 32-byte values |
 
-use super::evidence::{NonceArgs, OutputArgs, Subject};
+use super::evidence::{NonceArgs, OutputArgs, Rejection, Subject};
 use super::input::read_file;
 use super::{Status, UsageError};
 use attest_engine::azure::{HclReport, RuntimeData};
@@ -109,10 +109,10 @@ fn bad(path: &Path, what: &str, e: impl std::fmt::Display) -> UsageError {
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let output = a.output.resolve()?;
     let nonce = a.nonce.bytes()?;
-    let (ak, parts, what) = if let Some(path) = &a.evidence {
+    let (ak, parts, what, input) = if let Some(path) = &a.evidence {
         let ev =
             TrusteeTpmEvidence::from_json(&read_file(path, "--evidence")?).map_err(|e| bad(path, "--evidence", e))?;
-        (Ak::Key(ev.ak), ev.quote, "trustee TPM evidence")
+        (Ak::Key(ev.ak), ev.quote, "trustee TPM evidence", format!("--evidence {}", path.display()))
     } else {
         let ak = match (&a.ak, &a.ak_from_hcl) {
             (Some(p), _) => Ak::Key(AkKey::parse(&read_file(p, "--ak")?).map_err(|e| bad(p, "--ak", e))?),
@@ -121,9 +121,10 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
         };
         let quote = a.quote.quote.as_deref().ok_or_else(|| UsageError::new("--quote is required with --ak"))?;
         let (parts, what) = a.quote.read(quote)?;
-        (ak, parts, what)
+        (ak, parts, what, format!("--quote {}", quote.display()))
     };
-    let mut subject = Subject { what: format!("TPM quote ({what})"), ..Subject::default() };
+    let mut subject = Subject::new("tpm", "tpm-quote", format!("TPM quote ({what})"), input);
+    subject.structure_check = "quote_structure";
     subject.facts.insert(
         "ak".into(),
         json!(match &ak {
@@ -145,9 +146,9 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             nonce: nonce.as_deref().unwrap_or_default(),
             allow_sha1: false,
         };
-        verify_quote(default_provider(), &req).map(|q| Appraisal::from_quote(&q, false))
+        verify_quote(default_provider(), &req).map(|q| Appraisal::from_quote(&q, false, nonce.is_some()))
     });
-    output.report(&subject, "tpm-quote", result, nonce.as_deref())
+    output.report(&subject, result.map_err(Rejection::from), nonce.as_deref())
 }
 
 /// The AK in an HCL report's runtime data.

@@ -93,6 +93,7 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
                 v["verified"] = json!(true);
                 v["endpoint"] = json!(args.target.endpoint);
                 v["trust"] = trust.to_json();
+                v["result"] = recorder.last_result().unwrap_or_default();
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(
@@ -109,7 +110,7 @@ pub fn run(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<Status, UsageErr
             let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
             if args.json {
                 let v = json!({"verified": false, "endpoint": args.target.endpoint, "refused": attested, "error": reason,
-                    "trust": trust.to_json()});
+                    "trust": trust.to_json(), "result": recorder.last_result()});
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(stdout, "{kind} {}", args.target.endpoint);

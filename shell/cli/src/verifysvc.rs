@@ -117,6 +117,11 @@ pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32
     })?;
     let expected = openssl::sha::sha256(attest_proto::VERIFY_USER_DATA_CONTEXT);
     if user_data != expected {
+        validator.record_refusal(&attest_engine::Error::PlatformPolicy {
+            check: "verify_service_binding",
+            expected: attest_engine::error::Value::Text("the verify service's user data"),
+            found: attest_engine::error::Value::Text("another value"),
+        });
         return Err("the document's user data is not the verify service's (a document made for another purpose)".into());
     }
     Ok(())
@@ -125,12 +130,15 @@ pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32
 /// What the node proved, or (whether it answered with a document, why it is refused).
 pub type Verdict = Result<node::AttestationSummary, (bool, String)>;
 
+/// The result object (schema `attest-result/1`) of the document the engine judged, if it judged one.
+pub type ResultObject = Option<serde_json::Value>;
+
 /// `attest verify --service grpc|http`: the verdict (printed by the caller) of the node at `addr`.
 pub fn verify_via_service(
     addr: SocketAddr,
     via: VerifyVia,
     validator: node::NodeValidator,
-) -> Result<(Status, Verdict), UsageError> {
+) -> Result<(Status, Verdict, ResultObject), UsageError> {
     let rt = super::runtime()?;
     let nonce = attest_atls::nonce::fresh().map_err(|e| UsageError::new(format!("nonce: {e}")))?;
     let validator = RecordingValidator::for_node(validator);
@@ -141,7 +149,7 @@ pub fn verify_via_service(
             Ok(()) => validator.last().ok_or((true, "no attestation verified".to_owned())),
         },
     };
-    Ok((if verdict.is_ok() { Status::Accepted } else { Status::Rejected }, verdict))
+    Ok((if verdict.is_ok() { Status::Accepted } else { Status::Rejected }, verdict, validator.last_result()))
 }
 
 /// Runs `attest verify --service grpc|http` and prints the verdict as `attest verify` does, with the
@@ -157,7 +165,7 @@ pub fn run(
     cluster_id: Option<&[u8; 32]>,
     stdout: &mut dyn std::io::Write,
 ) -> Result<Status, UsageError> {
-    let (status, verdict) = verify_via_service(addr, via_service, validator)?;
+    let (status, verdict, result) = verify_via_service(addr, via_service, validator)?;
     let via = match via_service {
         VerifyVia::Grpc => "verify service (gRPC)",
         VerifyVia::Http => "verify service (HTTP)",
@@ -173,6 +181,7 @@ pub fn run(
                 v["via"] = serde_json::json!(via);
                 v["clusterId"] = serde_json::json!(cluster);
                 v["trust"] = trust.to_json();
+                v["result"] = result.unwrap_or_default();
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(stdout, "VERIFIED {endpoint} ({via})\n{}", summary.describe());
@@ -185,7 +194,7 @@ pub fn run(
             let kind = if attested { "REFUSED" } else { "UNREACHABLE" };
             if json {
                 let v = serde_json::json!({"verified": false, "endpoint": endpoint, "via": via,
-                    "refused": attested, "error": why, "clusterId": cluster});
+                    "refused": attested, "error": why, "clusterId": cluster, "result": result});
                 let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
             } else {
                 let _ = writeln!(stdout, "{kind} {endpoint} ({via})");

@@ -97,9 +97,17 @@ fn documents_and_atls_certificates_verify_and_tampering_is_refused() {
     let v = run.json();
     assert_eq!(v["accepted"], true, "{v}");
     assert_eq!(v["checks"]["pcr_policy"], "passed", "{v}");
+    let accepted = scratch("doc-accepted.json");
+    std::fs::write(&accepted, &run.stdout).unwrap();
     // Another nonce: refused.
     let run = f.verify(&doc, &[0x4F; 32], &[]);
     assert_eq!(run.code, 1, "{run:?}");
+    let v = run.json();
+    assert_eq!((v["verifier"].as_str(), v["failure"]["check"].as_str()), (Some("document"), Some("nonce")), "{v}");
+    let refused = scratch("doc-refused.json");
+    std::fs::write(&refused, &run.stdout).unwrap();
+    common::validate_results(&[accepted.clone(), refused.clone()]);
+    let _ = (std::fs::remove_file(accepted), std::fs::remove_file(refused));
     // A tampered document: the quote no longer matches the presented PCR 4.
     let mut pcrs = f.pcrs;
     pcrs[4][0] ^= 1;
@@ -108,7 +116,7 @@ fn documents_and_atls_certificates_verify_and_tampering_is_refused() {
     std::fs::write(&doc, tampered.encode_to_vec()).unwrap();
     let run = f.verify(&doc, &NONCE, &[]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.json()["error"].as_str().unwrap().contains("pcrDigest"), "{run:?}");
+    assert!(run.json()["failure"]["reason"].as_str().unwrap().contains("pcrDigest"), "{run:?}");
 
     // The aTLS certificate form: the document must bind this certificate's key.
     let cert = scratch("doc-cert.pem");
@@ -119,7 +127,7 @@ fn documents_and_atls_certificates_verify_and_tampering_is_refused() {
     std::fs::write(&cert, f.certificate(true)).unwrap();
     let run = f.verify(&cert, &NONCE, &[]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.json()["error"].as_str().unwrap().contains("certificate's key"), "{run:?}");
+    assert!(run.json()["failure"]["reason"].as_str().unwrap().contains("certificate's key"), "{run:?}");
     // The certificate names its variant: asking for another is a usage error.
     let run = f.verify(&cert, &NONCE, &["--variant", "aws-sev-snp"]);
     assert_eq!(run.code, 2, "{run:?}");

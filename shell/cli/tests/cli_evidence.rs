@@ -237,9 +237,11 @@ fn check_verdict(name: &str, run: &common::Run, verdict: Result<(), &str>) -> Va
             assert!(checks.values().all(|o| o == "passed" || o == "waived" || o == "not-run"), "{name}: {v}");
         }
         Err(text) => {
-            assert_eq!(run.code, 1, "{name}: {run:?}");
+            // Refused evidence exits 1, malformed evidence (a tampered structure) 2.
+            let code = if v["failure"]["class"] == "refused" { 1 } else { 2 };
+            assert_eq!(run.code, code, "{name}: {run:?}");
             assert_eq!(v["accepted"], false, "{name}: {v}");
-            assert!(v["error"].as_str().unwrap().contains(text), "{name}: {v}");
+            assert!(v["failure"]["reason"].as_str().unwrap().contains(text), "{name}: {v}");
         }
     }
     v
@@ -279,7 +281,7 @@ fn every_vector_gets_its_documented_verdict_and_tampered_copies_are_refused() {
             let v = result.json();
             assert_eq!(v["accepted"], false, "{} (tampered): {v}", row.name);
             line.push_str(" | refused: ");
-            line.push_str(v["error"].as_str().unwrap_or_default());
+            line.push_str(v["failure"]["reason"].as_str().unwrap_or_default());
         }
         table.push_str(&line);
         table.push('\n');
@@ -294,7 +296,8 @@ fn verdict_facts() {
     let v = check_verdict("gce", &gce, Ok(()));
     assert_eq!(v["checks"]["nonce"], "waived", "{v}");
     assert_eq!(v["claims"]["instance"]["zone"], "us-central1-a", "{v}");
-    assert_eq!(v["status"], "affirming", "{v}");
+    // No nonce and no reference values: genuine, nothing approved what runs.
+    assert_eq!(v["status"], "warning", "{v}");
     let az = run(&args(&testdata, AZURE_V0, None));
     let v = check_verdict("azure", &az, Ok(()));
     assert_eq!(
@@ -304,7 +307,7 @@ fn verdict_facts() {
     // A quote's AK given by the user is not certified: EAR makes no identity claim.
     let tpm = run(&args(&testdata, AKPUB_QUOTE, None));
     let v = check_verdict("tpm", &tpm, Ok(()));
-    assert!(v["ak"].as_str().unwrap().contains("NOT certified"), "{v}");
+    assert!(v["input"]["ak"].as_str().unwrap().contains("NOT certified"), "{v}");
 }
 
 #[test]

@@ -68,6 +68,18 @@ fn show_diff_verify() {
         &p("pub.pem"),
     ]);
     assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--signature") && err.contains("failed check: signature"), "{err}");
+    // Inputs that are not what their flag needs are usage errors naming the flag: a private key given as
+    // the public key, a signature that is not DER.
+    let verify = |sig: &str, key: &str| {
+        attest(&["measurements", "verify", &p("a.json"), "--signature", &p(sig), "--public-key", &p(key)])
+    };
+    let (code, _, err) = verify("a.json.sig", "key.pem");
+    assert!(code == 2 && err.contains("--public-key") && err.contains("key.pem"), "{err}");
+    assert!(!err.contains("a.json:"), "{err}");
+    std::fs::write(dir.join("junk.sig"), b"\x01\x02 not a signature").unwrap();
+    let (code, _, err) = verify("junk.sig", "pub.pem");
+    assert!(code == 2 && err.contains("--signature") && err.contains("junk.sig"), "{err}");
 
     // Compare actual values: PCR 4 matches; PCR 9 differs but is warn-only → accepted; PCR 4 differing → rejected.
     std::fs::write(

@@ -5,17 +5,9 @@ mod common;
 
 use common::{attest, example_policy, scratch};
 use serde_json::Value;
-use std::path::Path;
 
 fn cloud() -> String {
-    example_policy("cloud.toml").display().to_string()
-}
-
-/// SHA-256 of constellation-azure-snp/runtimedata.bin followed by 32 zero bytes: the expected REPORT_DATA.
-fn constellation_report_data(dir: &Path) -> String {
-    let runtime = std::fs::read(dir.join("constellation-azure-snp/runtimedata.bin")).unwrap();
-    let digest = attest_engine::crypto::default_provider().digests.sha256(&runtime);
-    format!("{}{}", hex::encode(digest), "00".repeat(32))
+    example_policy("snp-cloud.toml").display().to_string()
 }
 
 #[track_caller]
@@ -25,7 +17,7 @@ fn assert_accepted(run: &common::Run) -> Value {
     assert_eq!(v["accepted"], true, "{v}");
     let checks = v["checks"].as_object().unwrap();
     assert!(checks.values().all(|o| o == "passed" || o == "waived"), "{v}");
-    assert!(v["micros"].as_u64().is_some(), "{v}");
+    assert!(v["input"]["micros"].as_u64().is_some(), "{v}");
     v
 }
 
@@ -34,15 +26,18 @@ fn assert_rejected(run: &common::Run, error: &str, check: Option<&str>) -> Value
     assert_eq!(run.code, 1, "{run:?}");
     let v = run.json();
     assert_eq!(v["accepted"], false, "{v}");
-    assert!(v["error"].as_str().unwrap().contains(error), "{v}");
-    assert_eq!(v["check"].as_str(), check, "{v}");
+    assert!(v["failure"]["reason"].as_str().unwrap().contains(error), "{v}");
+    if let Some(check) = check {
+        assert_eq!(v["failure"]["check"].as_str(), Some(check), "{v}");
+        assert_eq!(v["checks"][check], "failed", "{v}");
+    }
     v
 }
 
 #[test]
 fn constellation_azure_accepts_with_runtime_data_and_strict_policy() {
     let Some(dir) = common::testdata() else { return };
-    let rd = constellation_report_data(&dir);
+    let rd = common::constellation_report_data(&dir);
     let base = [
         "snp",
         "verify",
@@ -58,25 +53,25 @@ fn constellation_azure_accepts_with_runtime_data_and_strict_policy() {
         "--json",
     ];
     let v = assert_accepted(&attest(&dir, &base));
-    assert_eq!(v["format"], "raw+igvm-header");
-    assert_eq!(v["encoding"], "binary");
-    assert_eq!(v["product"], "Milan");
-    assert_eq!(v["signer"], "VCEK");
-    assert_eq!(v["version"], 2);
-    assert_eq!(v["reported_tcb"], serde_json::json!({"bootloader": 2, "tee": 0, "snp": 6, "microcode": 93}));
+    assert_eq!(v["input"]["format"], "raw+igvm-header");
+    assert_eq!(v["input"]["encoding"], "binary");
+    assert_eq!(v["claims"]["product"], "Milan");
+    assert_eq!(v["claims"]["signer"], "VCEK");
+    assert_eq!(v["claims"]["version"], 2);
+    assert_eq!(v["claims"]["reported_tcb"], serde_json::json!({"bootloader": 2, "tee": 0, "snp": 6, "microcode": 93}));
     assert_eq!(
-        v["measurement"],
+        v["claims"]["measurement"],
         "5677f1de87289e7ad2c7e99c805d0468b1a9ccd83f0d245afa5242d405da4d5725852f8c6550564870e5f3206dfb1841"
     );
-    assert_eq!(v["report_data"], rd.as_str());
-    assert!(v["chip_id"].as_str().unwrap().starts_with("9e44aaef"));
+    assert_eq!(v["claims"]["report_data"], rd.as_str());
+    assert!(v["claims"]["chip_id"].as_str().unwrap().starts_with("9e44aaef"));
     assert_eq!(v["checks"]["report_signature"], "passed");
     assert_eq!(v["checks"]["chip_id_binding"], "passed");
     assert_eq!(v["checks"]["report_data"], "passed");
     assert_eq!(v["checks"]["measurement"], "waived");
 
     // The strict example pins measurement, ID key, IDs and minimum TCBs.
-    let strict = example_policy("strict.toml").display().to_string();
+    let strict = example_policy("snp.toml").display().to_string();
     let mut args = base.to_vec();
     args.extend(["--policy", &strict]);
     let v = assert_accepted(&attest(&dir, &args));
@@ -109,15 +104,15 @@ fn virtee_milan_hex_accepts_and_text_mode_summary() {
     let mut json = args.to_vec();
     json.push("--json");
     let v = assert_accepted(&attest(&dir, &json));
-    assert_eq!(v["encoding"], "hex");
-    assert_eq!(v["format"], "raw");
-    assert_eq!(v["reported_tcb"]["microcode"], 115);
+    assert_eq!(v["input"]["encoding"], "hex");
+    assert_eq!(v["input"]["format"], "raw");
+    assert_eq!(v["claims"]["reported_tcb"]["microcode"], 115);
     // Text mode: a readable summary with every check, the format only with --verbose.
     let mut verbose = args.to_vec();
     verbose.push("--verbose");
     let run = attest(&dir, &verbose);
     assert_eq!(run.code, 0, "{run:?}");
-    for needle in ["ACCEPTED", "Milan", "VCEK", "bl=3 tee=0 snp=8 ucode=115", "report_signature", "passed", "waived"] {
+    for needle in ["ACCEPTED", "Milan", "VCEK", "microcode", "115", "report_signature", "passed", "waived"] {
         assert!(run.stdout.contains(needle), "{needle}: {}", run.stdout);
     }
     assert!(run.stdout.contains("hex"), "{}", run.stdout);
@@ -141,10 +136,10 @@ fn trustee_hcl_report_accepts_with_cloud_policy() {
     assert_rejected(&attest(&dir, &args), "provisional", Some("provisional_firmware"));
     args.extend(["--policy", &policy]);
     let v = assert_accepted(&attest(&dir, &args));
-    assert_eq!(v["format"], "azure-hcl");
-    assert_eq!(v["hcl_runtime_data_binding"], "passed");
+    assert_eq!(v["input"]["format"], "azure-hcl");
+    assert_eq!(v["checks"]["hcl_runtime_data_binding"], "passed");
     assert_eq!(v["checks"]["provisional_firmware"], "waived");
-    assert_eq!(v["reported_tcb"]["snp"], 8);
+    assert_eq!(v["claims"]["reported_tcb"]["snp"], 8);
 }
 
 #[test]
@@ -172,10 +167,10 @@ fn aws_vlek_accepts_inside_validity_and_expires() {
             "--json",
         ];
         let v = assert_accepted(&attest(&dir, &args));
-        assert_eq!(v["signer"], "VLEK");
-        assert_eq!(v["version"], 3);
+        assert_eq!(v["claims"]["signer"], "VLEK");
+        assert_eq!(v["claims"]["version"], 3);
         assert_eq!(v["checks"]["chip_id_binding"], "waived");
-        assert_eq!(v["encoding"], encoding);
+        assert_eq!(v["input"]["encoding"], encoding);
         // After the VLEK's notAfter (2025-12-10).
         let mut late = args.to_vec();
         late[12] = "2026-01-01";

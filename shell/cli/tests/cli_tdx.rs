@@ -296,14 +296,18 @@ fn every_vector_gets_its_verdict() {
             Expect::Accept(status) => {
                 let ok = run.code == 0
                     && v["accepted"] == true
-                    && v["tcb_status"] == status
-                    && v["advisory_ids"].as_array().is_some_and(Vec::is_empty)
+                    && v["claims"]["tcb_status"] == status
+                    && v["claims"]["advisory_ids"].as_array().is_some_and(Vec::is_empty)
                     && v["checks"].as_object().unwrap().values().all(|o| o == "passed" || o == "waived");
-                (ok, format!("ACCEPT {}", v["tcb_status"]))
+                (ok, format!("ACCEPT {}", v["claims"]["tcb_status"]))
             }
             Expect::Reject(error, check) => {
-                let e = v["error"].as_str().unwrap_or_default();
-                let ok = run.code == 1 && v["accepted"] == false && e.contains(error) && v["check"].as_str() == check;
+                let e = v["failure"]["reason"].as_str().unwrap_or_default();
+                let code = if v["failure"]["class"] == "refused" { 1 } else { 2 };
+                let ok = run.code == code
+                    && v["accepted"] == false
+                    && e.contains(error)
+                    && check.is_none_or(|c| v["failure"]["check"] == c);
                 (ok, format!("REJECT {e}"))
             }
         };
@@ -330,11 +334,11 @@ fn accepted_verdict_lists_every_check_and_the_platform() {
     let run = attest(&dir, &args);
     assert_eq!(run.code, 0, "{run:?}");
     let v = run.json();
-    assert_eq!(v["pck"]["fmspc"], "50806f000000");
-    assert_eq!(v["pck"]["pce_svn"], 11);
-    assert_eq!(v["collateral"]["tcb_evaluation_data_number"], 15);
-    assert_eq!(v["quote"]["version"], 4);
-    assert_eq!(v["quote"]["debug"], true);
+    assert_eq!(v["claims"]["pck"]["fmspc"], "50806f000000");
+    assert_eq!(v["claims"]["pck"]["pce_svn"], 11);
+    assert_eq!(v["input"]["collateral"]["tcb_evaluation_data_number"], 15);
+    assert_eq!(v["claims"]["quote"]["version"], 4);
+    assert_eq!(v["claims"]["quote"]["debug"], true);
     for (check, outcome) in
         [("mrtd", "passed"), ("report_data", "passed"), ("debug", "waived"), ("revocation", "passed")]
     {
@@ -347,7 +351,7 @@ fn accepted_verdict_lists_every_check_and_the_platform() {
     let mut args = base.to_vec();
     args.extend(["--policy", &policy, "--report-data", &other, "--json"]);
     let run = attest(&dir, &args);
-    assert_eq!((run.code, run.json()["check"].as_str()), (1, Some("report_data")), "{run:?}");
+    assert_eq!((run.code, run.json()["failure"]["check"].as_str()), (1, Some("report_data")), "{run:?}");
     // Text mode: the verdict on stdout, a rejection on stderr.
     let mut args = base.to_vec();
     args.extend(["--policy", &policy]);
@@ -355,7 +359,7 @@ fn accepted_verdict_lists_every_check_and_the_platform() {
     assert!(run.stdout.starts_with("ACCEPTED: TDX quote verified") && run.stdout.contains("UpToDate"), "{run:?}");
     let run = attest(&dir, &base);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("REJECTED") && run.stderr.contains("failed policy check: debug"), "{run:?}");
+    assert!(run.stderr.contains("REJECTED") && run.stderr.contains("failed check: debug"), "{run:?}");
 }
 
 #[test]
@@ -443,7 +447,7 @@ fn bad_tdx_input_exits_2() {
     for q in &bad_quotes {
         let run = attest(&dir, &["tdx", "verify", q, "--collateral", &collateral, "--at", JULY]);
         assert_eq!(run.code, 2, "{q}: {run:?}");
-        assert!(run.stderr.contains("not a TD quote"), "{q}: {run:?}");
+        assert!(run.stderr.contains("MALFORMED: TDX quote"), "{q}: {run:?}");
     }
     let bundle = std::fs::read(dir.join(SPR)).unwrap();
     for (name, data) in [("tdx-coll-half", &bundle[..bundle.len() / 2]), ("tdx-coll-empty", &b""[..])] {

@@ -218,15 +218,15 @@ impl fmt::Display for KdsError {
             Self::PcsResponse { object, reason } => write!(f, "Intel PCS {object}: {reason}"),
             Self::CrlNotYetValid { this_update, now } => write!(f, "CRL thisUpdate {this_update} is after {now}"),
             Self::Offline => f.write_str("not in the store, and no KDS URL is configured (offline)"),
-            Self::NotFound => f.write_str("KDS has no such object (404)"),
+            Self::NotFound => f.write_str("the server (AMD KDS or Intel PCS) has no such object (404)"),
             Self::RateLimited { retry_after: Some(d) } => {
-                write!(f, "rate-limited by KDS (429, Retry-After {} s)", d.as_secs())
+                write!(f, "rate-limited by the server (429, Retry-After {} s)", d.as_secs())
             }
-            Self::RateLimited { retry_after: None } => f.write_str("rate-limited by KDS (429)"),
-            Self::HttpStatus { status } => write!(f, "KDS answered HTTP {status}"),
+            Self::RateLimited { retry_after: None } => f.write_str("rate-limited by the server (429)"),
+            Self::HttpStatus { status } => write!(f, "the server answered HTTP {status}"),
             Self::Timeout { phase } => write!(f, "timed out waiting for the {phase}"),
-            Self::Transport { reason } => write!(f, "connection to KDS failed: {reason}"),
-            Self::ResponseTooLarge { limit } => write!(f, "KDS response larger than {limit} bytes"),
+            Self::Transport { reason } => write!(f, "connection to the server (AMD KDS or Intel PCS) failed: {reason}"),
+            Self::ResponseTooLarge { limit } => write!(f, "response larger than {limit} bytes"),
             Self::RetriesExhausted { attempts, last } => write!(f, "gave up after {attempts} attempts: {last}"),
             Self::Io { op, path, kind } => write!(f, "{op} {}: {kind}", path.display()),
             Self::CrlStale { next_update: Some(n) } => write!(f, "the CRL is stale (nextUpdate {n})"),
