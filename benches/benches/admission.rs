@@ -1,7 +1,9 @@
 //! What fair admission costs per accepted connection (`attest_grpc::admission`, issue 28): admitting and
 //! releasing one connection into an empty table, and admitting one into a full pending set (128 silent
 //! connections, the default `max_handshakes`), which scans for the victim and sheds it — the cost every
-//! connection pays while an attacker holds the pending slots.
+//! connection pays while an attacker holds the pending slots — and admitting one into a listener whose 1,024
+//! slots (the default `max_connections`) are all established, 1,023 of them busy: the scan for the one idle
+//! connection and its reclaim, the worst case of an attacker holding established connections.
 //!
 //! ```sh
 //! cargo bench -p attest-benches --bench admission
@@ -14,6 +16,7 @@ use std::sync::Arc;
 use std::task::{Context, Waker};
 
 use attest_grpc::admission::{Admission, AdmissionConfig, Admitted, DEFAULT_MAX_HANDSHAKES};
+use attest_grpc::server::DEFAULT_MAX_CONNECTIONS;
 use criterion::Criterion;
 use tokio::io::{AsyncRead, ReadBuf};
 
@@ -54,6 +57,29 @@ fn admission(c: &mut Criterion) {
         });
     });
     assert_eq!(full.stats().pending, DEFAULT_MAX_HANDSHAKES);
+
+    // Every slot established, all busy but the newest: each admission scans past the busy ones, reclaims the
+    // idle one, and the newcomer (established, idle) is the next one reclaimed.
+    let established = Admission::new(AdmissionConfig::default());
+    let establish = |n: u32, idle: bool| {
+        let a = established.admit(peer(n)).expect("admitted");
+        assert!(a.promoter().establish());
+        let reclaim = a.promoter().reclaimable(move || idle).expect("established");
+        (a, reclaim)
+    };
+    let busy: Vec<_> = (0..DEFAULT_MAX_CONNECTIONS as u32 - 1).map(|i| establish(i, false)).collect();
+    let mut last = establish(DEFAULT_MAX_CONNECTIONS as u32, true);
+    let mut next = 2_000_000u32;
+    g.bench_function("admit_reclaiming_behind_1023_busy", |b| {
+        b.iter(|| {
+            next = next.wrapping_add(1) % 1_000_000 + 2_000_000;
+            last = establish(next, true); // reclaims the previous newcomer, dropped here
+        });
+    });
+    let s = established.stats();
+    assert_eq!(s.established_open, DEFAULT_MAX_CONNECTIONS);
+    assert!(s.reclaimed > 0);
+    drop((busy, last));
     g.finish();
 }
 
