@@ -3,7 +3,9 @@
 
 use attest_engine::snp::SigningKey;
 use attest_engine::tdx::TdxPolicy;
-use attest_engine::variant::{AkTrust, Hardware, LaunchPin, Measured, NonceCarrier, TABLE, Variant, VariantInfo};
+use attest_engine::variant::{
+    AkTrust, Hardware, LaunchPin, LockRegister, Measured, NonceCarrier, TABLE, Variant, VariantInfo,
+};
 
 #[test]
 fn rows_follow_the_enum_and_lookups_find_each_row() {
@@ -83,6 +85,12 @@ fn every_row_is_a_coherent_trust_path() {
             assert!(!row.td_waivers[i + 1..].contains(c), "{n}: {c} twice");
         }
         assert_eq!(row.is_tdx(), row.hardware == Hardware::Tdx, "{n}");
+        // The lock binds the cluster id into a register the variant's measurements speak of: the vTPM's PCR
+        // 15, or (no vTPM) RTMR3 — never a register the firmware or boot chain extends.
+        match (row.measured, row.lock) {
+            (Measured::Pcrs, LockRegister::Pcr(15)) | (Measured::TdRegisters, LockRegister::Rtmr(3)) => {}
+            (m, l) => panic!("{n}: a node lock in {l} for a variant measured by {m:?}"),
+        }
     }
 }
 
@@ -136,6 +144,7 @@ fn the_documented_table_matches_the_rows() {
                 Measured::TdRegisters => "MRTD, RTMR0–3",
             }
             .to_owned(),
+            row.lock.to_string(),
             match (row.ek_certificate, row.has_vtpm()) {
                 (true, _) => "yes",
                 (false, true) => "none",

@@ -31,7 +31,7 @@ use attest_bootstrapper::{
     BOOTSTRAP_PCR, InitSecretHash, InitService, JoinConfig, Node, NodeConfig, NodeLock, PcrBackend, Startup,
 };
 use attest_cli::verifysvc::{VerifyVia, verify_via_service, with_cluster_id};
-use attest_engine::variant::{AkBasis, PcrExpectation, PcrPolicy, StaticAkRegistry};
+use attest_engine::variant::{AkBasis, PcrExpectation, PcrPolicy, StaticAkRegistry, Variant};
 use attest_grpc::{ChannelConfig, Code, Metadata, Request, Response, Router, Server, ServerConfig};
 use attest_hwtests::Swtpm;
 use attest_hwtests::support::validator;
@@ -240,7 +240,7 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
     .unwrap();
     let registry = registry_file(&dir, &issuer);
     for (via, addr) in [(VerifyVia::Grpc, servers.grpc_addr.unwrap()), (VerifyVia::Http, servers.http_addr.unwrap())] {
-        let (reg, right) = (registry.clone(), with_cluster_id(pcr15_zero(), Some(&id)));
+        let (reg, right) = (registry.clone(), with_cluster_id(Variant::QemuVtpm, pcr15_zero(), Some(&id)));
         let (status, verdict, result) =
             tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, right)))
                 .await
@@ -251,7 +251,7 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
         // The verify service's verdict as the result object (schema attest-result/1).
         let result = result.expect("a result object");
         assert_eq!((result["schema"].as_str(), result["accepted"].as_bool()), (Some("attest-result/1"), Some(true)));
-        let (reg, wrong) = (registry.clone(), with_cluster_id(pcr15_zero(), Some(&[0xee; 32])));
+        let (reg, wrong) = (registry.clone(), with_cluster_id(Variant::QemuVtpm, pcr15_zero(), Some(&[0xee; 32])));
         let (status, verdict, result) =
             tokio::task::spawn_blocking(move || verify_via_service(addr, via, node_validator(reg, wrong)))
                 .await

@@ -7,7 +7,8 @@
 //! certificate at all (the table's column: NitroTPM has none), and the machines follow the table's columns,
 //! never a variant's name.
 //!
-//! Before it joins, the same node refuses each impostor and stays untouched (PCR 15 zero, no state, no key):
+//! Before it joins, the same node refuses each impostor and stays untouched (its lock register — PCR 15, or RTMR3 on
+//! a TD without a vTPM — zero, no state, no key):
 //!
 //! | impostor | refused by |
 //! |---|---|
@@ -15,10 +16,10 @@
 //! | another node's hardware: a genuine node's evidence for this handshake's nonce, bound to another key (relayed) | the key binding |
 //! | a document recorded for an earlier nonce (replayed), for this handshake's key | the nonce |
 //! | `aws-sev-snp`/`gcp-sev-snp`: the host's replay of an earlier SNP report next to a fresh quote | the report's binding of the AK and the nonce |
-//! | a genuine, measured machine of the variant that is not a node of this cluster (PCR 15) | the cluster binding, after the ticket |
+//! | a genuine, measured machine of the variant that is not a node of this cluster (PCR 15; `qemu-tdx`: RTMR3) | the cluster binding, after the ticket |
 //! | a `qemu-vtpm` join service (the weaker path) where the node expects its own variant | no validator for the OID |
 //!
-//! One test walks the table (≈ 35 s here for the six variants a node can join as). A variant that gains an
+//! One test walks the table (≈ 35 s here for the seven variants a node can join as). A variant that gains an
 //! issuer but no simulated platform here fails it until one is added ([`Platform::start`]); a variant a node
 //! can attest as but not yet join with is named in [`CANNOT_JOIN_YET`], checked to still fall short, so that
 //! list only shrinks.
@@ -38,20 +39,22 @@ use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpG
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_bootstrapper::dryrun::DryRunBackend;
-use attest_bootstrapper::lock::expected_pcr_value;
 use attest_bootstrapper::{
     AtlsTicketSource, BOOTSTRAP_PCR, JoinClient, JoinConfig, JoinError, JoinServiceTrust, KeyFileDisk, Node,
     NodeConfig, NodeLock, Outcome, PcrBackend, ServerTrustError, Startup,
 };
+use attest_engine::crypto::{Digest, default_provider};
 use attest_engine::policy::Hex;
 use attest_engine::snp::SigningKey;
 use attest_engine::tdx::TdxPolicy;
-use attest_engine::variant::{AkBasis, AkTrust, Hardware, TABLE, Variant};
+use attest_engine::variant::{AkBasis, AkTrust, Hardware, LockRegister, TABLE, Variant};
 use attest_engine::{LaunchPinning, SnpPolicy};
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_hwsim::attack::ReplayingIssuer;
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, LEAF_FILE, SimulatedSnp, SnpServer};
-use attest_hwsim::tdx::{AZURE_TD_ATTRIBUTES, DEFAULT_MRTD, QuoteEndpointServer, SimulatedTd, TD_ATTRIBUTES, TdServer};
+use attest_hwsim::tdx::{
+    AZURE_TD_ATTRIBUTES, DEFAULT_MRTD, QuoteEndpointServer, SimulatedTd, TD_ATTRIBUTES, TdConfig, TdPlatform, TdServer,
+};
 use attest_hwtests::Swtpm;
 use attest_joinservice::{ValidatorConfig, Validators};
 use attest_kds::test_roots::TestRoots;
@@ -72,11 +75,9 @@ const PATCHED: &[(u8, &[u8])] = &[(4, b"boot loader v1"), (9, b"kernel v1 (patch
 const MEASURED: [u8; 3] = [0, 4, 9];
 
 /// Variants a node can attest as but cannot join with yet, and why.
-const CANNOT_JOIN_YET: &[(&str, &str)] = &[(
-    "qemu-tdx",
-    "no vTPM: the node lock (RTMR3) is not wired into the bootstrapper's NodeLock, nor is the join service's \
-     cluster binding read from RTMR3 (issue 23's TDX half)",
-)];
+/// (Empty: every variant a node can attest as can join; a variant added with an issuer but no node lock
+/// would be named here.)
+const CANNOT_JOIN_YET: &[(&str, &str)] = &[];
 
 /// The simulated hardware of one variant: its test roots and the chip every machine of the test shares — an
 /// SEV-SNP guest device, or a TD (Azure's: the paravisor's quote endpoint; a TD without a vTPM: its
@@ -86,12 +87,16 @@ struct Platform {
     dir: attest_test_support::TempDir,
     snp: Option<SnpServer>,
     td: Option<(Arc<SimulatedTd>, TdServer, QuoteEndpointServer)>,
+    /// A TD without a vTPM (`qemu-tdx`): the platform each machine boots a TD of its own on (its own RTMR3).
+    td_host: Option<Arc<TdPlatform>>,
 }
 
 /// One machine of a platform: its TPM (manufactured as the variant's cloud manufactures it) and where its
 /// evidence comes from.
 struct Machine {
     _tpm: Option<Swtpm>,
+    /// A TD without a vTPM: the machine's own TD and its kernel interfaces.
+    td: Option<(Arc<SimulatedTd>, TdServer)>,
     config: HardwareConfig,
 }
 
@@ -100,7 +105,7 @@ impl Platform {
     fn start(variant: Variant) -> Platform {
         let dir = attest_test_support::TempDir::new("svcvar");
         let roots = dir.path().join("roots");
-        let (mut snp, mut td) = (None, None);
+        let (mut snp, mut td, mut td_host) = (None, None, None);
         match variant.info().hardware {
             Hardware::None => {}
             Hardware::SevSnp { signer } => {
@@ -110,6 +115,9 @@ impl Platform {
                 };
                 let sim = SimulatedSnp::provision(&roots, kind, DEFAULT_MEASUREMENT).unwrap();
                 snp = Some(SnpServer::start(sim, &dir.path().join("sev-guest.sock")).unwrap());
+            }
+            Hardware::Tdx if !variant.info().has_vtpm() => {
+                td_host = Some(Arc::new(TdPlatform::generate(&roots).unwrap()));
             }
             Hardware::Tdx => {
                 // Azure's TD partitions run without SEPT_VE_DISABLE (the row waives it); other TDs have it.
@@ -121,7 +129,7 @@ impl Platform {
                 td = Some((sim, tsm, endpoint));
             }
         }
-        Platform { variant, dir, snp, td }
+        Platform { variant, dir, snp, td, td_host }
     }
 
     fn roots(&self) -> PathBuf {
@@ -132,17 +140,27 @@ impl Platform {
         self.snp.as_ref().map(|s| SnpDeviceAddr::Simulator(s.socket().to_owned()))
     }
 
-    /// A machine of the variant booting `image`, bound to `cluster` (PCR 15) when given: its vTPM with an EK
+    /// A machine of the variant booting `image`, bound to `cluster` (PCR 15, or a TD's RTMR3) when given: its vTPM with an EK
     /// certificate only where the table says the cloud provisions one, provisioned by the cloud's AK trust
     /// (Azure's paravisor, Google's AK certificate).
     fn machine(&self, name: &str, image: &[(u8, &[u8])], cluster: Option<[u8; 32]>) -> Machine {
         let info = self.variant.info();
         if !info.has_vtpm() {
-            // A TD without a vTPM: its measurements are the TD's registers (not exercised here yet).
-            let td = self.td.as_ref().expect("a TDX platform");
+            // A TD without a vTPM, booted on the platform: the image measured into RTMR2 (the firmware and the
+            // kernel into RTMR0-1), the cluster binding in RTMR3 as the node lock extends it.
+            let platform = self.td_host.as_ref().expect("a TDX platform");
+            let mut td_config = TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
+            td_config.events.extend(image.iter().map(|(_, blob)| (2, blob.to_vec())));
+            let root = self.dir.path().join(format!("td-{name}"));
+            let td = Arc::new(SimulatedTd::boot(Arc::clone(platform), &root, &td_config).unwrap());
+            if let Some(id) = cluster {
+                let digest = LockRegister::Rtmr(3).extend_digest(default_provider(), &id);
+                td.extend(3, digest.as_bytes().try_into().unwrap());
+            }
+            let server = TdServer::start(&td).unwrap();
             let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
-            config.tdx = TdxPaths::under(td.0.root());
-            return Machine { _tpm: None, config };
+            config.tdx = TdxPaths::under(&root);
+            return Machine { _tpm: None, td: Some((td, server)), config };
         }
         let sw = if info.ek_certificate { Swtpm::start() } else { Swtpm::start_without_ek_certificate() }.unwrap();
         let mut tpm = Tpm::open(&sw.tcti()).unwrap();
@@ -177,7 +195,7 @@ impl Platform {
                 config.snp_device = device;
             }
         }
-        Machine { _tpm: Some(sw), config }
+        Machine { _tpm: Some(sw), td: None, config }
     }
 
     /// The validator factory of a verifier of this platform: the test roots (and their TDX collateral), the
@@ -203,8 +221,17 @@ impl Machine {
     }
 }
 
-/// `{"0": …, "4": …, "9": …}`: the measured PCRs of `issuer`'s machine.
-fn measurements_of(issuer: &NodeIssuer) -> String {
+/// `{"0": …, "4": …, "9": …}`: the measured PCRs of `issuer`'s machine; a TD without a vTPM: `{"0": MRTD,
+/// "1"–"3": RTMR0–2}` (RTMR3, index 4, is the node lock's, left out as PCR 15 is).
+fn measurements_of(machine: &Machine, issuer: &NodeIssuer) -> String {
+    if let Some((td, _)) = &machine.td {
+        let s = td.state();
+        let mut entries = vec![format!(r#""0": {{"expected": "{}", "warnOnly": false}}"#, hex::encode(s.mr_td))];
+        for (i, rtmr) in s.rtmrs[..3].iter().enumerate() {
+            entries.push(format!(r#""{}": {{"expected": "{}", "warnOnly": false}}"#, i + 1, hex::encode(rtmr)));
+        }
+        return format!("{{{}}}", entries.join(", "));
+    }
     let pcrs = issuer.with_tpm(|tpm| tpm.read_pcrs(PcrMask::from_indices(&MEASURED).unwrap())).unwrap().unwrap();
     let entries: Vec<String> = MEASURED
         .iter()
@@ -310,7 +337,7 @@ impl AttestationIssuer for Borrowed {
 /// A joining node of the platform's variant: its machine, issuer and directory, and how it verifies join
 /// services (no EK CA unless the variant's AK is trusted through a registry).
 struct JoiningNode {
-    _machine: Machine,
+    machine: Machine,
     issuer: Arc<NodeIssuer>,
     dir: attest_test_support::TempDir,
     trust: Arc<JoinServiceTrust>,
@@ -337,7 +364,7 @@ impl JoiningNode {
             None
         };
         let trust = Arc::new(JoinServiceTrust::new(&[v], &document, &factory, ek_ca, trust).unwrap());
-        JoiningNode { _machine: machine, issuer, dir: attest_test_support::TempDir::new("svcvar-node"), trust }
+        JoiningNode { machine, issuer, dir: attest_test_support::TempDir::new("svcvar-node"), trust }
     }
 
     fn node(&self) -> Arc<Node> {
@@ -352,9 +379,9 @@ impl JoiningNode {
         Arc::new(Node::new(config, lock, Arc::new(KeyFileDisk::new(&self.dir.path().join("run"))), backend))
     }
 
-    fn pcr15(&self) -> [u8; 32] {
-        let pcrs = self.issuer.with_tpm(|tpm| tpm.read_pcrs(PcrMask::from_indices(&[BOOTSTRAP_PCR]).unwrap()));
-        *pcrs.unwrap().unwrap().get(BOOTSTRAP_PCR).unwrap()
+    /// The node lock's register (PCR 15, or RTMR3 on a TD without a vTPM), read as the lock reads it.
+    fn lock(&self) -> Digest {
+        PcrBackend::read_bootstrap_pcr(&*self.issuer).unwrap()
     }
 
     async fn join(&self, addr: SocketAddr) -> Result<Outcome, JoinError> {
@@ -389,7 +416,8 @@ impl JoiningNode {
             }
             other => panic!("{v}, {what}: expected a refusal, got {other:?}"),
         }
-        assert_eq!(self.pcr15(), [0; 32], "{v}, {what}: PCR 15 unchanged");
+        let register = v.info().lock;
+        assert_eq!(self.lock(), register.unbound(), "{v}, {what}: {register} unchanged");
         assert!(matches!(self.node().startup().unwrap(), Ok(Startup::Fresh)), "{v}, {what}: no state written");
         assert!(!self.dir.path().join("run/state-disk.key").exists(), "{v}, {what}: no disk key kept");
         // Refused in the handshake, the node never asked; a ticket of another cluster arrived and was dropped.
@@ -404,16 +432,17 @@ async fn each_variant_verifies_its_own_join_service(platform: &Platform) {
     let service_node = platform.machine("service", GOOD, Some(id));
     let service = service_node.issuer(v);
     assert_eq!(service.variant(), v);
-    let measurements = measurements_of(&service);
+    let measurements = measurements_of(&service_node, &service);
     let node = JoiningNode::new(platform, &measurements);
-    assert_eq!(measurements_of(&node.issuer), measurements, "{v}: the node boots the service's image");
+    assert_eq!(measurements_of(&node.machine, &node.issuer), measurements, "{v}: the node boots the service's image");
     let node_ak = node.issuer.qemu().map(|q| ak_digest(q.attestation_key().tpm2b_public()).unwrap());
 
     // 1. A genuine machine of the variant booting another kernel.
     let patched_hw = platform.machine("patched", PATCHED, Some(id));
     let patched = patched_hw.issuer(v);
     let s = JoinServer::of_node(platform, &measurements, node_ak, &patched).await;
-    node.refuses(&s, "other measurements", "PCR 9").await;
+    let patched_register = if v.info().has_vtpm() { "PCR 9" } else { "rtmr2" };
+    node.refuses(&s, "other measurements", patched_register).await;
     drop((s, patched, patched_hw));
 
     // 2. Another node's hardware, relayed; 3. a document recorded for an earlier nonce.
@@ -424,7 +453,9 @@ async fn each_variant_verifies_its_own_join_service(platform: &Platform) {
     let s =
         JoinServer::start(platform, &measurements, node_ak, Arc::new(Borrowed::Replayed(Arc::clone(&service))), None)
             .await;
-    node.refuses(&s, "replayed document", "nonce").await;
+    // A TD without a vTPM: the nonce is bound by the TD quote's REPORTDATA alone.
+    let stale = if v.info().has_vtpm() { "nonce" } else { "TDX policy check report_data" };
+    node.refuses(&s, "replayed document", stale).await;
     drop(s);
 
     // 4. Where the host holds the vTPM: an earlier SNP report next to a fresh quote by the AK.
@@ -464,7 +495,7 @@ async fn each_variant_verifies_its_own_join_service(platform: &Platform) {
     let s = JoinServer::of_node(platform, &measurements, node_ak, &service).await;
     let outcome = node.join(s.addr).await.unwrap_or_else(|e| panic!("{v}: {e}"));
     assert_eq!(outcome, Outcome::Joined { cluster_id: id }, "{v}");
-    assert_eq!(node.pcr15(), expected_pcr_value(&id), "{v}");
+    assert_eq!(node.lock(), v.info().lock.bound(default_provider(), &id), "{v}");
     assert_eq!(s.tokens(), 1, "{v}");
 }
 
@@ -485,5 +516,5 @@ async fn a_node_of_each_variant_verifies_a_join_service_of_its_variant_without_a
         covered.push(row.name);
     }
     println!("verified a join service of its own variant: {}", covered.join(", "));
-    assert!(covered.len() >= 6, "{covered:?}");
+    assert!(covered.len() >= 7, "{covered:?}");
 }

@@ -230,7 +230,9 @@ fn a_generation_conflict_is_refused() {
                         ("outblob", b"stale"),
                         ("provider", b"tdx_guest\n"),
                     ] {
-                        std::fs::write(p.join(name), data).unwrap();
+                        // Each whole at once, as the kernel shows them (the attester waits for `provider`).
+                        std::fs::write(p.join(".tmp"), data).unwrap();
+                        std::fs::rename(p.join(".tmp"), p.join(name)).unwrap();
                     }
                     return;
                 }
@@ -242,4 +244,181 @@ fn a_generation_conflict_is_refused() {
     watcher.join().unwrap();
     let e = entry.request(&[1; 64], &[]).unwrap_err();
     assert!(matches!(e, TsmError::Conflict { before: 7, after: 7, writes: 1 }), "{e}");
+}
+
+/// `qemu-tdx`'s node lock is RTMR3 (no vTPM): a fresh TD has it zero (what the join service's default
+/// measurements expect); locking it binds the TD to its cluster in every later quote. Refused afterwards: the
+/// locked TD where an unbound node is expected (a bound node joining again, or another cluster), the locked TD
+/// checked against another cluster's id, and a quote recorded before the lock (RTMR3 zero) replayed for a new
+/// nonce — a replayed lock register. A restart in the same boot finds the lock taken; a reboot (a new TD on the
+/// same platform) finds RTMR3 zero again.
+#[test]
+fn a_locked_tds_rtmr3_binds_it_to_its_cluster_and_cannot_be_replayed() {
+    use attest_bootstrapper::lock::{LockHolder, NodeLock, PcrBackend};
+    use attest_engine::crypto::default_provider;
+    use attest_engine::variant::LockRegister;
+    let rtmr3 = LockRegister::Rtmr(LOCK_RTMR);
+    let td = start(TD_ATTRIBUTES);
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&td.root);
+    let issuer = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap());
+    let expecting = |value: [u8; 48]| {
+        validator(tdx_verifier(&td.roots), Variant::QemuTdx, TdxPolicy { rtmr3: Some(Hex(value)), ..pinned() })
+    };
+    let (cluster, other) = ([0xC1; 32], [0xC2; 32]);
+    let bound = |id: &[u8; 32]| <[u8; 48]>::try_from(rtmr3.bound(default_provider(), id).as_bytes()).unwrap();
+
+    // Fresh: unbound, and what the join default expects.
+    let lock = NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>).unwrap();
+    assert_eq!((lock.is_locked(), lock.register()), (false, rtmr3));
+    let before_nonce = random32();
+    let before = issuer.issue(&before_nonce, b"user", &[]).unwrap();
+    validate(&expecting([0; 48]), &before, &before_nonce).unwrap();
+
+    lock.try_lock(LockHolder::Join, &cluster).unwrap();
+    assert_eq!(td.td.state().rtmrs[3], bound(&cluster), "the lock's extend is in the TD's RTMR3");
+    let nonce = random32();
+    let after = issuer.issue(&nonce, b"user", &[]).unwrap();
+    let refused =
+        |v: &Validator, doc: &AttestationDocument, nonce: &[u8]| validate(v, doc, nonce).unwrap_err().check_tdx();
+    // A bound TD where an unbound node is expected (joining again, or joining another cluster).
+    assert_eq!(refused(&expecting([0; 48]), &after, &nonce), Some(TdxCheck::Rtmr3));
+    // `attest verify --cluster-id`: this cluster's, not another's.
+    validate(&expecting(bound(&cluster)), &after, &nonce).unwrap();
+    assert_eq!(refused(&expecting(bound(&other)), &after, &nonce), Some(TdxCheck::Rtmr3));
+    // The unbound quote of before the lock, replayed for a new nonce: its REPORTDATA binds the old one.
+    assert_eq!(refused(&expecting([0; 48]), &before, &nonce), Some(TdxCheck::ReportData));
+
+    // A restart in the same boot: locked, RTMR3 bound; no second extend.
+    let again = NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>).unwrap();
+    assert!(again.is_locked());
+    assert_eq!(again.initial_pcr().as_bytes(), bound(&cluster));
+    assert!(again.try_lock(LockHolder::Init, &other).is_err());
+    assert_eq!(td.td.state().rtmrs[3], bound(&cluster));
+
+    // A reboot: a new TD on the same platform, RTMR3 zero, the lock open again.
+    let reboot_root = td.root.with_file_name("rebooted");
+    let config_td = attest_hwsim::tdx::TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
+    let rebooted = Arc::new(SimulatedTd::boot(Arc::clone(td.td.platform()), &reboot_root, &config_td).unwrap());
+    let _server = TdServer::start(&rebooted).unwrap();
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&reboot_root);
+    let issuer = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap());
+    assert!(!NodeLock::open(issuer as Arc<dyn PcrBackend>).unwrap().is_locked());
+}
+
+/// A TD on an out-of-date TDX module (its TEE_TCB_SVN matches the collateral's `OutOfDate` level) is refused
+/// by the default policy's TCB status check; the same TD on an up-to-date module passes.
+#[test]
+fn a_td_on_an_out_of_date_tdx_module_is_refused() {
+    use attest_hwsim::tdx::{OUTDATED_TEE_TCB_SVN, TdConfig};
+    let td = start(TD_ATTRIBUTES);
+    let mut config_td = TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
+    config_td.tee_tcb_svn = OUTDATED_TEE_TCB_SVN;
+    let root = td.root.with_file_name("outdated");
+    let outdated = Arc::new(SimulatedTd::boot(Arc::clone(td.td.platform()), &root, &config_td).unwrap());
+    let _server = TdServer::start(&outdated).unwrap();
+    let v = validator(tdx_verifier(&td.roots), Variant::QemuTdx, pinned());
+    for (root, want) in [(&td.root, None), (&root, Some(TdxCheck::TcbStatus))] {
+        let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+        config.tdx = TdxPaths::under(root);
+        let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+        let nonce = random32();
+        let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+        assert_eq!(validate(&v, &doc, &nonce).err().and_then(|e| e.check_tdx()), want, "{}", root.display());
+    }
+}
+
+/// One simulated platform shared by several processes (the demo's nodes): saved once (owner-only), loaded by
+/// each TD's process, whose quotes then verify against the one test root the platform wrote; a damaged file is
+/// a typed error, never a panic or a new platform.
+#[test]
+fn a_saved_platform_serves_tds_of_several_processes_under_one_test_root() {
+    use attest_hwsim::tdx::{TdConfig, TdPlatform};
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = attest_test_support::TempDir::new("hwsim-tdx-platform");
+    let (roots, file) = (dir.path().join("roots"), dir.path().join("platform.json"));
+    let (_, generated) = TdPlatform::open_or_generate(&file, &roots).unwrap();
+    assert!(generated);
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let v = validator(tdx_verifier(&roots), Variant::QemuTdx, pinned());
+    for name in ["td-a", "td-b"] {
+        // As another process would: the platform from the file, not regenerated.
+        let (platform, generated) = TdPlatform::open_or_generate(&file, &roots).unwrap();
+        assert!(!generated, "{name}");
+        let root = dir.path().join(name);
+        let td = Arc::new(
+            SimulatedTd::boot(Arc::new(platform), &root, &TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES)).unwrap(),
+        );
+        let _server = TdServer::start(&td).unwrap();
+        let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+        config.tdx = TdxPaths::under(&root);
+        let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+        let nonce = random32();
+        let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+        validate(&v, &doc, &nonce).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let oversized = vec![b'x'; 70 * 1024];
+    for damaged in [&b"{}"[..], b"not json", &oversized] {
+        std::fs::write(&file, damaged).unwrap();
+        let e = TdPlatform::open_or_generate(&file, &roots).expect_err("a damaged platform file is refused");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
+    }
+}
+
+/// `attest verify --service … --cluster-id` on a locked `qemu-tdx` node (no vTPM): its verify service
+/// attests with the TD quote, and the CLI's validator — the node's measurements with RTMR3 replaced by the
+/// cluster id's bound value — accepts this cluster's id, refuses another's by RTMR3, and the default join
+/// expectation (RTMR3 = 0) refuses the bound node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attest_verify_checks_a_tds_cluster_id_in_rtmr3() {
+    use attest_bootstrapper::lock::{LockHolder, NodeLock, PcrBackend};
+    use attest_cli::verifysvc::{VerifyVia, verify_via_service, with_cluster_id};
+    let td = start(TD_ATTRIBUTES);
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(&td.root);
+    let issuer = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap());
+    let id = [0xC1; 32];
+    NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>).unwrap().try_lock(LockHolder::Init, &id).unwrap();
+    let servers = attest_bootstrapper::verifysvc::serve_verify(
+        Arc::clone(&issuer) as Arc<dyn attest_atls::AttestationIssuer>,
+        Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
+        Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
+    )
+    .unwrap();
+    // The join default: the node's image (MRTD pinned) and RTMR3 = 0.
+    let unbound = attest_trust::Expected::TdRegisters(Box::new(TdxPolicy { rtmr3: Some(Hex([0; 48])), ..pinned() }));
+    let roots = td.roots.clone();
+    let verify = move |addr, via, expected: attest_trust::Expected| {
+        let roots = roots.clone();
+        tokio::task::spawn_blocking(move || {
+            let attest_trust::Expected::TdRegisters(policy) = expected else { unreachable!("TD registers") };
+            let validator = attest_cli::node::NodeValidator {
+                validator: validator(tdx_verifier(&roots), Variant::QemuTdx, *policy),
+                test_roots: None,
+            };
+            verify_via_service(addr, via, validator).unwrap()
+        })
+    };
+    for (via, addr) in [(VerifyVia::Grpc, servers.grpc_addr.unwrap()), (VerifyVia::Http, servers.http_addr.unwrap())] {
+        let right = with_cluster_id(Variant::QemuTdx, unbound.clone(), Some(&id));
+        let (status, verdict, result) = verify(addr, via, right).await.unwrap();
+        assert_eq!(status, attest_cli::Status::Accepted, "{via:?}: {verdict:?}");
+        let result = result.expect("a result object");
+        assert_eq!((result["schema"].as_str(), result["accepted"].as_bool()), (Some("attest-result/1"), Some(true)));
+        let summary = verdict.unwrap();
+        assert!(summary.ak_basis.is_none(), "no vTPM, no AK");
+        assert!(summary.td.unwrap().registers_checked.contains(&"rtmr3"), "{via:?}");
+
+        let wrong = with_cluster_id(Variant::QemuTdx, unbound.clone(), Some(&[0xEE; 32]));
+        let (status, verdict, result) = verify(addr, via, wrong).await.unwrap();
+        assert_eq!(status, attest_cli::Status::Rejected, "{via:?}: another cluster's id");
+        assert_eq!(result.expect("a result object")["accepted"].as_bool(), Some(false), "{via:?}");
+        let (attested, why) = verdict.unwrap_err();
+        assert!(attested && why.contains("rtmr3"), "{why}");
+
+        let (status, ..) = verify(addr, via, unbound.clone()).await.unwrap();
+        assert_eq!(status, attest_cli::Status::Rejected, "{via:?}: the join default refuses a bound TD");
+    }
+    servers.shutdown(std::time::Duration::from_secs(1)).await;
 }

@@ -35,6 +35,7 @@ pub const QE_MRSIGNER: [u8; 32] = [0xDC; 32];
 pub struct P256 {
     asn1: EcdsaKeyPair,
     fixed: EcdsaKeyPair,
+    pkcs8: Vec<u8>,
 }
 
 impl P256 {
@@ -42,10 +43,19 @@ impl P256 {
     pub fn generate() -> Self {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).expect("P-256 key");
-        Self {
-            asn1: EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref()).expect("key"),
-            fixed: EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).expect("key"),
-        }
+        Self::from_pkcs8(pkcs8.as_ref()).expect("a generated key")
+    }
+    /// A key from its PKCS#8 encoding ([`P256::pkcs8`]); `None` when it is not a P-256 key.
+    pub fn from_pkcs8(pkcs8: &[u8]) -> Option<Self> {
+        Some(Self {
+            asn1: EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8).ok()?,
+            fixed: EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8).ok()?,
+            pkcs8: pkcs8.to_vec(),
+        })
+    }
+    /// The key as PKCS#8 (to persist a generated PKI: a simulated platform shared by several processes).
+    pub fn pkcs8(&self) -> &[u8] {
+        &self.pkcs8
     }
     /// The uncompressed point `04 ‖ x ‖ y`.
     pub fn point(&self) -> &[u8] {
@@ -252,7 +262,40 @@ fn cert(
     signed(&tbs, &alg, &sig)
 }
 
+/// A generated PKI's keys (PKCS#8) and certificates (DER), to persist it ([`IntelPki::to_parts`],
+/// [`IntelPki::from_parts`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntelPkiParts {
+    /// The root's key and certificate.
+    pub root: (Vec<u8>, Vec<u8>),
+    /// The PCK Platform CA's key and certificate.
+    pub pck_ca: (Vec<u8>, Vec<u8>),
+    /// The TCB Signing key and certificate.
+    pub tcb_signing: (Vec<u8>, Vec<u8>),
+}
+
 impl IntelPki {
+    /// The PKI's keys and certificates.
+    pub fn to_parts(&self) -> IntelPkiParts {
+        IntelPkiParts {
+            root: (self.root.pkcs8().to_vec(), self.root_der.clone()),
+            pck_ca: (self.pck_ca.pkcs8().to_vec(), self.pck_ca_der.clone()),
+            tcb_signing: (self.tcb_signing.pkcs8().to_vec(), self.tcb_signing_der.clone()),
+        }
+    }
+
+    /// The PKI of `parts` (as [`IntelPki::to_parts`] gave them); `None` when a key does not parse.
+    pub fn from_parts(parts: &IntelPkiParts) -> Option<Self> {
+        Some(Self {
+            root: P256::from_pkcs8(&parts.root.0)?,
+            root_der: parts.root.1.clone(),
+            pck_ca: P256::from_pkcs8(&parts.pck_ca.0)?,
+            pck_ca_der: parts.pck_ca.1.clone(),
+            tcb_signing: P256::from_pkcs8(&parts.tcb_signing.0)?,
+            tcb_signing_der: parts.tcb_signing.1.clone(),
+        })
+    }
+
     /// A fresh PKI: root (self-signed), PCK Platform CA and TCB Signing under it.
     pub fn new() -> Self {
         let (nb, na) = (DEFAULT_NOT_BEFORE, DEFAULT_NOT_AFTER);

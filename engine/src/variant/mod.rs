@@ -2,7 +2,7 @@
 //! trusted — as in Constellation, the variant decides the AK's root of trust.
 //!
 //! Every fact about a variant is one row of [`TABLE`] ([`VariantInfo`]: name, OID, Constellation entry,
-//! hardware, AK trust, nonce carrier, launch pin, measured registers, C code); the [`Validator`] branches on
+//! hardware, AK trust, nonce carrier, launch pin, measured registers, node lock register, C code); the [`Validator`] branches on
 //! those columns, never on a variant's name:
 //!
 //! | [`AkTrust`] | the AK is trusted because | variants today |
@@ -33,6 +33,7 @@
 //! `None` only there; every other variant fails without them.
 
 mod gce;
+pub mod lock;
 mod table;
 
 pub mod tdx;
@@ -52,6 +53,7 @@ use std::sync::Arc;
 pub mod binding;
 
 pub use binding::{SNP_VTPM_REPORT_DATA_LABEL, snp_vtpm_report_data};
+pub use lock::LockRegister;
 pub use table::{
     AkTrust, ConstellationEntry, Hardware, LaunchPin, Measured, NonceCarrier, TABLE, UnknownVariant, Variant,
     VariantInfo,

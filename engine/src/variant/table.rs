@@ -7,15 +7,18 @@
 //! constants generated from them). No code outside this file and the attester's hardware drivers decides
 //! anything by a variant's name.
 //!
-//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | vTPM EK certificate | TD checks waived | C code |
-//! |---|---|---|---|---|---|---|---|---|---|---|
-//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | yes | — | 1 |
-//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | yes | — | 2 |
-//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | none | — | 3 |
-//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | yes | — | 4 |
-//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | yes | — | 5 |
-//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | yes | sept_ve_disable | 6 |
-//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | — (no vTPM) | — | 7 |
+//! | name | OID | Constellation entry | hardware | AK trusted by | nonce carried by | launch pinned by | measured by | node lock | vTPM EK certificate | TD checks waived | C code |
+//! |---|---|---|---|---|---|---|---|---|---|---|---|
+//! | `qemu-vtpm` | 1.3.9900.5.1 | qemu / qemu-vtpm | none | AK registry | quote | — | PCRs | PCR 15 | yes | — | 1 |
+//! | `azure-sev-snp` | 1.3.9900.4.1 | azure / azure-sev-snp | SEV-SNP, VCEK | HCL runtime data | quote | SNP policy | PCRs | PCR 15 | yes | — | 2 |
+//! | `aws-sev-snp` | 1.3.9900.2.2 | aws / aws-sev-snp | SEV-SNP, VLEK | fresh report binding | quote and report | SNP policy | PCRs | PCR 15 | none | — | 3 |
+//! | `gcp-sev-snp` | 1.3.9900.3.2 | gcp / gcp-sev-snp | SEV-SNP, VCEK | fresh report binding | quote and report | SNP policy | PCRs | PCR 15 | yes | — | 4 |
+//! | `gcp-shielded-vm` | 1.3.9900.3.99 | gcp / gcp-sev-es | none | provider certificate | quote | — | PCRs | PCR 15 | yes | — | 5 |
+//! | `azure-tdx` | 1.3.9900.4.3 | azure / azure-tdx | TDX | HCL runtime data | quote | TDX policy (MRTD) | PCRs | PCR 15 | yes | sept_ve_disable | 6 |
+//! | `qemu-tdx` | 1.3.9900.5.99 | qemu / qemu-tdx | TDX | — (no vTPM) | TD quote | TDX policy (MRTD) | MRTD, RTMR0–3 | RTMR3 | — (no vTPM) | — | 7 |
+//!
+//! "node lock" is the register a bootstrapped node binds its cluster id into ([`LockRegister`]): the vTPM's
+//! PCR 15 wherever there is a vTPM, a TD's RTMR3 where there is none.
 //!
 //! "TD checks waived" lists the TD-attribute checks of [`TdxPolicy`](crate::tdx::TdxPolicy) that the
 //! variant's platform is known not to pass, waived in the variant's default policy and recorded as waived in
@@ -43,6 +46,7 @@
 //! `#[non_exhaustive]`: code that branches on a column (never on a name) must handle a new kind of AK trust
 //! or hardware, and the compiler says where.
 
+use super::lock::LockRegister;
 use crate::snp::SigningKey;
 use crate::tdx::TdxCheck;
 use core::fmt;
@@ -166,6 +170,8 @@ pub struct VariantInfo {
     pub launch: LaunchPin,
     /// What its measurements file measures.
     pub measured: Measured,
+    /// The register its node lock binds the cluster id into ([`super::lock`]).
+    pub lock: LockRegister,
     /// Whether its vTPM comes with an EK certificate from the platform's CA (`false` without a vTPM). Only
     /// [`AkTrust::Registry`] relies on it (credential activation against a certified EK).
     pub ek_certificate: bool,
@@ -227,6 +233,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
         ffi_code: 1,
@@ -242,6 +249,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
         ffi_code: 2,
@@ -257,6 +265,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        lock: LockRegister::Pcr(15),
         // NitroTPM: an EK, but no certificate for it.
         ek_certificate: false,
         td_waivers: &[],
@@ -273,6 +282,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::QuoteAndReport,
         launch: LaunchPin::SnpPolicy,
         measured: Measured::Pcrs,
+        lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
         ffi_code: 4,
@@ -288,6 +298,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::NotApplicable,
         measured: Measured::Pcrs,
+        lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[],
         ffi_code: 5,
@@ -303,6 +314,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::Quote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::Pcrs,
+        lock: LockRegister::Pcr(15),
         ek_certificate: true,
         td_waivers: &[TdxCheck::SeptVeDisable],
         ffi_code: 6,
@@ -318,6 +330,7 @@ pub const TABLE: [VariantInfo; 7] = [
         nonce: NonceCarrier::TdQuote,
         launch: LaunchPin::TdxMrtd,
         measured: Measured::TdRegisters,
+        lock: LockRegister::Rtmr(3),
         ek_certificate: false,
         td_waivers: &[],
         ffi_code: 7,

@@ -4,7 +4,7 @@
 //!
 //! Stdout events added here (one JSON object per line): `{"event":"verify-service","grpc":ADDR|null,
 //! "http":ADDR|null}`, `{"event":"recovery-listening","addr":ADDR}`, `{"event":"rejoined","via":"rejoin"|
-//! "recovery","cluster_id":HEX,"pcr15_extended":BOOL}`, `{"event":"refused","path":"rejoin","reason":…}`,
+//! "recovery","cluster_id":HEX,"lock_register":"PCR 15"|"RTMR3","lock_extended":BOOL}`, `{"event":"refused","path":"rejoin","reason":…}`,
 //! `{"event":"reset",…}`, `{"event":"serving","cluster_id":HEX}`, `{"event":"metrics","addr":ADDR}` and
 //! `{"event":"stopped"}`.
 
@@ -216,6 +216,7 @@ pub(crate) fn run_rejoin(
             return ExitCode::from(2);
         }
         let setup = RejoinSetup { source, recover, config: JoinConfig::default() };
+        let register = node.lock().register();
         let result = rejoin(node, state, Arc::clone(issuer), setup, |addr| {
             event(&serde_json::json!({"event": "recovery-listening", "addr": addr.to_string()}));
         })
@@ -224,7 +225,8 @@ pub(crate) fn run_rejoin(
             Ok(r) => {
                 tracing::info!(cluster_id = %hex::encode(r.cluster_id), via = %r.via, "bootstrapper: node rejoined");
                 event(&serde_json::json!({"event": "rejoined", "via": r.via.to_string(),
-                    "cluster_id": hex::encode(r.cluster_id), "pcr15_extended": r.extended}));
+                    "cluster_id": hex::encode(r.cluster_id), "lock_register": register.to_string(),
+                    "lock_extended": r.extended}));
                 match verify {
                     Some(servers) => serve_until_signal(servers, &r.cluster_id, life.grace).await,
                     None => ExitCode::SUCCESS,

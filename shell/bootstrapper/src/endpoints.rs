@@ -425,7 +425,7 @@ mod tests {
 
     /// What a scripted service "proved" (nothing: these tests are about failover).
     fn proof() -> ServerProof {
-        ServerProof { variant: None, ak_digest: None, ak_basis: None, pcr15: None }
+        ServerProof { variant: None, ak_digest: None, ak_basis: None, lock: None }
     }
 
     fn addrs() -> [SocketAddr; 3] {

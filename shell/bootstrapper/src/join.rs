@@ -11,7 +11,7 @@
 //!         │ ticket                                                                  │  PERMISSION_DENIED, bad ticket,
 //!         ▼                                                                         │  another cluster's service …):
 //!  check ticket → cluster id = HKDF(measurement secret, salt, "key-clusterID")      │  retried at most MAX_REFUSALS
-//!  the service's PCR 15 = SHA-256(0³² ‖ cluster id)?                                │  times, then the client stops
+//!  the service's lock register (PCR 15 / RTMR3) bound to the cluster id?           │  times, then the client stops
 //!  NodeLock::try_lock(Join) ── lost (init won) ──▶ stop                             │
 //!         ▼                                                                         │  (the init server keeps serving)
 //!  Node::commit: disk set-up (ticket's key), state, files, `kubeadm join`

@@ -26,7 +26,7 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`lock`] | the one-way node lock, persisted by extending PCR 15 with the cluster id |
+//! | [`lock`] | the one-way node lock, persisted by extending the variant's lock register (PCR 15, or a TD's RTMR3) with the cluster id |
 //! | [`state`] | node state (role, salt, cluster id, disk UUID, phase), atomic JSON, the start-up table |
 //! | [`disk`], [`luks`] | [`DiskSetup`]: LUKS2 via cryptsetup (key on stdin, integrity where available, node state in a header token), header-only, or a 0600 key file |
 //! | [`backend`], [`kubeadm`], [`dryrun`], [`pki`] | [`ClusterBackend`]: real kubeadm, or a dry run that creates kubeadm's PKI |

@@ -184,7 +184,7 @@ impl Node {
             Ok(HeaderState::Unsupported) => self.store.load()?,
             Err(e) => return Err(StateError::Header { reason: e.to_string() }),
         };
-        let result = match check_startup(&self.lock.initial_pcr(), state) {
+        let result = match check_startup(self.lock.register(), &self.lock.initial_pcr(), state) {
             // Locked without state, explained by the lock's intent marker: stopped right after the lock.
             Err(StartupError::LockedWithoutState) => match self.lock.interrupted_lock() {
                 Some(cluster_id) => Ok(Startup::Interrupted { cluster_id, state: None }),

@@ -87,11 +87,11 @@ impl std::fmt::Debug for NodeKeys {
 /// How a rejoin ended well.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejoined {
-    /// The cluster id (PCR 15 now holds SHA-256(0³² ‖ it)).
+    /// The cluster id (the lock register now holds its bound value: PCR 15 = SHA-256(0³² ‖ it)).
     pub cluster_id: [u8; 32],
     /// Where the keys came from.
     pub via: KeySource,
-    /// Whether PCR 15 was extended now (false: it already held this cluster's value).
+    /// Whether the lock register was extended now (false: it already held this cluster's value).
     pub extended: bool,
     /// The disk's reopen report.
     pub disk: String,
@@ -121,7 +121,7 @@ pub enum RejoinError {
     },
     /// The disk did not reopen (a wrong key, a missing device).
     Disk(DiskError),
-    /// PCR 15 could not be re-established.
+    /// The lock register (PCR 15, RTMR3) could not be re-established.
     Relock(RelockError),
     /// The Kubernetes components did not restart.
     Backend(BackendError),
@@ -228,7 +228,8 @@ impl Rejoiner {
             let extended = node.lock().relock(LockHolder::Rejoin, &cluster_id).map_err(RejoinError::Relock)?;
             fault("relocked");
             log(&format!(
-                "PCR 15 {} cluster {}",
+                "{} {} cluster {}",
+                node.lock().register(),
                 if extended { "re-extended with" } else { "already holds" },
                 hex::encode(cluster_id)
             ));
@@ -275,7 +276,7 @@ pub async fn run_rejoin_client(
         attempts += 1;
         match source.rejoin(IssueRejoinTicketRequest { disk_uuid: disk_uuid.clone() }).await {
             Ok((mut ticket, proof)) => {
-                // The service that answers must be this cluster's (its PCR 15 = this node's cluster id).
+                // The service that answers must be this cluster's (its lock register = this node's cluster id).
                 if let Err(e) = proof.check_cluster(&rejoiner.state().cluster_id) {
                     refusals += 1;
                     tracing::error!(attempt = attempts, refusals, error = %e, "rejoin: the join service is not this cluster's");

@@ -1,7 +1,7 @@
 //! Verifying the join service before anything it hands out is believed (mutual aTLS on join).
 //!
 //! A node that accepted a ticket from whoever answered would take a disk key an attacker chose and lock
-//! PCR 15 for good. So the join client checks the join service the way the join service checks it — against
+//! itself (PCR 15, or a TD's RTMR3) for good. So the join client checks the join service the way the join service checks it — against
 //! the same measurements file (signature-checked, [`attest_trust`]), with the validator of the service's
 //! variant from the one [`ValidatorFactory`] — and only then asks for a ticket:
 //!
@@ -19,10 +19,10 @@
 //!     and no EK CA involved
 //!     ▼
 //!  IssueJoinTicket on the same connection ──► ticket checks ──► cluster id = HKDF(measurement secret, salt)
-//!     │ the service's quoted PCR 15 ≠ SHA-256(0³² ‖ cluster id): it is not a node of the cluster whose
-//!     │ keys it hands out ────────────────────────────────────────────────────────────────────────► refused
+//!     │ the service's attested lock register (its variant's: quoted PCR 15, or its TD quote's RTMR3) ≠ that
+//!     │ register bound to the cluster id: it is not a node of the cluster whose keys it hands out ──► refused
 //!     ▼
-//!  lock (PCR 15), disk, state …
+//!  lock (PCR 15 / RTMR3), disk, state …
 //! ```
 //!
 //! Which variants a join service may attest with is the node's configuration (the bootstrapper's
@@ -31,15 +31,19 @@
 //! service cannot fall back to a weaker variant's path (say, an SNP node's join service presenting a bare
 //! `qemu-vtpm` document): the handshake finds no validator for its OID.
 //!
-//! PCR 15 is left out of the handshake's PCR policy for the join service: a join service necessarily runs
-//! on a bootstrapped control-plane node, whose PCR 15 holds its cluster id, which this node learns only from
-//! the ticket — and then checks exactly (the last step above). A refusal at any step leaves the node
+//! The lock register of the service's variant (the variant table's `lock` column: PCR 15 wherever there is a
+//! vTPM, RTMR3 — measurement index 4 — on a TD without one) is left out of the handshake's expectations for
+//! the join service: a join service necessarily runs on a bootstrapped control-plane node, whose lock
+//! register holds its cluster id, which this node learns only from the ticket — and then checks exactly (the
+//! last step above). A refusal at any step leaves the node
 //! untouched: no lock, no state, no key kept.
 
 use std::sync::Arc;
 
 use attest_atls::{AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
-use attest_engine::variant::{AkBasis, AkRegistry, AkTrust, Variant};
+use attest_engine::crypto::{Digest, default_provider};
+use attest_engine::tdx::TdQuote;
+use attest_engine::variant::{AkBasis, AkRegistry, AkTrust, LockRegister, Variant};
 use attest_grpc::Channel;
 use attest_measurements::Document;
 use attest_proto::attest::v1::AttestationDocument;
@@ -47,9 +51,7 @@ use attest_registration::{EkCaBundle, FileAkRegistry, ak_digest, register_remote
 use attest_trust::{Trust, ValidatorFactory};
 use prost::Message as _;
 
-use super::lock::{BOOTSTRAP_PCR, expected_pcr_value};
-
-/// TPM_ALG_SHA256: the PCR bank the cluster binding is read from.
+/// TPM_ALG_SHA256: the PCR bank the cluster binding is read from (vTPM variants).
 const SHA256_BANK: u32 = 0x000B;
 
 /// Why the join service is not trusted (or the verification cannot be set up).
@@ -71,13 +73,15 @@ pub enum ServerTrustError {
     Activation(String),
     /// The verified attestation cannot be read back (cannot happen for a document the validator accepted).
     Document(String),
-    /// The join service's PCR 15 is not this cluster's: it is not a bootstrapped node of the cluster whose
-    /// ticket it issued.
+    /// The join service's lock register is not this cluster's: it is not a bootstrapped node of the cluster
+    /// whose ticket it issued.
     NotInCluster {
-        /// What PCR 15 would hold on a node of the ticket's cluster.
-        expected: [u8; 32],
-        /// What the join service quoted (`None`: it quoted no SHA-256 PCR 15).
-        found: Option<[u8; 32]>,
+        /// The register (its variant's: PCR 15, RTMR3).
+        register: Option<LockRegister>,
+        /// What the register would hold on a node of the ticket's cluster.
+        expected: Option<Box<Digest>>,
+        /// What the join service attested (`None`: it attested no such register).
+        found: Option<Box<Digest>>,
     },
 }
 
@@ -91,12 +95,13 @@ impl std::fmt::Display for ServerTrustError {
             Self::NoVariants => f.write_str("no join service variant configured"),
             Self::Activation(e) => write!(f, "the join service's AK is not trusted: {e}"),
             Self::Document(e) => write!(f, "the join service's attestation: {e}"),
-            Self::NotInCluster { expected, found } => write!(
+            Self::NotInCluster { register, expected, found } => write!(
                 f,
-                "the join service's PCR 15 is {} but a node of this ticket's cluster has {}: it is not a node of \
-                 the cluster whose keys it hands out",
-                found.map_or_else(|| "not quoted".to_owned(), hex::encode),
-                hex::encode(expected)
+                "the join service's {} is {} but a node of this ticket's cluster has {}: it is not a node of the \
+                 cluster whose keys it hands out",
+                register.map_or_else(|| "lock register".to_owned(), |r| r.to_string()),
+                found.as_ref().map_or_else(|| "not attested".to_owned(), |d| hex::encode(d.as_bytes())),
+                expected.as_ref().map_or_else(|| "(unknown variant)".to_owned(), |d| hex::encode(d.as_bytes()))
             ),
         }
     }
@@ -125,8 +130,9 @@ pub struct ServerProof {
     pub ak_digest: Option<[u8; 32]>,
     /// How its AK is trusted (credential activation for `qemu-vtpm`, the hardware report for SNP variants).
     pub ak_basis: Option<AkBasis>,
-    /// Its quoted SHA-256 PCR 15 (its node's cluster binding).
-    pub pcr15: Option<[u8; 32]>,
+    /// Its attested lock register (its node's cluster binding; its variant's register: the quoted SHA-256
+    /// PCR 15, or its TD quote's RTMR3).
+    pub lock: Option<Digest>,
 }
 
 impl ServerProof {
@@ -137,13 +143,19 @@ impl ServerProof {
         let variant = Variant::from_oid(&peer.oid);
         let tpm = doc.tpm.as_ref();
         let ak_digest = tpm.filter(|t| !t.ak_public.is_empty()).and_then(|t| ak_digest(&t.ak_public).ok());
-        // The PCR values in a verified document are the quoted ones: the engine recomputed the quote's
-        // pcrDigest from exactly these values.
-        let pcr15 = tpm.and_then(|t| {
-            t.pcrs
-                .iter()
-                .find(|p| p.hash_alg == SHA256_BANK && p.index == u32::from(BOOTSTRAP_PCR))
-                .and_then(|p| <[u8; 32]>::try_from(p.value.as_slice()).ok())
+        // The PCR values in a verified document are the quoted ones (the engine recomputed the quote's
+        // pcrDigest from exactly these values); the RTMRs are the verified TD quote's.
+        let lock = variant.and_then(|v| match v.info().lock {
+            LockRegister::Pcr(i) => tpm.and_then(|t| {
+                t.pcrs
+                    .iter()
+                    .find(|p| p.hash_alg == SHA256_BANK && p.index == u32::from(i))
+                    .and_then(|p| LockRegister::Pcr(i).value(&p.value))
+            }),
+            LockRegister::Rtmr(i) => doc.tdx.as_ref().and_then(|t| {
+                let quote = TdQuote::parse_prefix(&t.quote).ok()?;
+                quote.body().rtmrs().get(usize::from(i)).map(|v| Digest::new(v))
+            }),
         });
         // An AK trusted through a registry (`qemu-vtpm`) is trusted only once `establish` has activated it.
         let ak_basis = variant.and_then(|v| match v.info().ak {
@@ -151,16 +163,22 @@ impl ServerProof {
             AkTrust::HclRuntimeData | AkTrust::FreshReportBinding => Some(AkBasis::HardwareReport),
             AkTrust::ProviderCertificate => Some(AkBasis::CertifiedByProvider),
         });
-        Ok(ServerProof { variant, ak_digest, ak_basis, pcr15 })
+        Ok(ServerProof { variant, ak_digest, ak_basis, lock })
     }
 
-    /// Checks that the service runs on a node of the cluster `cluster_id` (its PCR 15 holds that id).
+    /// Checks that the service runs on a node of the cluster `cluster_id` (its variant's lock register holds
+    /// that id: [`LockRegister::bound`]).
     pub fn check_cluster(&self, cluster_id: &[u8; 32]) -> Result<(), ServerTrustError> {
-        let expected = expected_pcr_value(cluster_id);
-        if self.pcr15 == Some(expected) {
+        let register = self.variant.map(|v| v.info().lock);
+        let expected = register.map(|r| r.bound(default_provider(), cluster_id));
+        if expected.is_some() && self.lock == expected {
             Ok(())
         } else {
-            Err(ServerTrustError::NotInCluster { expected, found: self.pcr15 })
+            Err(ServerTrustError::NotInCluster {
+                register,
+                expected: expected.map(Box::new),
+                found: self.lock.map(Box::new),
+            })
         }
     }
 }
@@ -186,8 +204,8 @@ fn ak_proof(variant: Variant) -> &'static str {
 }
 
 impl JoinServiceTrust {
-    /// Verification of a join service of `variants` against `measurements` (PCR 15 left out, see the module
-    /// docs), with the validators `factory` builds (its SNP verifier with the CRLs loaded, its policies), the
+    /// Verification of a join service of `variants` against `measurements` (each variant's lock register left
+    /// out, see the module docs), with the validators `factory` builds (its SNP verifier with the CRLs loaded, its policies), the
     /// AK of a variant trusted through a registry (`qemu-vtpm`) by credential activation against `ek_ca`.
     /// `ek_ca` is needed for such a variant only ([`ServerTrustError::NoEkCa`] without it); the other variants
     /// prove their AK in the evidence and never read it. `trust` is reported with every outcome.
@@ -213,7 +231,7 @@ impl JoinServiceTrust {
             let validator = factory
                 .expected_sets(variant, measurements)
                 .and_then(|sets| {
-                    let sets = sets.into_iter().map(|(_, e)| e.without_pcr(BOOTSTRAP_PCR)).collect();
+                    let sets = sets.into_iter().map(|(_, e)| e.without_lock(variant.info().lock)).collect();
                     factory.validator_accepting(variant, sets)
                 })
                 .map_err(|e| ServerTrustError::Measurements { variant, reason: attest_util::error_chain(&e) })?;

@@ -13,23 +13,27 @@
 //! ```
 //!
 //! Nothing in it is secret: the salt is public (the join service hands it to every node), the cluster id is
-//! extended into PCR 15, and the keys are re-derived, never stored.
+//! extended into the lock register (PCR 15, or a TD's RTMR3: [`crate::lock`]), and the keys are re-derived,
+//! never stored.
 //!
 //! # Start-up ([`check_startup`])
 //!
 //! The state comes from the disk's header where the disk keeps one (LUKS2, readable before the disk is
 //! open), else from the state file.
 //!
-//! | PCR 15 (lock) | node state | meaning | result |
+//! The lock register is the variant's ([`LockRegister`]): PCR 15 where the variant has a vTPM, RTMR3 on a TD
+//! without one; "bound" is [`LockRegister::bound`] of the stored cluster id (PCR 15: SHA-256(0³² ‖ id)).
+//!
+//! | lock register | node state | meaning | result |
 //! |---|---|---|---|
 //! | 0 | absent | fresh node | [`Startup::Fresh`]: serve init, run the join client |
 //! | 0 | present, phase `bootstrapped` | a bootstrapped node after a reboot (PCRs reset) | [`Startup::Rejoin`]: rejoin ticket or recovery, reopen the disk, re-extend PCR 15 |
 //! | 0 | present, phase `failed` or `bootstrapping` | marked for reset: a bootstrap that failed (or stopped) after the lock, then a reboot | [`Startup::Reset`]: forget the state and the disk key, then start fresh |
-//! | ≠ 0, = SHA-256(0³² ‖ cluster id) | present, phase `bootstrapped` or `failed` | bootstrapped in this boot; the bootstrapper restarted | [`Startup::Bootstrapped`] |
-//! | ≠ 0, = SHA-256(0³² ‖ cluster id) | present, phase `bootstrapping` | the bootstrap stopped (crashed, killed) after the lock in this boot | [`Startup::Interrupted`]: marked for reset |
-//! | ≠ 0, = SHA-256(0³² ‖ the lock's intent marker) | absent | stopped between taking the lock and writing the state, in this boot (`super::lock`, "The intent marker"; checked by `Node::startup`) | [`Startup::Interrupted`]: marked for reset |
-//! | ≠ 0 | absent, no matching intent marker | PCR 15 extended by something else | [`StartupError::LockedWithoutState`] |
-//! | ≠ 0, other value | present | PCR 15 extended by someone else, or state of another cluster | [`StartupError::PcrMismatch`] |
+//! | ≠ 0, = bound to the stored cluster id | present, phase `bootstrapped` or `failed` | bootstrapped in this boot; the bootstrapper restarted | [`Startup::Bootstrapped`] |
+//! | ≠ 0, = bound to the stored cluster id | present, phase `bootstrapping` | the bootstrap stopped (crashed, killed) after the lock in this boot | [`Startup::Interrupted`]: marked for reset |
+//! | ≠ 0, = bound to the lock's intent marker | absent | stopped between taking the lock and writing the state, in this boot (`super::lock`, "The intent marker"; checked by `Node::startup`) | [`Startup::Interrupted`]: marked for reset |
+//! | ≠ 0 | absent, no matching intent marker | the register extended by something else | [`StartupError::LockedWithoutState`] |
+//! | ≠ 0, other value | present | the register extended by someone else, or state of another cluster | [`StartupError::PcrMismatch`] |
 //! | 0 | present, but the disk it names is not this node's | state without its disk | [`StartupError::StateWithoutDisk`] (checked by `Node::startup`) |
 //!
 //! The error rows are refusals: the node cannot tell which cluster it belongs to, or the TPM and the disk
@@ -45,7 +49,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::atomic::{FileError, PUBLIC_FILE_MODE, write_atomic};
-use super::lock::expected_pcr_value;
+use attest_engine::crypto::{Digest, default_provider};
+use attest_engine::variant::LockRegister;
 
 /// The state file's name in the state directory.
 pub const STATE_FILE_NAME: &str = "node-state.json";
@@ -245,7 +250,8 @@ pub enum Startup {
     Fresh,
     /// Bootstrapped before this start, in this boot (see [`NodeState::phase`] for how it ended).
     Bootstrapped(NodeState),
-    /// Bootstrapped before a reboot: get the disk key back (rejoin ticket or recovery) and re-extend PCR 15.
+    /// Bootstrapped before a reboot: get the disk key back (rejoin ticket or recovery) and re-extend the lock
+    /// register.
     Rejoin(NodeState),
     /// A bootstrap that failed after the lock, then a reboot: reset the node, then start fresh.
     Reset(NodeState),
@@ -263,10 +269,10 @@ pub enum Startup {
 /// Why a node refuses to start bootstrapping (see the table in the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StartupError {
-    /// PCR 15 is set but there is no node state: the node crashed between taking the lock and persisting its
-    /// state. It refuses both init and join.
+    /// The lock register is set but there is no node state: the node crashed between taking the lock and
+    /// persisting its state. It refuses both init and join.
     LockedWithoutState,
-    /// There is node state and PCR 15 is zero, but the state disk it names is not this node's disk.
+    /// There is node state and the lock register is zero, but the state disk it names is not this node's disk.
     StateWithoutDisk {
         /// The cluster id the state names.
         cluster_id: [u8; 32],
@@ -275,12 +281,14 @@ pub enum StartupError {
         /// The disk UUID the node's disk has.
         disk_uuid: String,
     },
-    /// PCR 15 is not the value the stored cluster id gives.
+    /// The lock register is not the value the stored cluster id gives.
     PcrMismatch {
-        /// PCR 15.
-        pcr: [u8; 32],
-        /// SHA-256(0³² ‖ stored cluster id).
-        expected: [u8; 32],
+        /// The register (PCR 15, RTMR3).
+        register: LockRegister,
+        /// Its value.
+        pcr: Box<Digest>,
+        /// Its value bound to the stored cluster id ([`LockRegister::bound`]).
+        expected: Box<Digest>,
     },
 }
 
@@ -288,9 +296,9 @@ impl std::fmt::Display for StartupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StartupError::LockedWithoutState => f.write_str(
-                "node is locked without state: PCR 15 is set but no node state was persisted, and no lock intent \
-                 of this boot explains it (PCR 15 was extended by something else); it refuses init and join: \
-                 reboot it (PCR 15 resets) or reinstall it",
+                "node is locked without state: the lock register is set but no node state was persisted, and no \
+                 lock intent of this boot explains it (the register was extended by something else); it refuses \
+                 init and join: reboot it (the register resets) or reinstall it",
             ),
             StartupError::StateWithoutDisk { cluster_id, state_disk_uuid, disk_uuid } => write!(
                 f,
@@ -298,11 +306,11 @@ impl std::fmt::Display for StartupError {
                  refusing init, join and rejoin",
                 hex::encode(cluster_id)
             ),
-            StartupError::PcrMismatch { pcr, expected } => write!(
+            StartupError::PcrMismatch { register, pcr, expected } => write!(
                 f,
-                "PCR 15 is {} but the stored cluster id gives {}: refusing init and join",
-                hex::encode(pcr),
-                hex::encode(expected)
+                "{register} is {} but the stored cluster id gives {}: refusing init and join",
+                hex::encode(pcr.as_bytes()),
+                hex::encode(expected.as_bytes())
             ),
         }
     }
@@ -310,18 +318,18 @@ impl std::fmt::Display for StartupError {
 
 impl std::error::Error for StartupError {}
 
-/// Combines PCR 15 and the stored state (table in the module docs).
-pub fn check_startup(pcr15: &[u8; 32], state: Option<NodeState>) -> Result<Startup, StartupError> {
-    let locked = *pcr15 != [0; 32];
+/// Combines the lock register's value `pcr` (of `register`) and the stored state (table in the module docs).
+pub fn check_startup(register: LockRegister, pcr: &Digest, state: Option<NodeState>) -> Result<Startup, StartupError> {
+    let locked = *pcr != register.unbound();
     match (locked, state) {
         (false, None) => Ok(Startup::Fresh),
         (true, None) => Err(StartupError::LockedWithoutState),
         (false, Some(s)) if s.phase == Phase::Bootstrapped => Ok(Startup::Rejoin(s)),
         (false, Some(s)) => Ok(Startup::Reset(s)),
         (true, Some(s)) => {
-            let expected = expected_pcr_value(&s.cluster_id);
-            if expected != *pcr15 {
-                Err(StartupError::PcrMismatch { pcr: *pcr15, expected })
+            let expected = register.bound(default_provider(), &s.cluster_id);
+            if expected != *pcr {
+                Err(StartupError::PcrMismatch { register, pcr: Box::new(*pcr), expected: Box::new(expected) })
             } else if s.phase == Phase::Bootstrapping {
                 Ok(Startup::Interrupted { cluster_id: s.cluster_id, state: Some(s) })
             } else {
@@ -416,27 +424,37 @@ mod tests {
 
     #[test]
     fn startup_table() {
-        let s = state();
-        let good = expected_pcr_value(&s.cluster_id);
-        assert_eq!(check_startup(&[0; 32], None), Ok(Startup::Fresh));
-        // Locked in this boot with the state still `bootstrapping`: interrupted, marked for reset.
+        for register in [LockRegister::Pcr(15), LockRegister::Rtmr(3)] {
+            let s = state();
+            let check = |v: &Digest, s| check_startup(register, v, s);
+            let (zero, good) = (register.unbound(), register.bound(default_provider(), &s.cluster_id));
+            assert_eq!(check(&zero, None), Ok(Startup::Fresh));
+            // Locked in this boot with the state still `bootstrapping`: interrupted, marked for reset.
+            assert_eq!(
+                check(&good, Some(s.clone())),
+                Ok(Startup::Interrupted { cluster_id: s.cluster_id, state: Some(s.clone()) })
+            );
+            let mut bootstrapped = s.clone();
+            bootstrapped.phase = Phase::Bootstrapped;
+            assert_eq!(check(&good, Some(bootstrapped.clone())), Ok(Startup::Bootstrapped(bootstrapped)));
+            assert_eq!(check(&good, None), Err(StartupError::LockedWithoutState));
+            // After a reboot: a bootstrapped node rejoins, a node whose bootstrap failed (or stopped) resets.
+            assert_eq!(check(&zero, Some(s.clone())), Ok(Startup::Reset(s.clone())));
+            let mut done = s.clone();
+            done.phase = Phase::Bootstrapped;
+            assert_eq!(check(&zero, Some(done.clone())), Ok(Startup::Rejoin(done)));
+            let mut failed = s.clone();
+            failed.phase = Phase::Failed;
+            assert_eq!(check(&zero, Some(failed.clone())), Ok(Startup::Reset(failed)));
+            let other = register.bound(default_provider(), &[9; 32]);
+            let e = check(&other, Some(s)).unwrap_err();
+            assert!(matches!(e, StartupError::PcrMismatch { .. }), "{e}");
+            assert!(e.to_string().starts_with(&register.to_string()), "{e}");
+        }
         assert_eq!(
-            check_startup(&good, Some(s.clone())),
-            Ok(Startup::Interrupted { cluster_id: s.cluster_id, state: Some(s.clone()) })
+            crate::lock::expected_pcr_value(&[2; 32]),
+            LockRegister::Pcr(15).bound(default_provider(), &[2; 32]).as_bytes()
         );
-        let mut bootstrapped = s.clone();
-        bootstrapped.phase = Phase::Bootstrapped;
-        assert_eq!(check_startup(&good, Some(bootstrapped.clone())), Ok(Startup::Bootstrapped(bootstrapped)));
-        assert_eq!(check_startup(&good, None), Err(StartupError::LockedWithoutState));
-        // After a reboot: a bootstrapped node rejoins, a node whose bootstrap failed (or stopped) resets.
-        assert_eq!(check_startup(&[0; 32], Some(s.clone())), Ok(Startup::Reset(s.clone())));
-        let mut done = s.clone();
-        done.phase = Phase::Bootstrapped;
-        assert_eq!(check_startup(&[0; 32], Some(done.clone())), Ok(Startup::Rejoin(done)));
-        let mut failed = s.clone();
-        failed.phase = Phase::Failed;
-        assert_eq!(check_startup(&[0; 32], Some(failed.clone())), Ok(Startup::Reset(failed)));
-        assert!(matches!(check_startup(&[9; 32], Some(s)), Err(StartupError::PcrMismatch { .. })));
         assert!(StartupError::LockedWithoutState.to_string().contains("locked without state"));
     }
 }

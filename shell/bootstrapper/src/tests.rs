@@ -20,6 +20,8 @@ use super::server_trust::ServerProof;
 use super::state::{Phase, Role, Startup};
 use super::ticket::tests::{sign_csr, test_pki};
 use super::{InitService, init};
+use attest_engine::crypto::default_provider;
+use attest_engine::variant::{LockRegister, Variant};
 use attest_grpc::{Code, Request, Status};
 use attest_keyservice::{MasterSecret, cluster_id, measurement_secret};
 
@@ -158,7 +160,7 @@ async fn init_streams_logs_and_returns_kubeconfig_and_cluster_id() {
     let master = MasterSecret::from_kms_uri(KMS).unwrap();
     assert_eq!(success.owner_id, init::owner_id(&measurement_secret(&master), &[0x5a; 32]));
     assert!(String::from_utf8(success.kubeconfig.clone()).unwrap().contains("client-certificate-data"));
-    assert_eq!(t.pcr.read_bootstrap_pcr().unwrap(), expected_pcr_value(&id));
+    assert_eq!(t.pcr.read_bootstrap_pcr().unwrap().as_bytes(), expected_pcr_value(&id));
     let state = t.node.store().load().unwrap().unwrap();
     assert_eq!((state.role, state.phase, state.cluster_id), (Role::ControlPlane, Phase::Bootstrapped, id));
     assert_eq!(*t.node.outcome().borrow(), Some(Outcome::Initialized { cluster_id: id }));
@@ -241,7 +243,7 @@ async fn backend_failure_is_reported_with_its_log_and_state_stays_consistent() {
     assert!(t.node.lock().is_locked());
     let state = t.node.store().load().unwrap().unwrap();
     assert_eq!(state.phase, Phase::Failed);
-    let restart = super::state::check_startup(&t.pcr.read_bootstrap_pcr().unwrap(), Some(state));
+    let restart = super::state::check_startup(LockRegister::Pcr(15), &t.pcr.read_bootstrap_pcr().unwrap(), Some(state));
     assert!(matches!(restart, Ok(Startup::Bootstrapped(s)) if s.phase == Phase::Failed));
     assert!(matches!(&*t.node.outcome().borrow(), Some(Outcome::Failed { holder: LockHolder::Init, .. })));
 }
@@ -267,8 +269,10 @@ struct FakeSource {
     pki: super::pki::ClusterPki,
     calls: AtomicUsize,
     requests: Mutex<Vec<IssueJoinTicketRequest>>,
-    /// The PCR 15 the service "quotes" (default: the ticket's cluster binding).
-    server_pcr15: Option<[u8; 32]>,
+    /// The service's variant (default `qemu-vtpm`: its lock register is PCR 15).
+    variant: Variant,
+    /// The cluster the service's lock register is bound to (default: the ticket's).
+    server_cluster: Option<[u8; 32]>,
 }
 
 impl FakeSource {
@@ -278,7 +282,8 @@ impl FakeSource {
             pki: test_pki(),
             calls: 0.into(),
             requests: Mutex::default(),
-            server_pcr15: None,
+            variant: Variant::QemuVtpm,
+            server_cluster: None,
         }
     }
 }
@@ -304,13 +309,14 @@ impl TicketSource for FakeSource {
             ..IssueJoinTicketResponse::default()
         });
         self.requests.lock().unwrap().push(request);
-        // A join service on a node of the ticket's cluster (PCR 15 = its cluster id, extended from zero).
-        let cluster_id = cluster_id(&[0x33; 32], &[0x22; 32]);
+        // A join service on a node of the ticket's cluster (its lock register bound to its cluster id).
+        let cluster_id = self.server_cluster.unwrap_or_else(|| cluster_id(&[0x33; 32], &[0x22; 32]));
+        let registry = self.variant.info().ak == attest_engine::variant::AkTrust::Registry;
         let proof = ServerProof {
-            variant: Some(attest_engine::variant::Variant::QemuVtpm),
-            ak_digest: Some([0x44; 32]),
-            ak_basis: Some(attest_engine::variant::AkBasis::CredentialActivation),
-            pcr15: Some(self.server_pcr15.unwrap_or_else(|| expected_pcr_value(&cluster_id))),
+            variant: Some(self.variant),
+            ak_digest: registry.then_some([0x44; 32]),
+            ak_basis: registry.then_some(attest_engine::variant::AkBasis::CredentialActivation),
+            lock: Some(self.variant.info().lock.bound(default_provider(), &cluster_id)),
         };
         Box::pin(async move { ticket.map(|t| (t, proof)).map_err(AttemptError::Status) })
     }
@@ -337,7 +343,7 @@ async fn join_retries_unavailable_then_joins() {
     assert_eq!(source.calls.load(Ordering::SeqCst), 3);
     let req = &source.requests.lock().unwrap()[0];
     assert!(super::disk::is_uuid(&req.disk_uuid) && !req.is_control_plane && !req.certificate_request.is_empty());
-    assert_eq!(t.pcr.read_bootstrap_pcr().unwrap(), expected_pcr_value(&id));
+    assert_eq!(t.pcr.read_bootstrap_pcr().unwrap().as_bytes(), expected_pcr_value(&id));
     let state = t.node.store().load().unwrap().unwrap();
     assert_eq!((state.role, state.phase), (Role::Worker, Phase::Bootstrapped));
     let sd = t.dir.join("state");
@@ -352,8 +358,7 @@ async fn join_retries_unavailable_then_joins() {
 #[tokio::test]
 async fn a_ticket_from_a_join_service_of_another_cluster_is_refused() {
     let t = test_node("other-cluster", |d| Arc::new(DryRunBackend::new(d)));
-    let source =
-        Arc::new(FakeSource { server_pcr15: Some(expected_pcr_value(&[0x77; 32])), ..FakeSource::new(vec![]) });
+    let source = Arc::new(FakeSource { server_cluster: Some([0x77; 32]), ..FakeSource::new(vec![]) });
     let e = JoinClient::new(t.node.clone(), source.clone(), fast()).run().await.unwrap_err();
     assert!(matches!(&e, JoinError::GaveUp { attempts: 3, last } if last.contains("not a node of the cluster")), "{e}");
     assert_eq!(source.calls.load(Ordering::SeqCst), 3);
@@ -361,6 +366,34 @@ async fn a_ticket_from_a_join_service_of_another_cluster_is_refused() {
     assert_eq!(t.pcr.extend_count(), 0);
     assert_eq!(t.node.store().load().unwrap(), None);
     assert!(!t.dir.join("run/state-disk.key").exists());
+}
+
+/// A TD without a vTPM (`qemu-tdx`): its lock is RTMR3. It joins through a `qemu-tdx` join service whose
+/// RTMR3 is bound to the ticket's cluster, extending its own RTMR3 with SHA-384(cluster id); a service whose
+/// RTMR3 is another cluster's is refused and the TD stays unlocked.
+#[tokio::test]
+async fn a_td_without_a_vtpm_locks_rtmr3_and_checks_the_services_rtmr3() {
+    let rtmr3 = LockRegister::Rtmr(3);
+    let foreign = test_node_on("td-other", Arc::new(MemoryPcr::of(rtmr3)), |d| Arc::new(DryRunBackend::new(d)));
+    let source =
+        Arc::new(FakeSource { variant: Variant::QemuTdx, server_cluster: Some([0x77; 32]), ..FakeSource::new(vec![]) });
+    let e = JoinClient::new(foreign.node.clone(), source, fast()).run().await.unwrap_err();
+    assert!(matches!(&e, JoinError::GaveUp { last, .. } if last.contains("join service's RTMR3 is")), "{e}");
+    assert_eq!((foreign.node.lock().is_locked(), foreign.pcr.extend_count()), (false, 0));
+
+    let t = test_node_on("td-join", Arc::new(MemoryPcr::of(rtmr3)), |d| Arc::new(DryRunBackend::new(d)));
+    let source = Arc::new(FakeSource { variant: Variant::QemuTdx, ..FakeSource::new(vec![]) });
+    let outcome = JoinClient::new(t.node.clone(), source, fast()).run().await.unwrap();
+    let id = cluster_id(&[0x33; 32], &[0x22; 32]);
+    assert_eq!(outcome, Outcome::Joined { cluster_id: id });
+    assert_eq!(t.pcr.read_bootstrap_pcr().unwrap(), rtmr3.bound(default_provider(), &id));
+    // A restart in the same boot: bootstrapped; the state and RTMR3 agree.
+    let state = t.node.store().load().unwrap().unwrap();
+    let again = NodeLock::open(t.pcr.clone()).unwrap();
+    assert_eq!(
+        super::state::check_startup(rtmr3, &again.initial_pcr(), Some(state.clone())),
+        Ok(Startup::Bootstrapped(state))
+    );
 }
 
 /// The dry-run backend is announced in the node's persisted state.
@@ -417,7 +450,7 @@ async fn rejoin_checks_the_cluster_id_and_reset_forgets_a_failed_node() {
     assert_eq!(rebooted.pcr.extend_count(), 0);
     let done = rejoiner.finish(keys(0x33), KeySource::Recovery).await.unwrap();
     assert_eq!((done.cluster_id, done.via, done.extended), (id, KeySource::Recovery, true));
-    assert_eq!(rebooted.pcr.read_bootstrap_pcr().unwrap(), expected_pcr_value(&id));
+    assert_eq!(rebooted.pcr.read_bootstrap_pcr().unwrap().as_bytes(), expected_pcr_value(&id));
     assert_eq!(std::fs::read(rebooted.dir.join("run/state-disk.key")).unwrap(), [0x11; 32]);
     assert!(matches!(rejoiner.finish(keys(0x33), KeySource::RejoinTicket).await, Err(RejoinError::AlreadyDone)));
 

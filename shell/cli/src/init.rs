@@ -301,13 +301,20 @@ async fn execute(args: &InitArgs, p: &Prepared) -> Outcome {
     let Some(attested) = recorder.last() else {
         return Outcome::Failed { stage: "attestation", reason: "the handshake verified no attestation".into() };
     };
-    progress(&format!(
-        "node attested: {}, AK {} ({}), {} expected PCR(s) matched",
-        attested.variant.name(),
-        attested.ak_digest.map_or_else(|| "(HCL runtime data)".to_owned(), |d| hex::encode(&d[..8])),
-        attested.ak_basis.name(),
-        attested.pcrs.len()
-    ));
+    match (attested.ak_basis, &attested.td) {
+        (Some(basis), _) => progress(&format!(
+            "node attested: {}, AK {} ({}), {} expected PCR(s) matched",
+            attested.variant.name(),
+            attested.ak_digest.map_or_else(|| "(HCL runtime data)".to_owned(), |d| hex::encode(&d[..8])),
+            basis.name(),
+            attested.pcrs.len()
+        )),
+        (None, td) => progress(&format!(
+            "node attested: {}, no vTPM: TD quote, registers {} matched",
+            attested.variant.name(),
+            td.as_ref().map_or_else(|| "none".to_owned(), |t| t.registers_checked.join(", "))
+        )),
+    }
 
     // 3. Init.
     let request = InitRequest {

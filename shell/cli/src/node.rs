@@ -5,7 +5,10 @@
 //! Every variant is supported ([`VariantArgs`]). `qemu-vtpm` AKs are trusted through the AK registry, which
 //! `attest init` fills by credential activation; the SNP variants trust the AK through the SNP report and
 //! need a launch policy (`--snp-policy` pinning MEASUREMENT or ID_KEY_DIGEST); `gcp-shielded-vm` trusts
-//! Google's AK certificate. SNP certificates come with the node's document (the VCEK/VLEK), chained to AMD's
+//! Google's AK certificate; the TDX variants are verified through their TD quote (Intel's collateral for
+//! each `--tdx-platform`, from the PCS store or Intel's PCS), their launch pinned by MRTD — the measurements
+//! file's index 0 for `qemu-tdx`, which has no vTPM and is measured by MRTD and RTMR0–3, or `--tdx-policy`
+//! for `azure-tdx`. SNP certificates come with the node's document (the VCEK/VLEK), chained to AMD's
 //! pinned roots — or, in builds with the cargo feature `dangerous-test-roots` only, to the test roots of
 //! simulated hardware (`--dangerous-test-roots`), which every verdict then names.
 //!
@@ -60,7 +63,7 @@ pub fn load_expected(path: &Path, variant: Variant, factory: &ValidatorFactory) 
     })
 }
 
-/// The PCR 15 value of a node bound to `cluster_id`: SHA-256(0³² ‖ cluster id).
+/// The PCR 15 value of a node bound to `cluster_id`: SHA-256(0³² ‖ cluster id) (every variant with a vTPM).
 pub fn cluster_pcr15(cluster_id: &[u8; 32]) -> [u8; 32] {
     let mut h = openssl::sha::Sha256::new();
     h.update(&[0; 32]);
@@ -68,10 +71,15 @@ pub fn cluster_pcr15(cluster_id: &[u8; 32]) -> [u8; 32] {
     h.finish()
 }
 
-/// `expected` with PCR 15 expected (enforced) to hold `cluster_id`'s value; unchanged without a cluster id.
-pub fn with_cluster_id(expected: Expected, cluster_id: Option<&[u8; 32]>) -> Expected {
+/// `expected` with the lock register of `variant` (the variant table's `lock` column: PCR 15, or RTMR3 on a
+/// TD without a vTPM) expected (enforced) to hold `cluster_id`'s bound value
+/// ([`attest_engine::variant::LockRegister::bound`]); unchanged without a cluster id.
+pub fn with_cluster_id(variant: Variant, expected: Expected, cluster_id: Option<&[u8; 32]>) -> Expected {
     match cluster_id {
-        Some(id) => expected.with_pcr(15, cluster_pcr15(id)),
+        Some(id) => {
+            let register = variant.info().lock;
+            expected.with_lock(register, &register.bound(attest_engine::crypto::default_provider(), id))
+        }
         None => expected,
     }
 }
@@ -80,7 +88,7 @@ pub fn with_cluster_id(expected: Expected, cluster_id: Option<&[u8; 32]>) -> Exp
 #[derive(Debug, clap::Args)]
 pub struct VariantArgs {
     /// The node's attestation variant.
-    #[arg(long, default_value = "qemu-vtpm", value_parser = attest_trust::variant_arg::with_vtpm(VTPM_ONLY))]
+    #[arg(long, default_value = "qemu-vtpm", value_parser = attest_trust::variant_arg::any())]
     pub variant: Variant,
     /// SNP policy (TOML or JSON) of the SNP variants; it must pin the launch (measurements or id_key_digests).
     #[arg(long, value_name = "FILE")]
@@ -89,11 +97,12 @@ pub struct VariantArgs {
     /// builds with the cargo feature dangerous-test-roots accept it.
     #[arg(long, value_name = "DIR")]
     pub dangerous_test_roots: Option<PathBuf>,
+    /// TDX variants: the platforms whose collateral is loaded (`--tdx-platform`, from the PCS store or
+    /// Intel's PCS; the test roots bring their own) and the TDX policy (`--tdx-policy`: `azure-tdx` pins its
+    /// MRTD there; `qemu-tdx` takes MRTD and RTMRs from the measurements file).
+    #[command(flatten)]
+    pub tdx: attest_trust::tdx::TdxArgs,
 }
-
-/// Why a variant without a vTPM is not taken by these commands: they check a vTPM quote. TD quotes are
-/// verified by `attest tdx verify`, and the join service admits TDX nodes.
-const VTPM_ONLY: &str = "this command checks a vTPM quote and has no TD-quote-only variants; verify a TD quote with `attest tdx verify QUOTE --collateral FILE`";
 
 /// A validator for a node, and the test roots it trusts (their description, for every verdict).
 #[derive(Debug)]
@@ -123,7 +132,10 @@ impl VariantArgs {
         let factory = ValidatorFactory { snp_policy, ak_registry: Some(registry), ..factory };
         let validator = factory.validator(self.variant, expected).map_err(|e| UsageError::new(e.to_string()))?;
         validator.launch_pinning().map_err(|e| {
-            UsageError::new(format!("{}: {e} (give --snp-policy pinning the launch measurement)", self.variant))
+            UsageError::new(format!(
+                "{}: {e} (give --snp-policy pinning the launch measurement, or MRTD: --tdx-policy or the measurements)",
+                self.variant
+            ))
         })?;
         Ok(NodeValidator { validator, test_roots })
     }
@@ -152,21 +164,36 @@ impl VariantArgs {
             test_roots.is_some(),
             rt,
         )?;
+        // TD quotes need Intel's collateral for their platform (the test roots bring their own).
+        if self.variant.is_tdx() && test_roots.is_none() {
+            let installed = rt
+                .block_on(self.tdx.install(&prepared.factory.tdx))
+                .map_err(|e| UsageError::new(format!("TDX collateral: {e}")))?;
+            if installed.is_none() {
+                return Err(UsageError::new(format!(
+                    "{}: give --tdx-platform FMSPC for each TDX platform whose quotes are accepted",
+                    self.variant
+                )));
+            }
+        }
         // The AK registry only once the measurements, the launch and the CRLs are trusted.
         let factory = ValidatorFactory { ak_registry: Some(registry()?), ..prepared.factory };
-        let expected = with_cluster_id(prepared.expected, cluster_id);
+        let expected = with_cluster_id(self.variant, prepared.expected, cluster_id);
         let validator = factory.validator(self.variant, expected).map_err(|e| UsageError::new(e.to_string()))?;
         Ok((NodeValidator { validator, test_roots }, prepared.trust))
     }
 
-    /// The validator factory of these flags: AMD's and Google's pinned roots, or (`--dangerous-test-roots`,
-    /// feature builds only) the test roots of simulated hardware, described for every verdict.
+    /// The validator factory of these flags: AMD's, Google's and Intel's pinned roots, or
+    /// (`--dangerous-test-roots`, feature builds only) the test roots of simulated hardware, described for every
+    /// verdict; the TDX policy of `--tdx-policy`.
     fn factory(&self) -> Result<(ValidatorFactory, Option<String>), UsageError> {
         let (snp, gce, tdx, test_roots) = match &self.dangerous_test_roots {
             None => (SnpVerifier::new(), GceVerifier::new(), None, None),
             Some(dir) => test_root_verifiers(dir)?,
         };
-        let mut factory = ValidatorFactory { snp: Arc::new(snp), gce: Arc::new(gce), ..ValidatorFactory::default() };
+        let tdx_policy = self.tdx.policy().map_err(|e| UsageError::new(e.to_string()))?;
+        let mut factory =
+            ValidatorFactory { snp: Arc::new(snp), gce: Arc::new(gce), tdx_policy, ..ValidatorFactory::default() };
         if let Some(tdx) = tdx {
             factory.tdx = Arc::new(tdx);
         }
@@ -245,8 +272,11 @@ pub struct AttestationSummary {
     /// SHA-256 of the AK's TPMT_PUBLIC; `None` where the document carries no TPM2B_PUBLIC (`azure-sev-snp`:
     /// the AK comes from the HCL runtime data as a JWK).
     pub ak_digest: Option<[u8; 32]>,
-    /// Why the AK is trusted.
-    pub ak_basis: AkBasis,
+    /// Why the AK is trusted; `None` for a variant without a vTPM (`qemu-tdx`: no AK, the TD quote binds the
+    /// handshake).
+    pub ak_basis: Option<AkBasis>,
+    /// What the TD quote proved (TDX variants).
+    pub td: Option<TdSummary>,
     /// Each expected PCR and its outcome.
     pub pcrs: Vec<(u8, PcrOutcome)>,
     /// How many SHA-256 PCRs the quote covers.
@@ -263,6 +293,33 @@ pub struct AttestationSummary {
     pub test_roots: Option<String>,
 }
 
+/// What a verified TD quote proved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TdSummary {
+    /// MRTD (the TD's build-time measurement).
+    pub mr_td: [u8; 48],
+    /// The platform's TCB status.
+    pub tcb_status: &'static str,
+    /// The TD registers the policy expected and found (`mrtd`, `rtmr0` … `rtmr3`).
+    pub registers_checked: Vec<&'static str>,
+}
+
+impl TdSummary {
+    fn of(td: &attest_engine::tdx::VerifiedTdQuote<'_>) -> Self {
+        use attest_engine::tdx::TdxCheck;
+        let registers = [TdxCheck::Mrtd, TdxCheck::Rtmr0, TdxCheck::Rtmr1, TdxCheck::Rtmr2, TdxCheck::Rtmr3];
+        TdSummary {
+            mr_td: *td.body().mr_td(),
+            tcb_status: td.tcb_status().name(),
+            registers_checked: registers
+                .into_iter()
+                .filter(|c| td.verdict().outcome(*c) == attest_engine::policy::Outcome::Passed)
+                .map(TdxCheck::name)
+                .collect(),
+        }
+    }
+}
+
 impl AttestationSummary {
     /// The summary as JSON.
     pub fn to_json(&self) -> Value {
@@ -276,6 +333,8 @@ impl AttestationSummary {
             "akDigest": self.ak_digest.map(hex::encode),
             "akBasis": serde_json::to_value(self.ak_basis).unwrap_or(Value::Null),
             "pcrsChecked": pcrs,
+            "tdQuote": self.td.as_ref().map(|t| json!({"mrTd": hex::encode(t.mr_td), "tcbStatus": t.tcb_status,
+                "registersChecked": t.registers_checked})),
             "quotedPcrs": self.quoted_pcrs,
             "eventLogReplayed": self.event_log_replayed,
             "launch": serde_json::to_value(self.launch).unwrap_or(Value::Null),
@@ -305,8 +364,24 @@ impl AttestationSummary {
         if let Some(i) = &self.instance {
             let _ = write!(extra, "\ninstance     {i} (certified by the provider's CA)");
         }
+        if let Some(t) = &self.td {
+            let _ = write!(
+                extra,
+                "\nTD quote     MRTD {}, TCB {}, registers checked {}",
+                hex::encode(t.mr_td),
+                t.tcb_status,
+                if t.registers_checked.is_empty() { "none".to_owned() } else { t.registers_checked.join(", ") }
+            );
+        }
         if let Some(r) = &self.test_roots {
             let _ = write!(extra, "\nWARNING      {r}");
+        }
+        if self.ak_basis.is_none() {
+            // No vTPM (qemu-tdx): no AK, no PCRs; the TD quote is the evidence.
+            return format!(
+                "variant      {}\nAK           none (no vTPM: the TD quote binds the handshake){extra}",
+                self.variant.name()
+            );
         }
         format!(
             "variant      {}\nAK           {} ({})\nPCRs quoted  {} (SHA-256)\nPCRs checked {}\nevent log    {}{extra}",
@@ -410,20 +485,27 @@ impl AttestationValidator for RecordingValidator {
         })?;
         self.record_result(&attest_engine::ear::Appraisal::from_validated(&ok), time);
         let ak_public = doc.tpm.as_ref().map(|t| &t.ak_public[..]).unwrap_or_default();
-        // The variants of this validator (VariantArgs: no TDX) always carry a vTPM quote and an AK.
-        let (Some(quote), Some(ak_basis)) = (&ok.quote, ok.ak_basis) else {
-            return Err(reject("the node's attestation carries no vTPM quote".into()));
-        };
+        // A variant with a vTPM always carries its quote and AK (the engine refuses it otherwise); one without
+        // (qemu-tdx) carries the TD quote.
+        if ok.variant.has_vtpm() != (ok.quote.is_some() && ok.ak_basis.is_some())
+            || (ok.variant.is_tdx() && ok.td.is_none())
+        {
+            return Err(reject("the node's attestation lacks the evidence of its variant".into()));
+        }
         let summary = AttestationSummary {
             variant: ok.variant,
-            ak_basis,
+            ak_basis: ok.ak_basis,
+            td: ok.td.as_ref().map(TdSummary::of),
             ak_digest: if ak_public.is_empty() {
                 None
             } else {
                 Some(ak_digest(ak_public).map_err(|e| reject(Box::new(e)))?)
             },
             pcrs: ok.pcrs.clone(),
-            quoted_pcrs: (0..24).filter(|i| quote.pcr(HashAlgorithm::Sha256, *i).is_some()).count(),
+            quoted_pcrs: ok
+                .quote
+                .as_ref()
+                .map_or(0, |q| (0..24).filter(|i| q.pcr(HashAlgorithm::Sha256, *i).is_some()).count()),
             event_log_replayed: ok.event_log_replayed,
             launch: ok.launch,
             snp_measurement: ok.snp.as_ref().map(|r| *r.report().measurement()),

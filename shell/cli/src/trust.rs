@@ -1,7 +1,7 @@
 //! What `attest init` and `attest verify` trust before they verify a node, shared with the services
 //! (`attest_trust`): the measurements file only with a valid signature (or the explicit waiver
-//! `--dangerously-skip-measurements-signature`), an SNP-based variant only with a pinned launch measurement
-//! (or `--dangerous-allow-unpinned-launch`), and AMD's CRLs loaded from the KDS store (then KDS) for the SNP
+//! `--dangerously-skip-measurements-signature`), an SNP-based or TDX variant only with a pinned launch
+//! measurement (MEASUREMENT, or MRTD) (or `--dangerous-allow-unpinned-launch`), and AMD's CRLs loaded from the KDS store (then KDS) for the SNP
 //! variants, fresh unless `--allow-stale-crl`. Every waiver is printed as a warning and named in the verdict
 //! (`trust.waivers` in JSON output).
 
@@ -54,7 +54,13 @@ pub fn prepare(
         }
         other => UsageError::new(other.to_string()),
     })?;
-    let probe = factory.launch_probe(variant);
+    // A TDX variant's launch is pinned by its TDX policy's MRTD: the measurements file's (qemu-tdx, measured by
+    // its TD registers) or the policy file's; the others' by their SNP policy, or not at all.
+    let probe = if variant.info().launch == attest_engine::variant::LaunchPin::TdxMrtd {
+        factory.validator(variant, expected.clone()).map_err(|e| UsageError::new(e.to_string()))?
+    } else {
+        factory.launch_probe(variant)
+    };
     let launch = attest_trust::check_launch([&probe]).map_err(|e| UsageError::new(e.to_string()))?;
     if launch.iter().any(|(_, l)| *l == attest_engine::LaunchPinning::DangerouslyUnpinned) {
         eprintln!(

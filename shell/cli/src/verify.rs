@@ -5,8 +5,8 @@
 //! the fresh report) against a fresh nonce, the certificate key against the quote — then closes it; no RPC
 //! is made. The verdict names every waiver in effect.
 //!
-//! With `--service grpc|http` the node's verify service is asked instead, and `--cluster-id` adds the PCR 15
-//! check ([`super::verifysvc`]).
+//! With `--service grpc|http` the node's verify service is asked instead, and `--cluster-id` adds the check of
+//! the variant's lock register (PCR 15, or RTMR3 on a TD without a vTPM) ([`super::verifysvc`]).
 //!
 //! Exit statuses: 0 verified; 1 refused (with the reason) or unreachable; 2 usage.
 
@@ -33,8 +33,9 @@ pub struct VerifyArgs {
     /// Measurements signature, launch pinning, CRLs and their waivers.
     #[command(flatten)]
     pub trust: TrustArgs,
-    /// Also require PCR 15 to hold this cluster id (64 hex digits, as `attest init` printed it): the node is
-    /// bound to this cluster. Replaces the measurements file's PCR 15 entry.
+    /// Also require the variant's lock register (PCR 15; RTMR3, measurement index 4, on qemu-tdx) to hold this
+    /// cluster id (64 hex digits, as `attest init` printed it): the node is bound to this cluster. Replaces the
+    /// measurements file's entry for that register.
     #[arg(long, value_name = "HEX")]
     pub cluster_id: Option<String>,
     /// How to reach the node: an aTLS handshake with the endpoint, or the node's verify service (gRPC on

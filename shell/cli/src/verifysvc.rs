@@ -7,6 +7,8 @@
 //!  grpc: GetAttestation{nonce} ─▶ {attestation}      http: GET /?nonce=<base64url> ─▶ {"attestation": base64}
 //!  validate (qemu-vtpm): AK from the registry, quote signature, extraData = f(nonce, user data),
 //!            PCRs against the measurements (+ PCR 15 = SHA-256(0³² ‖ cluster id) with --cluster-id)
+//!  validate (qemu-tdx):  TD quote (PCK chain, collateral, REPORTDATA = f(nonce, user data)), MRTD and RTMRs
+//!            against the measurements (+ RTMR3 = SHA-384(0⁴⁸ ‖ SHA-384(cluster id)) with --cluster-id)
 //!  user data = SHA-256(VERIFY_USER_DATA_CONTEXT)  (a verify-service document, never an aTLS one)
 //! ```
 //!
@@ -14,16 +16,19 @@
 //!
 //! # The cluster id
 //!
-//! The node lock extends PCR 15 once, from zero, with the 32-byte cluster id, so a node of cluster `C` has
-//! PCR 15 = SHA-256(0³² ‖ C). `--cluster-id` replaces whatever the measurements file expects of PCR 15 (the
-//! default join measurements expect 0: a node not yet bound to any cluster) by that value, enforced.
+//! The node lock extends its variant's lock register once, from zero, with the cluster id (the variant
+//! table's `lock` column, `attest_engine::variant::LockRegister`): PCR 15 with the 32-byte id wherever there
+//! is a vTPM, so a node of cluster `C` has PCR 15 = SHA-256(0³² ‖ C); a TD without a vTPM (`qemu-tdx`) RTMR3
+//! with SHA-384(C) — measurement index 4 —, so RTMR3 = SHA-384(0⁴⁸ ‖ SHA-384(C)). `--cluster-id` replaces
+//! whatever the measurements file expects of that register (the default join measurements expect 0: a node
+//! not yet bound to any cluster) by that value, enforced.
 
 use super::node::{self, CONNECT_TIMEOUT, RecordingValidator, reason};
 pub use super::node::{cluster_pcr15, with_cluster_id};
 use super::{Status, UsageError};
 use attest_atls::AttestationValidator;
 #[cfg(test)]
-use attest_engine::variant::{PcrExpectation, PcrPolicy};
+use attest_engine::variant::{PcrExpectation, PcrPolicy, Variant};
 use attest_grpc::{Channel, ChannelConfig, Metadata};
 use attest_proto::paths;
 use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
@@ -165,6 +170,7 @@ pub fn run(
     cluster_id: Option<&[u8; 32]>,
     stdout: &mut dyn std::io::Write,
 ) -> Result<Status, UsageError> {
+    let register = validator.validator.variant().info().lock;
     let (status, verdict, result) = verify_via_service(addr, via_service, validator)?;
     let via = match via_service {
         VerifyVia::Grpc => "verify service (gRPC)",
@@ -186,7 +192,7 @@ pub fn run(
             } else {
                 let _ = writeln!(stdout, "VERIFIED {endpoint} ({via})\n{}", summary.describe());
                 if let Some(c) = &cluster {
-                    let _ = writeln!(stdout, "cluster      {c} (PCR 15 ✓)");
+                    let _ = writeln!(stdout, "cluster      {c} ({register} ✓)");
                 }
             }
         }
@@ -215,9 +221,11 @@ mod tests {
         let nine = PcrExpectation { index: 9, expected: [9; 32], warn_only: false };
         let policy = PcrPolicy { entries: vec![zero, nine] };
         let expected = attest_trust::Expected::Pcrs(policy);
-        assert_eq!(with_cluster_id(expected.clone(), None), expected);
+        assert_eq!(with_cluster_id(Variant::QemuVtpm, expected.clone(), None), expected);
         let id = [0xc1; 32];
-        let attest_trust::Expected::Pcrs(p) = with_cluster_id(expected, Some(&id)) else { panic!("PCRs") };
+        let attest_trust::Expected::Pcrs(p) = with_cluster_id(Variant::QemuVtpm, expected, Some(&id)) else {
+            panic!("PCRs")
+        };
         assert_eq!(p.entries.len(), 2);
         assert_eq!(p.entries[0], nine);
         assert_eq!(p.entries[1], PcrExpectation { index: 15, expected: cluster_pcr15(&id), warn_only: false });
@@ -225,6 +233,17 @@ mod tests {
         let mut input = vec![0u8; 32];
         input.extend_from_slice(&id);
         assert_eq!(cluster_pcr15(&id), openssl::sha::sha256(&input));
+        // A TD without a vTPM: RTMR3 (measurement index 4) = SHA-384(0^48 || SHA-384(id)).
+        let zero = attest_engine::policy::Hex([0; 48]);
+        let td = attest_engine::tdx::TdxPolicy { rtmr3: Some(zero), ..attest_engine::tdx::TdxPolicy::default() };
+        let attest_trust::Expected::TdRegisters(bound) =
+            with_cluster_id(Variant::QemuTdx, attest_trust::Expected::TdRegisters(Box::new(td)), Some(&id))
+        else {
+            panic!("TD registers")
+        };
+        let mut input = vec![0u8; 48];
+        input.extend_from_slice(&openssl::sha::sha384(&id));
+        assert_eq!(bound.rtmr3.unwrap().0, openssl::sha::sha384(&input));
         assert!(parse_cluster_id("zz").is_err());
         assert_eq!(parse_cluster_id(&hex::encode(id)).unwrap(), id);
     }

@@ -3,7 +3,8 @@
 //! ```text
 //! attest-hwsim machine --variant VARIANT
 //! attest-hwsim snp serve --dir DIR --socket PATH [--signer vcek|vlek] [--measurement HEX]
-//! attest-hwsim tdx serve --dir DIR --root ROOT [--mrtd HEX] [--azure-tpm TCTI --quote-listen 127.0.0.1:PORT]
+//! attest-hwsim tdx serve --dir DIR --root ROOT [--platform FILE] [--mrtd HEX]
+//!              [--azure-tpm TCTI --quote-listen 127.0.0.1:PORT]
 //! attest-hwsim azure provision --tpm TCTI --snp-device sim:PATH
 //! attest-hwsim gce provision --tpm TCTI --dir DIR --instance NAME [--project ID] [--measure PCR=TEXT …]
 //!              --event-log-out FILE
@@ -19,7 +20,10 @@
 //! cloud's vTPM has none (AWS's NitroTPM). `snp serve` prints `listening on PATH` once it answers, then runs
 //! until SIGTERM. `tdx serve` prints `serving sim:ROOT` (and, with `--azure-tpm`, `quote endpoint URL` after
 //! provisioning the vTPM as Azure's paravisor does) once it answers, then runs until SIGTERM; attesters take
-//! `sim:ROOT` as their TDX root and the URL as Azure's quote endpoint. The attack commands
+//! `sim:ROOT` as their TDX root and the URL as Azure's quote endpoint. With `--platform FILE`, several `tdx
+//! serve` processes (one TD each, say one per node) share one platform and so one test root: the first
+//! generates it into DIR and saves its TEST keys to FILE (owner-only), the others — started once it printed
+//! `serving` — load it. The attack commands
 //! print one JSON object (`{"attack", "outcome": "refused"|"issued", "reason"?}`) and exit 0 when the
 //! attempt ran (whatever its outcome), 1 when it could not run. Every command says on stderr that the
 //! hardware is simulated.
@@ -102,6 +106,10 @@ enum TdxCommand {
         /// The simulated system root (created): configfs-tsm, RTMR files, the CCEL table.
         #[arg(long)]
         root: PathBuf,
+        /// The simulated platform's file: loaded when it exists, else generated (into DIR) and saved there, so
+        /// that several TDs run on one platform under one test root. Without it: a platform of this TD alone.
+        #[arg(long, value_name = "FILE")]
+        platform: Option<PathBuf>,
         /// The TD's MRTD (96 hex digits).
         #[arg(long)]
         mrtd: Option<String>,
@@ -263,7 +271,7 @@ fn run(command: Command) -> Result<(), String> {
             eprintln!("attest-hwsim: answered {} report request(s)", server.served());
             Ok(())
         }
-        Command::Tdx(TdxCommand::Serve { dir, root, mrtd, azure_tpm, quote_listen }) => {
+        Command::Tdx(TdxCommand::Serve { dir, root, platform, mrtd, azure_tpm, quote_listen }) => {
             let mrtd = match mrtd {
                 None => tdx::DEFAULT_MRTD,
                 Some(h) => hex::decode(h.trim())
@@ -272,7 +280,12 @@ fn run(command: Command) -> Result<(), String> {
                     .ok_or("--mrtd: expected 96 hex digits")?,
             };
             let attributes = if azure_tpm.is_some() { tdx::AZURE_TD_ATTRIBUTES } else { tdx::TD_ATTRIBUTES };
-            let td = Arc::new(tdx::SimulatedTd::provision(&dir, &root, mrtd, attributes).map_err(|e| e.to_string())?);
+            let platform = match &platform {
+                Some(file) => tdx::TdPlatform::open_or_generate(file, &dir).map_err(|e| e.to_string())?.0,
+                None => tdx::TdPlatform::generate(&dir).map_err(|e| e.to_string())?,
+            };
+            let config = tdx::TdConfig::new(mrtd, attributes);
+            let td = Arc::new(tdx::SimulatedTd::boot(Arc::new(platform), &root, &config).map_err(|e| e.to_string())?);
             let _server = tdx::TdServer::start(&td).map_err(|e| e.to_string())?;
             let mut _endpoint = None;
             if let Some(tcti) = azure_tpm {

@@ -32,7 +32,9 @@ use attest_engine::UnixTime;
 use attest_engine::crypto::default_provider;
 use attest_engine::tdx::tdreport::{RawTdReportStruct, TDREPORT_SIZE, TDREPORT_TYPE_TDX};
 use attest_kds::test_roots::{MARKER, files};
-use attest_test_support::intel::{IntelPki, Pck, PckSpec, QuoteSpec, qe_identity_json, tcb_info_json};
+use attest_test_support::intel::{
+    IntelPki, IntelPkiParts, P256, Pck, PckSpec, QuoteSpec, qe_identity_json, tcb_info_json,
+};
 use aws_lc_rs::hmac;
 use base64::Engine as _;
 use std::io::{Read as _, Write as _};
@@ -49,6 +51,13 @@ pub const PCK_SERIAL: [u8; 3] = [0x7D, 0x01, 0x01];
 pub const TD_ATTRIBUTES: u64 = 1 << 28;
 /// TDATTRIBUTES of a simulated Azure TD partition: 0 (Azure's TDs run without SEPT_VE_DISABLE).
 pub const AZURE_TD_ATTRIBUTES: u64 = 0;
+/// The DEBUG bit of TDATTRIBUTES (bit 0, "TUD"): a TD whose memory and state the host can read.
+pub const DEBUG_ATTRIBUTE: u64 = 1;
+/// TEE_TCB_SVN of a TD on an up-to-date TDX module: the collateral's `UpToDate` level.
+pub const TEE_TCB_SVN: [u8; 16] = [3, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+/// TEE_TCB_SVN of a TD on an out-of-date TDX module: the collateral's `OutOfDate` level (the default TDX
+/// policy refuses it).
+pub const OUTDATED_TEE_TCB_SVN: [u8; 16] = [2, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
 /// The simulated TD's registers and attributes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,19 +70,19 @@ pub struct TdState {
     pub attributes: u64,
 }
 
-/// The simulated TD and platform.
-pub struct SimulatedTd {
+/// The simulated platform every TD of one test root shares: the Intel-like PKI, the PCK certificate of the
+/// platform's processor and the key that MACs its TD reports. Persisted with [`TdPlatform::save`], so that
+/// several processes — one per simulated TD — run on one platform that one test root vouches for.
+pub struct TdPlatform {
     pki: IntelPki,
     pck: Pck,
-    state: Mutex<TdState>,
+    mac_secret: [u8; 32],
     mac_key: hmac::Key,
-    root: PathBuf,
-    quotes: AtomicU64,
 }
 
-impl core::fmt::Debug for SimulatedTd {
+impl core::fmt::Debug for TdPlatform {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SimulatedTd").field("root", &self.root).field("state", &self.state()).finish_non_exhaustive()
+        f.debug_struct("TdPlatform").finish_non_exhaustive()
     }
 }
 
@@ -94,6 +103,164 @@ fn comps(prefix: &[u8]) -> [u8; 16] {
     let mut c = [0u8; 16];
     c[..prefix.len()].copy_from_slice(prefix);
     c
+}
+
+fn bad_platform(path: &Path, why: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {why}", path.display()))
+}
+
+impl TdPlatform {
+    /// Generates the PKI, the PCK certificate and the MAC key, and writes what verifiers trust into the
+    /// test-root directory `dir`: the marker, the root, the collateral (TCB Info with an `UpToDate` level and
+    /// an `OutOfDate` one below it, QE Identity, CRLs) and the collateral whose PCK CRL revokes the PCK
+    /// certificate ([`REVOKING_COLLATERAL_FILE`]).
+    pub fn generate(dir: &Path) -> std::io::Result<Self> {
+        let pki = IntelPki::new();
+        let pck = pki.issue_pck(&PckSpec { serial: PCK_SERIAL.to_vec(), ..PckSpec::default() });
+        let mut mac_secret = [0u8; 32];
+        aws_lc_rs::rand::fill(&mut mac_secret).map_err(|_| std::io::Error::other("random MAC key"))?;
+        let platform = Self::from_parts(pki, pck, mac_secret);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let (from, until) = (now - 86_400, now + 30 * 86_400);
+        let (from_text, until_text) = (rfc3339(from), rfc3339(until));
+        let window = (from_text.as_str(), until_text.as_str());
+        let sgx = comps(&[5, 5, 2, 2, 3, 1, 0, 3]);
+        let tcb = tcb_info_json(
+            PckSpec::default().fmspc,
+            window,
+            &[
+                (sgx, 11, comps(&TEE_TCB_SVN[..3]), "UpToDate", &[]),
+                (sgx, 11, comps(&OUTDATED_TEE_TCB_SVN[..3]), "OutOfDate", &["INTEL-SA-00837"]),
+            ],
+            &[(4, "UpToDate")],
+        );
+        let qe = qe_identity_json(window, &[(4, "UpToDate")]);
+        let crl_window = (i64::try_from(from).unwrap_or(0), i64::try_from(until).unwrap_or(i64::MAX));
+        let pki = &platform.pki;
+        write(dir, MARKER, crate::BANNER.as_bytes())?;
+        write(dir, files::TDX_ROOT, pki.root_der())?;
+        write(dir, files::TDX_COLLATERAL, pki.bundle(&tcb, &qe, crl_window, &[], &[]).as_bytes())?;
+        write(dir, REVOKING_COLLATERAL_FILE, pki.bundle(&tcb, &qe, crl_window, &[&PCK_SERIAL], &[]).as_bytes())?;
+        Ok(platform)
+    }
+
+    fn from_parts(pki: IntelPki, pck: Pck, mac_secret: [u8; 32]) -> Self {
+        let mac_key = hmac::Key::new(hmac::HMAC_SHA256, &mac_secret);
+        Self { pki, pck, mac_secret, mac_key }
+    }
+
+    /// Writes the platform's secrets (the PKI's and the PCK's keys, the MAC key: a TEST platform's, useless
+    /// outside a test root) to `path`, readable by the owner only, replacing it atomically.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let parts = self.pki.to_parts();
+        let pair = |(k, c): &(Vec<u8>, Vec<u8>)| serde_json::json!({"key": hex::encode(k), "cert": hex::encode(c)});
+        let text = serde_json::json!({
+            "warning": crate::BANNER,
+            "root": pair(&parts.root),
+            "pck_ca": pair(&parts.pck_ca),
+            "tcb_signing": pair(&parts.tcb_signing),
+            "pck": pair(&(self.pck.key.pkcs8().to_vec(), self.pck.der.clone())),
+            "mac_key": hex::encode(self.mac_secret),
+        })
+        .to_string();
+        let tmp = path.with_extension("tmp");
+        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// The platform [`TdPlatform::save`] wrote to `path`.
+    pub fn load(path: &Path) -> std::io::Result<Self> {
+        let text = std::fs::read(path)?;
+        if text.len() > MAX_PLATFORM_FILE {
+            return Err(bad_platform(path, "larger than a simulated platform file"));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| bad_platform(path, &e.to_string()))?;
+        let bytes = |name: &str, field: &str| {
+            v[name][field]
+                .as_str()
+                .and_then(|h| hex::decode(h).ok())
+                .ok_or_else(|| bad_platform(path, &format!("no {name}.{field}")))
+        };
+        let pair = |name: &str| Ok::<_, std::io::Error>((bytes(name, "key")?, bytes(name, "cert")?));
+        let parts = IntelPkiParts { root: pair("root")?, pck_ca: pair("pck_ca")?, tcb_signing: pair("tcb_signing")? };
+        let pki = IntelPki::from_parts(&parts).ok_or_else(|| bad_platform(path, "a key does not parse"))?;
+        let (pck_key, pck_der) = pair("pck")?;
+        let key = P256::from_pkcs8(&pck_key).ok_or_else(|| bad_platform(path, "the PCK key does not parse"))?;
+        let mac_secret = v["mac_key"]
+            .as_str()
+            .and_then(|h| hex::decode(h).ok())
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .ok_or_else(|| bad_platform(path, "no 32-byte mac_key"))?;
+        Ok(Self::from_parts(pki, Pck { der: pck_der, key }, mac_secret))
+    }
+
+    /// The platform at `path` when it exists, else a new one generated into the test-root directory `dir`
+    /// and saved to `path`. Returns whether it was generated now.
+    pub fn open_or_generate(path: &Path, dir: &Path) -> std::io::Result<(Self, bool)> {
+        if path.exists() {
+            return Ok((Self::load(path)?, false));
+        }
+        let platform = Self::generate(dir)?;
+        platform.save(path)?;
+        Ok((platform, true))
+    }
+}
+
+/// Largest simulated platform file read.
+pub const MAX_PLATFORM_FILE: usize = 64 * 1024;
+
+/// How a simulated TD is built and booted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TdConfig {
+    /// MRTD.
+    pub mr_td: [u8; 48],
+    /// TDATTRIBUTES.
+    pub attributes: u64,
+    /// TEE_TCB_SVN: the TDX module's ([`TEE_TCB_SVN`], or [`OUTDATED_TEE_TCB_SVN`]).
+    pub tee_tcb_svn: [u8; 16],
+    /// The boot's measurements, in order: (RTMR 0–2, event data) — each extends the RTMR with SHA-384 of the
+    /// data and is written to the CC event log.
+    pub events: Vec<(u8, Vec<u8>)>,
+}
+
+impl TdConfig {
+    /// A TD with `mr_td` and `attributes` on an up-to-date module, booting the simulated firmware's events
+    /// (RTMR0: its configuration and HOB; RTMR1: a kernel and its command line).
+    pub fn new(mr_td: [u8; 48], attributes: u64) -> Self {
+        let events: [(u8, &[u8]); 4] = [
+            (0, b"attest-hwsim TDVF configuration"),
+            (0, b"attest-hwsim TD HOB"),
+            (1, b"attest-hwsim kernel"),
+            (1, b"attest-hwsim kernel command line"),
+        ];
+        Self {
+            mr_td,
+            attributes,
+            tee_tcb_svn: TEE_TCB_SVN,
+            events: events.iter().map(|(i, d)| (*i, d.to_vec())).collect(),
+        }
+    }
+}
+
+/// A simulated TD on a [`TdPlatform`]: its registers, and the kernel's interfaces below its system root.
+pub struct SimulatedTd {
+    platform: Arc<TdPlatform>,
+    state: Mutex<TdState>,
+    tee_tcb_svn: [u8; 16],
+    root: PathBuf,
+    quotes: AtomicU64,
+    /// The read ends of the RTMR files ([`TdServer`]): extends written there are applied before the TD's
+    /// state is read, so an extend the guest completed is in every later quote, as on a real TD.
+    rtmr_pipes: Mutex<Vec<(usize, std::fs::File, Vec<u8>)>>,
+}
+
+impl core::fmt::Debug for SimulatedTd {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimulatedTd").field("root", &self.root).field("state", &self.state()).finish_non_exhaustive()
+    }
 }
 
 /// A CC event log (TCG crypto-agile, SHA-384 only) of `events` `(MR index 1–4 = RTMR0–3, data)`, and the
@@ -155,56 +322,73 @@ pub fn ccel_table(len: u64) -> Vec<u8> {
 pub const CCEL_AREA: usize = 64 * 1024;
 
 impl SimulatedTd {
-    /// Generates the Intel-like PKI and a PCK certificate, writes the collateral into the test-root directory
-    /// `dir` and the kernel's interfaces below `root` (both created), and starts the TD with `mr_td` and
-    /// `attributes`; RTMR0 and RTMR1 hold what the simulated firmware's CC event log replays to.
+    /// Generates a platform into the test-root directory `dir` ([`TdPlatform::generate`]) and boots one TD
+    /// with `mr_td` and `attributes` on it below `root` ([`SimulatedTd::boot`], the default events).
     pub fn provision(dir: &Path, root: &Path, mr_td: [u8; 48], attributes: u64) -> std::io::Result<Self> {
-        let pki = IntelPki::new();
-        let pck = pki.issue_pck(&PckSpec { serial: PCK_SERIAL.to_vec(), ..PckSpec::default() });
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let (from, until) = (now - 86_400, now + 30 * 86_400);
-        let (from_text, until_text) = (rfc3339(from), rfc3339(until));
-        let window = (from_text.as_str(), until_text.as_str());
-        let tcb = tcb_info_json(
-            PckSpec::default().fmspc,
-            window,
-            &[(comps(&[5, 5, 2, 2, 3, 1, 0, 3]), 11, comps(&[3, 0, 5]), "UpToDate", &[])],
-            &[(4, "UpToDate")],
-        );
-        let qe = qe_identity_json(window, &[(4, "UpToDate")]);
-        let crl_window = (i64::try_from(from).unwrap_or(0), i64::try_from(until).unwrap_or(i64::MAX));
-        write(dir, MARKER, crate::BANNER.as_bytes())?;
-        write(dir, files::TDX_ROOT, pki.root_der())?;
-        write(dir, files::TDX_COLLATERAL, pki.bundle(&tcb, &qe, crl_window, &[], &[]).as_bytes())?;
-        write(dir, REVOKING_COLLATERAL_FILE, pki.bundle(&tcb, &qe, crl_window, &[&PCK_SERIAL], &[]).as_bytes())?;
+        Self::boot(Arc::new(TdPlatform::generate(dir)?), root, &TdConfig::new(mr_td, attributes))
+    }
 
-        let (log, rtmrs) = cc_event_log(&[
-            (1, b"attest-hwsim TDVF configuration".as_slice()),
-            (1, b"attest-hwsim TD HOB".as_slice()),
-            (2, b"attest-hwsim kernel".as_slice()),
-            (2, b"attest-hwsim kernel command line".as_slice()),
-        ]);
+    /// Boots a TD of `config` on `platform`: its registers from the boot's events (RTMR3 zero), and the
+    /// kernel's interfaces written fresh below `root` (created; what an earlier boot left there is removed).
+    pub fn boot(platform: Arc<TdPlatform>, root: &Path, config: &TdConfig) -> std::io::Result<Self> {
+        if root == Path::new("/") || root.as_os_str().is_empty() {
+            return Err(std::io::Error::other("a simulated TD needs a system root of its own"));
+        }
+        for dir in ["sys", "dev"] {
+            match std::fs::remove_dir_all(root.join(dir)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        if let Some((i, _)) = config.events.iter().find(|(i, _)| *i > 2) {
+            return Err(std::io::Error::other(format!("RTMR{i}: the boot measures RTMR0-2 only")));
+        }
+        let events: Vec<(u32, &[u8])> = config.events.iter().map(|(i, d)| (u32::from(*i) + 1, d.as_slice())).collect();
+        let (log, rtmrs) = cc_event_log(&events);
         let mut area = log;
-        area.resize(CCEL_AREA, 0xFF);
-        write(root, "sys/firmware/acpi/tables/CCEL", &ccel_table(CCEL_AREA as u64))?;
+        area.resize(CCEL_AREA.max(area.len()), 0xFF);
+        write(root, "sys/firmware/acpi/tables/CCEL", &ccel_table(area.len() as u64))?;
         write(root, "sys/firmware/acpi/tables/data/CCEL", &area)?;
         write(root, "dev/tdx_guest", b"")?;
         std::fs::create_dir_all(root.join(attest_attester::issuer::tsm::TSM_REPORT_DIR))?;
-        let rng = aws_lc_rs::rand::SystemRandom::new();
-        let mac_key = hmac::Key::generate(hmac::HMAC_SHA256, &rng).map_err(|_| std::io::Error::other("MAC key"))?;
         Ok(Self {
-            pki,
-            pck,
-            state: Mutex::new(TdState { mr_td, rtmrs, attributes }),
-            mac_key,
+            platform,
+            state: Mutex::new(TdState { mr_td: config.mr_td, rtmrs, attributes: config.attributes }),
+            tee_tcb_svn: config.tee_tcb_svn,
             root: root.to_owned(),
             quotes: AtomicU64::new(0),
+            rtmr_pipes: Mutex::new(Vec::new()),
         })
     }
 
-    /// The TD's registers now.
+    /// The platform.
+    pub fn platform(&self) -> &Arc<TdPlatform> {
+        &self.platform
+    }
+
+    /// The TD's registers now (after applying every extend written to its RTMR files).
     pub fn state(&self) -> TdState {
+        self.apply_pending_extends();
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Applies the 48-byte extends waiting in the RTMR files' pipes.
+    fn apply_pending_extends(&self) {
+        let mut pipes = self.rtmr_pipes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (index, file, carry) in pipes.iter_mut() {
+            let mut chunk = [0u8; 4096];
+            loop {
+                match file.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => carry.extend_from_slice(&chunk[..n]),
+                }
+            }
+            while carry.len() >= 48 {
+                let digest: [u8; 48] = carry[..48].try_into().unwrap_or([0; 48]);
+                carry.drain(..48);
+                self.extend(*index, &digest);
+            }
+        }
     }
 
     /// The system root.
@@ -229,9 +413,10 @@ impl SimulatedTd {
     pub fn quote(&self, report_data: &[u8; 64]) -> Vec<u8> {
         let s = self.state();
         self.quotes.fetch_add(1, Ordering::SeqCst);
-        self.pki.quote(
-            &self.pck,
+        self.platform.pki.quote(
+            &self.platform.pck,
             &QuoteSpec {
+                tee_tcb_svn: self.tee_tcb_svn,
                 td_attributes: s.attributes.to_le_bytes(),
                 mr_td: s.mr_td,
                 rtmrs: s.rtmrs,
@@ -247,26 +432,26 @@ impl SimulatedTd {
         let mut r = vec![0u8; TDREPORT_SIZE];
         r[0] = TDREPORT_TYPE_TDX;
         r[128..192].copy_from_slice(report_data);
-        r[0x108..0x118].copy_from_slice(&QuoteSpec::default().tee_tcb_svn);
+        r[0x108..0x118].copy_from_slice(&self.tee_tcb_svn);
         r[0x200..0x208].copy_from_slice(&s.attributes.to_le_bytes());
         r[0x208..0x210].copy_from_slice(&0xE7u64.to_le_bytes());
         r[0x210..0x240].copy_from_slice(&s.mr_td);
         for (i, rtmr) in s.rtmrs.iter().enumerate() {
             r[0x2D0 + 48 * i..0x300 + 48 * i].copy_from_slice(rtmr);
         }
-        let tag = hmac::sign(&self.mac_key, &r[..0xE0]);
+        let tag = hmac::sign(&self.platform.mac_key, &r[..0xE0]);
         r[0xE0..0x100].copy_from_slice(tag.as_ref());
         r
     }
 
-    /// The quote of a TD report this TD issued (its MAC verifies), as a quoting enclave makes it; `None` for
-    /// any other report.
+    /// The quote of a TD report of this platform (its MAC verifies), as a quoting enclave makes it; `None`
+    /// for any other report.
     pub fn quote_td_report(&self, td_report: &[u8]) -> Option<Vec<u8>> {
         let r = RawTdReportStruct::parse(td_report).ok()?;
-        hmac::verify(&self.mac_key, &td_report[..0xE0], &r.mac).ok()?;
+        hmac::verify(&self.platform.mac_key, &td_report[..0xE0], &r.mac).ok()?;
         self.quotes.fetch_add(1, Ordering::SeqCst);
-        Some(self.pki.quote(
-            &self.pck,
+        Some(self.platform.pki.quote(
+            &self.platform.pck,
             &QuoteSpec {
                 tee_tcb_svn: r.tee_tcb_svn,
                 td_attributes: r.td_attributes,
@@ -277,7 +462,6 @@ impl SimulatedTd {
             },
         ))
     }
-
     /// Provisions `tpm` as Azure's paravisor does for this TD (the HCL AK at 0x81000003, the HCL report of TDX
     /// type at NV 0x01400001 binding the runtime data with the AK).
     pub fn provision_azure(&self, tpm: &mut Tpm) -> Result<Vec<u8>, HwIssuerError> {
@@ -298,11 +482,14 @@ impl SimulatedTd {
 /// Collateral whose PCK CRL revokes the simulated PCK certificate (not installed by default).
 pub const REVOKING_COLLATERAL_FILE: &str = "tdx/collateral-revoking.json";
 
-/// A running simulated TD: configfs-tsm entries and RTMR files answered until dropped.
+/// A running simulated TD: configfs-tsm entries answered until dropped, and its RTMR files.
+///
+/// The RTMR files (`rtmr2:sha384`, `rtmr3:sha384`) are FIFOs this process holds open for reading without
+/// blocking: a guest's write of 48 bytes completes into the pipe at once, and the TD applies it before its
+/// state is next read ([`SimulatedTd::state`]) — so, as with the kernel's synchronous extend, every quote made
+/// after the write returned covers it.
 #[derive(Debug)]
 pub struct TdServer {
-    stop: Arc<AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
     _tsm: TsmServer,
 }
 
@@ -327,39 +514,19 @@ impl TsmBackend for TdBackend {
 impl TdServer {
     /// Serves `td` below its root.
     pub fn start(td: &Arc<SimulatedTd>) -> std::io::Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
+        use std::os::unix::fs::OpenOptionsExt as _;
         let measurements = td.root.join("sys/class/misc/tdx_guest/measurements");
-        let mut threads = Vec::new();
+        let mut pipes = Vec::new();
         for index in [2usize, 3] {
             let path = measurements.join(format!("rtmr{index}:sha384"));
             mkfifo(&path)?;
-            let (td, stop) = (Arc::clone(td), Arc::clone(&stop));
-            threads.push(std::thread::spawn(move || {
-                while !stop.load(Ordering::SeqCst) {
-                    let Ok(mut f) = std::fs::File::open(&path) else { return };
-                    let mut data = Vec::new();
-                    if f.read_to_end(&mut data).is_ok()
-                        && let Ok(digest) = <[u8; 48]>::try_from(data.as_slice())
-                    {
-                        td.extend(index, &digest);
-                    }
-                }
-            }));
+            let read_end = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path)?;
+            pipes.push((index, read_end, Vec::new()));
         }
+        *td.rtmr_pipes.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = pipes;
         let reports = td.root.join(attest_attester::issuer::tsm::TSM_REPORT_DIR);
         let tsm = TsmServer::start(Arc::new(TdBackend(Arc::clone(td))), &reports)?;
-        Ok(Self { stop, threads, _tsm: tsm })
-    }
-}
-
-impl Drop for TdServer {
-    /// Stops the entry watcher. Threads blocked in open(2) on a FIFO (waiting for a writer) are left to end
-    /// with the process.
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for t in self.threads.drain(..).filter(std::thread::JoinHandle::is_finished) {
-            let _ = t.join();
-        }
+        Ok(Self { _tsm: tsm })
     }
 }
 

@@ -99,7 +99,11 @@ fn serve_entry(backend: &dyn TsmBackend, dir: &Path) {
         .collect();
     if std::fs::write(&generation, b"0\n").is_err()
         || fifos.iter().any(|f| mkfifo(f).is_err())
-        || std::fs::write(dir.join("provider"), format!("{}\n", backend.provider())).is_err()
+        // Last, and whole at once (the attester takes `provider` appearing as "populated"; a kernel never
+        // shows it half-written).
+        || std::fs::write(dir.join(".provider"), format!("{}\n", backend.provider()))
+            .and_then(|()| std::fs::rename(dir.join(".provider"), dir.join("provider")))
+            .is_err()
     {
         return;
     }

@@ -3,9 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use attest_engine::crypto::Digest;
 use attest_engine::gce::{GcePolicy, GceVerifier};
+use attest_engine::policy::Hex;
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
-use attest_engine::variant::{AkRegistry, Measured, PcrPolicy, Validator, Variant};
+use attest_engine::variant::{AkRegistry, LockRegister, Measured, PcrPolicy, Validator, Variant};
 use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_measurements::{Document, Measurements};
 
@@ -43,6 +45,51 @@ impl Expected {
             policy.entries.sort_by_key(|e| e.index);
         }
         self
+    }
+
+    /// Leaves the node lock's register out of the expectations (a vTPM's PCR, or a TD's RTMR: whichever these
+    /// expectations measure; a register of the other kind is left alone).
+    pub fn without_lock(mut self, register: LockRegister) -> Self {
+        match (&mut self, register) {
+            (Expected::Pcrs(_), LockRegister::Pcr(i)) => return self.without_pcr(i),
+            (Expected::TdRegisters(policy), LockRegister::Rtmr(i)) => {
+                if let Some(slot) = rtmr_slot(policy, i) {
+                    *slot = None;
+                }
+            }
+            _ => {}
+        }
+        self
+    }
+
+    /// Replaces the expectation of the node lock's register by an enforced `value` (of the register's size;
+    /// a register of the other kind than these expectations, or a value of the wrong size, is left alone).
+    pub fn with_lock(mut self, register: LockRegister, value: &Digest) -> Self {
+        match (&mut self, register) {
+            (Expected::Pcrs(_), LockRegister::Pcr(i)) => {
+                if let Ok(v) = <[u8; 32]>::try_from(value.as_bytes()) {
+                    return self.with_pcr(i, v);
+                }
+            }
+            (Expected::TdRegisters(policy), LockRegister::Rtmr(i)) => {
+                if let (Some(slot), Ok(v)) = (rtmr_slot(policy, i), <[u8; 48]>::try_from(value.as_bytes())) {
+                    *slot = Some(Hex(v));
+                }
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
+/// The TDX policy's expectation of RTMR `index` (0–3).
+fn rtmr_slot(policy: &mut TdxPolicy, index: u8) -> Option<&mut Option<Hex<48>>> {
+    match index {
+        0 => Some(&mut policy.rtmr0),
+        1 => Some(&mut policy.rtmr1),
+        2 => Some(&mut policy.rtmr2),
+        3 => Some(&mut policy.rtmr3),
+        _ => None,
     }
 }
 
@@ -245,5 +292,35 @@ impl ValidatorFactory {
     pub fn launch_probe(&self, variant: Variant) -> Validator {
         Validator::new(variant, Arc::clone(&self.snp), self.snp_policy_for(variant).clone(), PcrPolicy::default())
             .with_tdx(Arc::clone(&self.tdx), self.tdx_policy.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attest_engine::crypto::default_provider;
+    use attest_engine::variant::PcrExpectation;
+
+    #[test]
+    fn the_lock_register_is_left_out_or_replaced_in_either_kind_of_expectations() {
+        let p = default_provider();
+        let id = [9; 32];
+        let (pcr15, rtmr3) = (LockRegister::Pcr(15), LockRegister::Rtmr(3));
+        let entry = |index, v| PcrExpectation { index, expected: [v; 32], warn_only: false };
+        let pcrs = Expected::Pcrs(PcrPolicy { entries: vec![entry(4, 1), entry(15, 0)] });
+        let Expected::Pcrs(left) = pcrs.clone().without_lock(pcr15) else { panic!() };
+        assert_eq!(left.entries, [entry(4, 1)]);
+        let Expected::Pcrs(bound) = pcrs.clone().with_lock(pcr15, &pcr15.bound(p, &id)) else { panic!() };
+        assert_eq!(bound.entries[1].expected, pcr15.bound(p, &id).as_bytes());
+        assert_eq!(pcrs.clone().without_lock(rtmr3), pcrs, "an RTMR is no PCR");
+
+        let policy = TdxPolicy { rtmr1: Some(Hex([1; 48])), rtmr3: Some(Hex([0; 48])), ..TdxPolicy::default() };
+        let td = Expected::TdRegisters(Box::new(policy));
+        let Expected::TdRegisters(left) = td.clone().without_lock(rtmr3) else { panic!() };
+        assert_eq!((left.rtmr1, left.rtmr3), (Some(Hex([1; 48])), None));
+        let Expected::TdRegisters(bound) = td.clone().with_lock(rtmr3, &rtmr3.bound(p, &id)) else { panic!() };
+        assert_eq!(bound.rtmr3.unwrap().0, rtmr3.bound(p, &id).as_bytes());
+        assert_eq!(td.clone().with_lock(rtmr3, &pcr15.bound(p, &id)), td, "a 32-byte value for an RTMR");
+        assert_eq!(td.clone().without_lock(pcr15), td, "a PCR is no TD register");
     }
 }

@@ -4,7 +4,7 @@
 //! [`NodeIssuer`] they open.
 //!
 //! ```text
-//! --tpm TCTI [--snp-device /dev/sev-guest|tsm:/dir|sim:/path] [--snp-leaf FILE] [--event-log FILE]
+//! [--tpm TCTI] [--snp-device /dev/sev-guest|tsm:/dir|sim:/path] [--snp-leaf FILE] [--event-log FILE]
 //!     [--tdx-root /|sim:/dir] [--tdx-quote-endpoint URL]
 //! ```
 //!
@@ -20,11 +20,15 @@ use super::tdguest::TdxPaths;
 use super::tdx::QuoteEndpoint;
 use std::path::{Path, PathBuf};
 
+/// The TPM of a node when `--tpm` is not given: the kernel's resource manager.
+pub const DEFAULT_TCTI: &str = "device:/dev/tpmrm0";
+
 /// Where a node's evidence comes from (flatten it into a binary's arguments).
 #[derive(Clone, Debug, clap::Args)]
 pub struct HardwareArgs {
-    /// TPM TCTI: swtpm:host=127.0.0.1,port=N or device:/dev/tpmrm0.
-    #[arg(long, value_name = "TCTI")]
+    /// TPM TCTI: device:/dev/tpmrm0 (the kernel's resource manager, a cloud VM's vTPM) or
+    /// swtpm:host=127.0.0.1,port=N. Not opened for a variant without a vTPM (qemu-tdx).
+    #[arg(long, value_name = "TCTI", default_value = DEFAULT_TCTI)]
     pub tpm: String,
     /// SEV-SNP guest device: /dev/sev-guest, or sim:/path (a simulator; builds with dangerous-test-roots only).
     #[arg(long, default_value = "/dev/sev-guest", value_parser = SnpDeviceAddr::parse, value_name = "DEVICE")]
@@ -92,7 +96,7 @@ mod tests {
     fn flags_parse_and_files_are_read_with_their_path_in_the_error() {
         let a = Args::try_parse_from(["x", "--tpm", "swtpm:port=1", "--snp-device", "sim:/s"]).unwrap();
         assert_eq!(a.hw.snp_device, SnpDeviceAddr::Simulator("/s".into()));
-        assert!(Args::try_parse_from(["x"]).is_err(), "--tpm is required");
+        assert_eq!(Args::try_parse_from(["x"]).unwrap().hw.tpm, DEFAULT_TCTI, "the kernel's resource manager");
         assert!(Args::try_parse_from(["x", "--tpm", "t", "--snp-device", "relative"]).is_err());
         let a = Args::try_parse_from(["x", "--tpm", "t", "--snp-leaf", "/nonexistent/leaf.der"]).unwrap();
         let err = a.hw.config().unwrap_err();

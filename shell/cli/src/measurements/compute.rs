@@ -56,7 +56,8 @@ pub struct ComputeArgs {
     /// PCR banks to compute (sha256, sha384; repeatable). The file holds the first.
     #[arg(long = "bank", default_values_t = ["sha256".to_owned()])]
     pub banks: Vec<String>,
-    /// Also expect PCR 15 = 0 (a node not yet bound to a cluster, as the join service's default).
+    /// Also expect the node lock's register to be zero (a node not yet bound to a cluster, as the join
+    /// service's default): PCR 15, or on qemu-tdx RTMR3 (measurement 4).
     #[arg(long)]
     pub pcr15_zero: bool,
     /// SEV-SNP: the OVMF build (with SEV metadata) the guest is launched with.
@@ -287,7 +288,13 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
         );
     }
     if a.pcr15_zero {
-        put(&mut map, 15, attest_engine::crypto::Digest::zero(banks[0]).as_bytes())?;
+        // The node lock's register of the variant (PCR 15 with a vTPM; qemu-tdx: RTMR3, measurement 4).
+        match attest_engine::variant::Variant::from_name(&a.variant).map(|v| v.info().lock) {
+            Some(register @ attest_engine::variant::LockRegister::Rtmr(_)) => {
+                put(&mut map, register.measurement_index(), register.unbound().as_bytes())?;
+            }
+            _ => put(&mut map, 15, attest_engine::crypto::Digest::zero(banks[0]).as_bytes())?,
+        }
     }
 
     if let Some(path) = &a.ovmf {
