@@ -269,13 +269,22 @@ class Machine:
 
     def boot(self):
         """Power on: the TPM starts (PCRs zero) and the measured boot extends the image's digests."""
-        self.port = dc.free_port_pair()
         pid_file = self.tpm_dir / "swtpm.pid"
-        pid_file.unlink(missing_ok=True)
-        sh("swtpm", "socket", "--tpm2", "--tpmstate", f"dir={self.tpm_dir}",
-           "--server", f"type=tcp,port={self.port},bindaddr=127.0.0.1",
-           "--ctrl", f"type=tcp,port={self.port + 1},bindaddr=127.0.0.1",
-           "--flags", "not-need-init,startup-clear", "--daemon", "--pid", f"file={pid_file}")
+        # The free ports are found by binding and closing: on a machine shared with other test runs another
+        # process can take one before swtpm binds it, so a bind failure picks new ports (a few times).
+        for attempt in range(5):
+            self.port = dc.free_port_pair()
+            pid_file.unlink(missing_ok=True)
+            r = subprocess.run(
+                ["swtpm", "socket", "--tpm2", "--tpmstate", f"dir={self.tpm_dir}",
+                 "--server", f"type=tcp,port={self.port},bindaddr=127.0.0.1",
+                 "--ctrl", f"type=tcp,port={self.port + 1},bindaddr=127.0.0.1",
+                 "--flags", "not-need-init,startup-clear", "--daemon", "--pid", f"file={pid_file}"],
+                capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+            if "Address already in use" not in r.stderr or attempt == 4:
+                raise dc.Failure(f"swtpm for {self.name} failed ({r.returncode}): {r.stderr.strip()}")
         deadline = time.monotonic() + 10
         while not pid_file.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
