@@ -1,5 +1,5 @@
 # The two commands of README.md. Each installs what it needs first.
-.PHONY: demo demo-snp test setup images
+.PHONY: demo demo-snp test setup images crash-matrix
 
 setup:
 	bash scripts/setup.sh
@@ -36,3 +36,10 @@ test: setup
 images: setup
 	cargo build --release -q --bin key-service --bin join-service --bin attest-bootstrapper
 	bash scripts/images.sh --bin-dir target/release --out target/images
+
+# The crash matrix alone (scripts/test.sh runs it too): every persistence point of init, join, rejoin, recovery
+# and reset, killed (SIGKILL) and power-cut, plus the join and key services killed mid-join. Needs root.
+crash-matrix: setup
+	cargo build -q --target-dir target/fault --features attest-bootstrapper/fault-injection,attest-joinservice/fault-injection,attest-keyservice/fault-injection \
+		--bin attest --bin attest-bootstrapper --bin join-service --bin key-service
+	python3 scripts/crash-matrix.py target/fault/debug

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(libssl-dev pkg-config libtss2-dev swtpm swtpm-tools tpm2-tools nghttp2-client golang-go
           golang-google-grpc-dev python3 python3-venv openssl valgrind
           cryptsetup-bin   # cryptsetup-bin: the `cryptsetup` command alone (LUKS2 state disk), no initramfs hooks
+          e2fsprogs        # mkfs.ext4: the crash matrix's node disks
           umoci runc       # the container images: built with umoci (make images), run with runc (tests)
           # Reference values: UKIs assembled with objcopy from systemd-stub 252 and a busybox initrd, booted in
           # QEMU (TCG) with Debian's OVMF and swtpm from a FAT image (mtools, dosfstools).

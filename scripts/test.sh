@@ -48,6 +48,16 @@ step "deployment: every kustomization rendered, validated against Kubernetes' sc
 step "container images: two builds give one digest; runc runs both services (scripts/container-test.py)"
 # The debug binaries just built (no second, release build in CI); `make images` builds the release ones.
 python3 scripts/container-test.py target/debug
+step "crash matrix: a crash at every persistence point, SIGKILL and power cut (scripts/crash-matrix.py)"
+# Debug binaries built with the feature fault-injection (the only builds that honour ATTEST_FAULT_POINTS), kept in
+# target/fault-debug, then rebuilt without it, so that target/debug is a default build again.
+faults="attest-bootstrapper/fault-injection,attest-joinservice/fault-injection,attest-keyservice/fault-injection"
+cargo build -q --features "$faults" --bin attest-bootstrapper --bin join-service --bin key-service
+rm -rf target/fault-debug && mkdir -p target/fault-debug
+cp target/debug/attest-bootstrapper target/debug/join-service target/debug/key-service target/fault-debug/
+cargo build -q --bin attest --bin attest-bootstrapper --bin join-service --bin key-service
+cp target/debug/attest target/fault-debug/
+python3 scripts/crash-matrix.py target/fault-debug
 step "ffi: attest.h matches the sources (pinned cbindgen 0.29.0, installed when missing)"
 ffi/gen-header.sh --check
 step "ffi: make install + pkg-config, C program linked shared and static"

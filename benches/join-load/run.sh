@@ -15,7 +15,13 @@
 #       other core, resp. share both), its tokio workers 1 vs 2 (TOKIO_WORKER_THREADS, unpinned), and the
 #       validation path alone on 1 vs 2 threads (`join-load validate`);
 #   (c) soak: SOAK seconds (default 600) at SOAK_RATE joins/s (default 50) from 16 clients, sampling the join
-#       service's VmRSS every 10 s: first/last/max and the least-squares slope (all samples, second half).
+#       service's VmRSS every 10 s: first/last/max and the least-squares slope (all samples, second half);
+#       SOAK_ATTACK=1 holds the attack of (d) (idle and slow-loris sockets) for the whole soak;
+#   (d) attacked vs unattacked (issue 28): JOINS/5 joins from 16 clients (one loopback address each) without an
+#       attack, then with 1,100 idle sockets on the join service and 2,000 on the key service, with 400
+#       slow-loris handshakes, and with both (`join-load attack`, a process of its own started 5 s before the
+#       genuine load and held to its end; 150 attacker addresses, each socket re-opened 1 s after the server
+#       closes it): the genuine success rate and latency, and the join service's admission counters.
 #
 # Each join-service instance is scraped for its /metrics counters before it stops (refusals must stay 0), and its
 # CPU time (utime + stime from /proc/PID/stat) gives the cores it used and its CPU time per join. `uptime` is
@@ -23,7 +29,7 @@
 # link, unlink) into TOKENS_BASE (default /dev/shm when it exists, else the temp dir); TOKENS_BASE=/tmp measures
 # the same on the disk file system.
 #
-# Usage: benches/join-load/run.sh [--joins N] [--soak SECONDS] [--soak-rate R] [--skip-soak] [--only a|b|c]
+# Usage: benches/join-load/run.sh [--joins N] [--soak SECONDS] [--soak-rate R] [--skip-soak] [--only a|b|c|d]
 # Environment: OUT=DIR keeps the raw JSON, logs and /metrics scrapes there (default: inside the temp dir, which is
 # removed at exit along with the fixture); BIN=DIR uses prebuilt binaries; ACTIVATE=1 adds credential activation
 # per join; PERF=SECONDS records `perf record --call-graph dwarf` of the join service for that long during the 16-client run
@@ -420,12 +426,23 @@ if { [ -z "$ONLY" ] || [ "$ONLY" = c ]; } && [ "$SOAK" != 0 ]; then
     done
   ) &
   sampler=$!
+  soak_attacker=""
+  if [ "${SOAK_ATTACK:-0}" = 1 ]; then
+    taskset -c 0,1 $bin/join-load attack --addr "$js_addr" --json --attack-idle 1100 --attack-slow 400 \
+      --attack-kms "$ks_addr" --attack-kms-idle 2000 --attack-peers 150 >"$out/c-soak-attack.json" &
+    soak_attacker=$!; pids+=("$soak_attacker")
+    sleep 5
+  fi
   measure c-soak 0,1 --concurrency 16 --rate "$SOAK_RATE" --duration "$SOAK" --warmup 0 --progress 60
+  if [ -n "$soak_attacker" ]; then
+    kill -TERM "$soak_attacker"; wait "$soak_attacker" || true; forget "$soak_attacker"
+    log "c-soak attack: $(cat "$out/c-soak-attack.json")"
+  fi
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; sampler=""
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$js_pid/status")
   stop_join_service c; check_metrics c
   stop_key_service
-  echo "## (c) soak: $SOAK s at $SOAK_RATE joins/s, 16 clients"
+  echo "## (c) soak: $SOAK s at $SOAK_RATE joins/s, 16 clients$([ "${SOAK_ATTACK:-0}" = 1 ] && echo ", under the attack of (d) throughout")"
   echo
   table c-soak
   echo
@@ -445,6 +462,56 @@ print(f"VmRSS (KiB), {len(rss)} samples every 10 s: first {rss[0]:.0f}, last {rs
       f"over the second half; load average (1 min) {min(la)}–{max(la)}.")
 print()
 print("Series (s: KiB): " + ", ".join(f"{int(a)}: {int(b)}" for a, b in zip(t, rss)))
+PY
+  echo
+fi
+
+# ---- (d) attacked vs unattacked ------------------------------------------------------------------------------
+if [ -z "$ONLY" ] || [ "$ONLY" = d ]; then
+  n=$(( JOINS / 5 ))
+  start_key_service 0,1
+  start_join_service d 0,1
+  attack_idle=(--attack-idle 1100 --attack-kms "$ks_addr" --attack-kms-idle 2000 --attack-peers 150)
+  attack_slow=(--attack-slow 400 --attack-peers 150)
+  # attacked LABEL ATTACK-ARGS…: the attacker in a process of its own, then the genuine load, then the attacker's
+  # report merged into the run's JSON.
+  attacked() {
+    local label=$1; shift
+    taskset -c 0,1 $bin/join-load attack --addr "$js_addr" --json "$@" >"$out/$label-attack.json" &
+    local attacker=$!; pids+=("$attacker")
+    sleep 5
+    measure "$label" 0,1 --concurrency 16 --joins "$n" --duration 300 --warmup 3
+    kill -TERM "$attacker"; wait "$attacker" || true; forget "$attacker"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["attack"]=json.load(open(sys.argv[2])); json.dump(r, open(sys.argv[1], "w"))' \
+      "$out/$label.json" "$out/$label-attack.json"
+  }
+  measure d-none 0,1 --concurrency 16 --joins "$n" --duration 300 --warmup 3
+  attacked d-idle "${attack_idle[@]}"
+  attacked d-slow "${attack_slow[@]}"
+  attacked d-both "${attack_idle[@]}" --attack-slow 400
+  stop_join_service d; check_metrics d
+  stop_key_service
+  echo "## (d) attacked vs unattacked ($n joins per run, 16 clients, one loopback address each; attackers on 150 other addresses)"
+  echo
+  python3 - "$out" "$out/metrics-d.txt" <<'PY'
+import json, os, re, sys
+out, metrics = sys.argv[1], open(sys.argv[2]).read()
+what = {"d-none": "no attack", "d-idle": "1,100 idle sockets on the join service + 2,000 on the key service",
+        "d-slow": "400 slow-loris handshakes on the join service", "d-both": "all of them"}
+print("| run | attack | genuine joins ok / tried | success rate | joins/s | p50 ms | p99 ms | max ms | attacker sockets opened (re-opened) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+for label, text in what.items():
+    r = json.load(open(os.path.join(out, label + ".json")))
+    t = r["latency_ms"]["total"]
+    tried = r["joins_ok"] + r["errors_total"]
+    a = r.get("attack")
+    att = f'{a["opened"]} ({a["closed_by_server"]})' if a else "–"
+    print(f'| {label} | {text} | {r["joins_ok"]} / {tried} | {100.0 * r["joins_ok"] / max(1, tried):.2f} % | {r["throughput_per_s"]} | '
+          f'{t["p50"]} | {t["p99"]} | {t["max"]} | {att} |')
+print()
+ev = dict(re.findall(r'^attest_admission_events_total\{server="join",event="(\w+)"\} (\d+)$', metrics, re.M))
+print("Join service admission over the four runs (`/metrics`, `attest_admission_events_total{server=\"join\"}`): " +
+      ", ".join(f"{k} {v}" for k, v in ev.items()))
 PY
   echo
 fi

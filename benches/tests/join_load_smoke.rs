@@ -36,6 +36,8 @@ fn config(addr: std::net::SocketAddr, concurrency: usize, joins: u64) -> LoadCon
         warmup: Duration::ZERO,
         timeout: Duration::from_secs(60),
         progress: None,
+        // One loopback address per client: each plays a node of its own (the per-peer limits).
+        sources: (0..concurrency as u32).map(joinload::attack::genuine_source).collect(),
     }
 }
 

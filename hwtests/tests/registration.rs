@@ -6,7 +6,9 @@
 //!   credential-activation;
 //! - refusals: an EK certificate from another CA, a wrong secret, a replayed or expired registration id, an
 //!   AK with the wrong attributes, a full pending table, and a different TPM trying to answer someone else's
-//!   challenge — each with its gRPC status, and nothing recorded.
+//!   challenge — each with its gRPC status, and nothing recorded;
+//! - fairness (issue 28): a flood of `Begin`s with a node's own (public) EK certificate and AK, from another
+//!   caller, stops neither that node's nor another node's registration.
 
 use attest_attester::issuer::{QemuVtpmIssuer, document, pcr_values};
 use attest_attester::registration::{ActivationService, register};
@@ -310,18 +312,100 @@ async fn registration_ids_are_single_use_and_expire() {
 async fn the_pending_table_is_bounded() {
     let node = Node::start(false);
     let registry = registry_in(&node.sw, "aks.json");
-    let (service, _server, ch) =
-        verifier(RegistrationService::new(registry, ca()).with_max_pending(2).with_ttl(Duration::from_millis(300)))
-            .await;
+    let (service, _server, ch) = verifier(RegistrationService::new(registry.clone(), ca()).with_max_pending(2)).await;
     let ak = node.ak_public();
+    // A full table sheds rather than refuses: the third `Begin` from this caller sheds its oldest entry.
+    let first = begin(&ch, &node.ek_certificate, &ak).await.unwrap();
     begin(&ch, &node.ek_certificate, &ak).await.unwrap();
-    begin(&ch, &node.ek_certificate, &ak).await.unwrap();
-    assert_code(begin(&ch, &node.ek_certificate, &ak).await, Code::ResourceExhausted);
-    assert_eq!(service.pending(), 2);
-    // Expired entries make room again.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    begin(&ch, &node.ek_certificate, &ak).await.unwrap();
-    assert_eq!(service.pending(), 1);
+    let third = begin(&ch, &node.ek_certificate, &ak).await.unwrap();
+    assert_eq!((service.pending(), service.shed_count()), (2, 1));
+    let secret = node.activate(&first.credential_blob, &first.encrypted_secret).unwrap();
+    assert_code(complete(&ch, &first.registration_id, &secret).await, Code::NotFound);
+    let secret = node.activate(&third.credential_blob, &third.encrypted_secret).unwrap();
+    complete(&ch, &third.registration_id, &secret).await.unwrap();
+    assert_eq!(registry.entries().len(), 1);
+}
+
+/// A channel to `addr` from the loopback address `source` (another caller than 127.0.0.1).
+async fn channel_from(source: std::net::IpAddr, addr: std::net::SocketAddr) -> Channel {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::new(source, 0)).unwrap();
+    let tcp = socket.connect(addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    Channel::handshake(tcp, "registration", ChannelConfig::default()).await.unwrap()
+}
+
+/// The issue's second attack: 1,100 `Begin`s (more than the whole table) with Alice's EK certificate and AK,
+/// which anything on her node can read, from another caller — first alone, then again, without pause for as
+/// long as Alice and Bob register. The flooder holds only its own quota for that EK; both nodes register
+/// (every attempt succeeds at once), and Alice's AK validates. Prints the registrations' figures without and
+/// with the flood (`ATTEST_ATTACK_GENUINE_CALLS` rounds, 5 by default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_begin_flood_with_a_nodes_public_ek_and_ak_stops_no_registration() {
+    let alice = Node::start(false);
+    let bob = Node::start(true);
+    let registry = registry_in(&alice.sw, "aks.json");
+    let service = Arc::new(RegistrationService::new(registry.clone(), ca()));
+    let mut router = Router::new();
+    router.add_service(Arc::clone(&service));
+    let server = Server::new(router, ServerConfig::default());
+    let addr = server.serve(TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
+    let flooder: std::net::IpAddr = [127, 66, 0, 1].into();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    // At least `n` Begins, and on until `stop`; returns (sent, succeeded).
+    let flood = |n: usize, stop: Arc<std::sync::atomic::AtomicBool>| {
+        let (ek, ak) = (alice.ek_certificate.clone(), alice.ak_public());
+        async move {
+            let ch = channel_from(flooder, addr).await;
+            let (mut sent, mut ok) = (0, 0);
+            while sent < n || !stop.load(std::sync::atomic::Ordering::Acquire) {
+                sent += 1;
+                ok += usize::from(begin(&ch, &ek, &ak).await.is_ok());
+            }
+            (sent, ok)
+        }
+    };
+    let rounds = attest_test_support::figures::genuine_calls(5);
+    let ch_alice = Channel::connect(addr, ChannelConfig::default()).await.unwrap();
+    let ch_bob = channel_from([127, 66, 0, 2].into(), addr).await;
+    let register_both = || {
+        let (ch_alice, ch_bob, alice, bob) = (&ch_alice, &ch_bob, &alice, &bob);
+        let mut l = attest_test_support::figures::Latencies::new();
+        async move {
+            for _ in 0..rounds {
+                let t0 = std::time::Instant::now();
+                assert_eq!(register(ch_alice, &alice.issuer, &alice.ek_certificate).await.unwrap(), alice.digest());
+                l.record(Some(t0.elapsed()));
+                let t0 = std::time::Instant::now();
+                assert_eq!(register(ch_bob, &bob.issuer, &bob.ek_certificate).await.unwrap(), bob.digest());
+                l.record(Some(t0.elapsed()));
+            }
+            l
+        }
+    };
+    let unattacked = register_both().await;
+    println!("{}", unattacked.summary("registrations, no flood"));
+
+    let t0 = std::time::Instant::now();
+    assert_eq!(flood(1100, Arc::clone(&stop)).await, (1100, 1100), "Begin never fails for room: it sheds");
+    println!("1,100 Begins in {:?}", t0.elapsed());
+    let from_flooder = service.pending_from(std::net::SocketAddr::new(flooder, 0));
+    assert_eq!(from_flooder, attest_registration::MAX_PENDING_PER_EK, "the flooder holds its own quota only");
+    assert_eq!(service.pending(), from_flooder);
+
+    // Again, without pause while Alice (127.0.0.1) and Bob (another caller) register.
+    stop.store(false, std::sync::atomic::Ordering::Release);
+    let running = tokio::spawn(flood(1100, Arc::clone(&stop)));
+    let attacked = register_both().await;
+    let still_flooding = !running.is_finished();
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let (sent, ok) = running.await.unwrap();
+    assert_eq!(ok, sent, "Begin never fails for room: it sheds");
+    assert!(still_flooding, "the flood ran through every registration");
+    println!("{} ({sent} flooding Begins meanwhile)", attacked.summary("registrations under a Begin flood"));
+    assert_eq!(alice.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
+    assert_eq!(bob.validates_through(&registry).unwrap(), AkBasis::CredentialActivation);
+    println!("after both floods: {} Begins shed, {} pending", service.shed_count(), service.pending());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

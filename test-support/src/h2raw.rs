@@ -177,6 +177,23 @@ pub enum StreamEnd {
     Closed,
 }
 
+/// A loopback address other than 127.0.0.1 for peer number `n` < 62,500 (`127.66.x.y`), so that one test
+/// can play many distinct peers against a server's per-peer limits (the whole 127.0.0.0/8 is loopback on
+/// Linux).
+pub fn loopback_peer(n: u32) -> std::net::IpAddr {
+    let (x, y) = ((n / 250) as u8, (n % 250) as u8 + 1);
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 66, x, y))
+}
+
+/// A TCP connection to `addr` from the local address `source` (any port).
+pub async fn connect_from(source: std::net::IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = if source.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.bind(SocketAddr::new(source, 0))?;
+    let tcp = socket.connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    Ok(tcp)
+}
+
 /// A raw HTTP/2 client connection. Frames from the server are read by a background task.
 pub struct RawConn {
     w: Pin<Box<dyn AsyncWrite + Send>>,

@@ -19,6 +19,7 @@
 #[cfg(feature = "deploy")]
 pub mod deploy;
 pub mod der;
+pub mod figures;
 pub mod gce;
 #[cfg(feature = "h2raw")]
 pub mod h2raw;

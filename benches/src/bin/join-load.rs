@@ -4,9 +4,13 @@
 //! join-load setup --dir DIR [--aks 8] [--ak-kind ecc-p256|rsa-2048]
 //! join-load run --fixture DIR --addr 127.0.0.1:PORT [--concurrency 16] [--joins N] [--duration SECONDS]
 //!     [--rate JOINS_PER_S] [--warmup SECONDS] [--aks N] [--nodes 16] [--timeout SECONDS]
-//!     [--verify-certs] [--progress SECONDS] [--worker-threads N] [--json]
+//!     [--verify-certs] [--progress SECONDS] [--worker-threads N] [--json] [--sources N]
+//!     [--attack-idle N] [--attack-slow N] [--attack-kms ADDR --attack-kms-idle N] [--attack-peers P]
+//!     [--attack-reopen SECONDS] [--attack-trickle SECONDS]
 //! join-load validate --fixture DIR [--threads 1,2] [--per-thread 2000] [--rounds 3] [--json]
 //! join-load mtls --fixture DIR --addr KEY_SERVICE [--connections 5000] [--concurrency 16] [--json]
+//! join-load attack --addr JOIN_SERVICE [--attack-idle N] [--attack-slow N] [--attack-kms ADDR --attack-kms-idle N]
+//!     [--attack-peers P] [--attack-reopen SECONDS] [--attack-trickle SECONDS] [--duration SECONDS] [--json]
 //! ```
 //!
 //! `setup` writes the files of `attest_benches::joinload::fixture` (AKs, an AK registry pinning
@@ -15,6 +19,14 @@
 //! software-AK quote, then `IssueJoinTicket` with a kubelet CSR) from `--concurrency` clients until
 //! `--joins` joins or `--duration` seconds (default bound 300 s), after `--warmup` seconds (default 2). It
 //! prints latency percentiles, throughput and failures by kind (text, or one JSON object with `--json`).
+//! Each client connects from a loopback address of its own (`--sources`, default one per client when the
+//! service is on loopback: a node per address, as the services' per-peer limits expect). The `--attack-*`
+//! options hold the services' limits for the whole run, warm-up included (`attest_benches::joinload::attack`,
+//! issue 28): idle and slow-loris sockets on the join service and idle sockets on the key service, spread
+//! over `--attack-peers` loopback addresses, each re-opened `--attack-reopen` seconds after the server closes
+//! it; the report then has an `attack` section. `attack` holds the same sockets in a process of its own (so
+//! that the attacker does not share the genuine clients' runtime) until SIGTERM/SIGINT or `--duration`, and
+//! prints what it did.
 //! `validate` runs the join service's handshake validation path on 1, 2, … threads in-process. `mtls` opens
 //! fresh mutual-TLS connections to the key service, one gRPC call each: the transport floor of a join
 //! (`attest_benches::joinload::mtls`).
@@ -29,6 +41,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use attest_benches::joinload::attack::{Attack, AttackConfig, genuine_source};
 use attest_benches::joinload::{self, LoadConfig, ServerCheck, fixture};
 use attest_registration::EkCaBundle;
 use clap::{Parser, Subcommand};
@@ -41,6 +54,8 @@ struct Args {
     command: Command,
 }
 
+// Parsed once: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Write a fixture directory: software AKs, the AK registry pinning them, measurements, salt, master
@@ -109,6 +124,12 @@ enum Command {
         /// service's AK over the connection, as a `qemu-vtpm` node does (implies --verify-server; repeatable).
         #[arg(long = "server-ek-ca", value_name = "FILE")]
         server_ek_ca: Vec<PathBuf>,
+        /// Distinct loopback addresses the clients connect from (127.77.x.y), client i from address i mod N;
+        /// 0: the system's choice [default: --concurrency when --addr is a loopback address, else 0].
+        #[arg(long)]
+        sources: Option<u32>,
+        #[command(flatten)]
+        attack: AttackArgs,
     },
     /// Open fresh mutual-TLS connections to the key service, one `GetDataKey` call each (the transport floor
     /// of a join: TLS 1.3 with client certificate + one gRPC call, no attestation).
@@ -132,6 +153,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Hold the services' limits (idle and slow-loris sockets) until stopped, as `run --attack-*` does but in a
+    /// process of its own.
+    Attack {
+        /// The join service's aTLS address.
+        #[arg(long)]
+        addr: SocketAddr,
+        #[command(flatten)]
+        attack: AttackArgs,
+        /// Stop after this many seconds (also on SIGTERM or SIGINT).
+        #[arg(long, default_value_t = 3600.0)]
+        duration: f64,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure the join service's handshake validation path on 1, 2, … threads (in-process).
     Validate {
         /// The fixture directory (`setup`).
@@ -150,6 +186,53 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The attacker that holds the services' limits during the run (`attest_benches::joinload::attack`).
+// The field names are the flags (`--attack-idle`, …).
+#[allow(clippy::struct_field_names)]
+#[derive(clap::Args, Debug)]
+struct AttackArgs {
+    /// Idle sockets (nothing sent) held on the join service.
+    #[arg(long, default_value_t = 0)]
+    attack_idle: usize,
+    /// Slow-loris sockets (a TLS record header, one byte every --attack-trickle seconds) held on the join service.
+    #[arg(long, default_value_t = 0)]
+    attack_slow: usize,
+    /// The key service's address, for --attack-kms-idle.
+    #[arg(long, value_name = "ADDR", requires = "attack_kms_idle")]
+    attack_kms: Option<SocketAddr>,
+    /// Idle sockets held on the key service (--attack-kms).
+    #[arg(long, default_value_t = 0, requires = "attack_kms")]
+    attack_kms_idle: usize,
+    /// Distinct attacker loopback addresses (127.66.x.y) the sockets are spread over.
+    #[arg(long, default_value_t = 100)]
+    attack_peers: u32,
+    /// Seconds an attacker waits after the server closed a socket before it opens it again.
+    #[arg(long, default_value_t = 1.0)]
+    attack_reopen: f64,
+    /// Seconds between the bytes of a slow-loris socket.
+    #[arg(long, default_value_t = 2.0)]
+    attack_trickle: f64,
+}
+
+impl AttackArgs {
+    fn config(&self, join: SocketAddr) -> Result<Option<AttackConfig>, String> {
+        if self.attack_idle + self.attack_slow + self.attack_kms_idle == 0 {
+            return Ok(None);
+        }
+        let mut idle = vec![(join, self.attack_idle)];
+        if let Some(kms) = self.attack_kms {
+            idle.push((kms, self.attack_kms_idle));
+        }
+        Ok(Some(AttackConfig {
+            idle,
+            slow: vec![(join, self.attack_slow)],
+            peers: self.attack_peers.max(1),
+            reopen_after: seconds("attack-reopen", self.attack_reopen)?,
+            trickle: seconds("attack-trickle", self.attack_trickle)?,
+        }))
+    }
 }
 
 fn seconds(name: &str, s: f64) -> Result<Duration, String> {
@@ -197,6 +280,41 @@ fn main() -> ExitCode {
                 ),
             }
         }
+        Command::Attack { addr, attack, duration, json } => {
+            let config = match (attack.config(addr), seconds("duration", duration)) {
+                (Ok(Some(c)), Ok(d)) => (c, d),
+                (Ok(None), _) => {
+                    eprintln!("join-load: attack: give --attack-idle, --attack-slow or --attack-kms-idle");
+                    return ExitCode::from(2);
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("join-load: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Err(e) => Err(e.into()),
+                Ok(rt) => rt.block_on(async {
+                    let held = Attack::start(&config.0);
+                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                    tokio::select! {
+                        () = tokio::time::sleep(config.1) => {}
+                        _ = term.recv() => {}
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                    let a = held.stop().await;
+                    if json {
+                        println!("{}", a.json());
+                    } else {
+                        println!(
+                            "attack: {} sockets opened, {} closed by the servers and re-opened, {} connects failed",
+                            a.opened, a.closed_by_server, a.connect_failures
+                        );
+                    }
+                    Ok::<_, joinload::BoxError>(true)
+                }),
+            }
+        }
         Command::Validate { fixture, threads, per_thread, rounds, json } => {
             joinload::validation_scaling(&fixture, &threads, per_thread, rounds).map(|points| {
                 if json {
@@ -236,6 +354,8 @@ fn main() -> ExitCode {
             json,
             verify_server,
             server_ek_ca,
+            sources,
+            attack,
         } => {
             let server = match server_check(verify_server, &server_ek_ca) {
                 Ok(s) => s,
@@ -244,8 +364,9 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let sources = sources.unwrap_or(if addr.ip().is_loopback() { concurrency as u32 } else { 0 });
             let config = (|| {
-                Ok::<_, String>(LoadConfig {
+                let load = LoadConfig {
                     addr,
                     concurrency,
                     joins,
@@ -254,9 +375,11 @@ fn main() -> ExitCode {
                     warmup: seconds("warmup", warmup)?,
                     timeout: seconds("timeout", timeout)?,
                     progress: progress.map(|p| seconds("progress", p)).transpose()?,
-                })
+                    sources: (0..sources).map(genuine_source).collect(),
+                };
+                Ok::<_, String>((load, attack.config(addr)?))
             })();
-            let config = match config {
+            let (config, attack) = match config {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("join-load: {e}");
@@ -269,14 +392,34 @@ fn main() -> ExitCode {
             }
             match runtime.enable_all().build() {
                 Err(e) => Err(e.into()),
-                Ok(rt) => rt.block_on(run(&fixture, &config, aks, nodes, verify_certs, server)).map(|report| {
-                    if json {
-                        println!("{}", report.json());
-                    } else {
-                        print!("{}", report.text());
-                    }
-                    report.error_count() == 0
-                }),
+                Ok(rt) => rt
+                    .block_on(async {
+                        let attacker = attack.as_ref().map(Attack::start);
+                        let report = run(&fixture, &config, aks, nodes, verify_certs, server).await;
+                        let attacked = match attacker {
+                            Some(a) => Some(a.stop().await),
+                            None => None,
+                        };
+                        report.map(|r| (r, attacked))
+                    })
+                    .map(|(report, attacked)| {
+                        if json {
+                            let mut v = report.json();
+                            if let Some(a) = &attacked {
+                                v["attack"] = a.json();
+                            }
+                            println!("{v}");
+                        } else {
+                            print!("{}", report.text());
+                            if let Some(a) = attacked {
+                                println!(
+                                    "attack: {} sockets opened, {} closed by the servers and re-opened, {} connects failed",
+                                    a.opened, a.closed_by_server, a.connect_failures
+                                );
+                            }
+                        }
+                        report.error_count() == 0
+                    }),
             }
         }
     };

@@ -21,12 +21,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use attest_atls::grpc::{ConnectError, connect};
+use attest_atls::grpc::{ConnectError, connect, connect_over};
 use attest_atls::{AtlsConnector, AttestationIssuer};
 use attest_grpc::{ChannelConfig, Metadata};
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
@@ -57,6 +57,9 @@ pub struct LoadConfig {
     pub timeout: Duration,
     /// Print a progress line to stderr this often.
     pub progress: Option<Duration>,
+    /// Local addresses the clients connect from, client `i` from `sources[i % len]` (one simulated node per
+    /// address, as the services' per-peer limits expect); empty: the system's choice.
+    pub sources: Vec<IpAddr>,
 }
 
 /// What one joining node sends: its name, disk UUID and kubelet CSR (generated once, reused).
@@ -315,6 +318,7 @@ pub fn process_cpu() -> Duration {
 /// Everything the clients share.
 struct Shared {
     addr: SocketAddr,
+    sources: Vec<IpAddr>,
     connectors: Vec<AtlsConnector>,
     server: Option<Arc<ServerCheck>>,
     nodes: Vec<NodeRequest>,
@@ -359,7 +363,7 @@ fn micros(d: Duration) -> u32 {
     u32::try_from(d.as_micros()).unwrap_or(u32::MAX)
 }
 
-async fn join_once(shared: &Shared, k: u64) -> Result<(u32, u32), Failure> {
+async fn join_once(shared: &Shared, k: u64, source: Option<IpAddr>) -> Result<(u32, u32), Failure> {
     // Each AK (a node's attested identity) joins as its own node: the join service binds a node name and disk
     // to the identity that first joined with them.
     let i = (k % shared.connectors.len() as u64) as usize;
@@ -371,7 +375,17 @@ async fn join_once(shared: &Shared, k: u64) -> Result<(u32, u32), Failure> {
         kubelet_csr(&node.node).map_err(|e| Failure { kind: "kubelet key".into(), message: e.to_string() })?;
     let connector = shared.connectors[i].clone().with_key(key);
     let config = ChannelConfig { connect_timeout: shared.timeout, ..ChannelConfig::default() };
-    let (channel, peer) = connect(shared.addr, &connector, config).await.map_err(|e| {
+    let connected = match source {
+        None => connect(shared.addr, &connector, config).await,
+        Some(source) => match tokio::time::timeout(shared.timeout, super::attack::connect_from(source, shared.addr))
+            .await
+        {
+            Ok(Ok(tcp)) => connect_over(tcp, &connector, config).await,
+            Ok(Err(e)) => Err(ConnectError::Tcp(e)),
+            Err(_) => Err(ConnectError::Tcp(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))),
+        },
+    };
+    let (channel, peer) = connected.map_err(|e| {
         let kind = match &e {
             ConnectError::Tcp(io) => format!("tcp {:?}", io.kind()),
             ConnectError::Atls(a) => format!("atls {}", variant_name(&format!("{a:?}"))),
@@ -415,7 +429,8 @@ async fn join_once(shared: &Shared, k: u64) -> Result<(u32, u32), Failure> {
     Ok((micros(connected - started), micros(connected.elapsed())))
 }
 
-async fn client(shared: Arc<Shared>, phase: Arc<Phase>) -> ClientLog {
+async fn client(shared: Arc<Shared>, phase: Arc<Phase>, index: usize) -> ClientLog {
+    let source = (!shared.sources.is_empty()).then(|| shared.sources[index % shared.sources.len()]);
     let mut log = ClientLog::default();
     loop {
         let k = phase.claimed.fetch_add(1, Ordering::Relaxed);
@@ -431,7 +446,7 @@ async fn client(shared: Arc<Shared>, phase: Arc<Phase>) -> ClientLog {
         }
         let started = Instant::now();
         // Each step has its own timeout; this bounds the sum.
-        let outcome = tokio::time::timeout(shared.timeout * 4, join_once(&shared, k))
+        let outcome = tokio::time::timeout(shared.timeout * 4, join_once(&shared, k, source))
             .await
             .unwrap_or_else(|_| Err(Failure { kind: "timeout".into(), message: "join timed out".into() }));
         match outcome {
@@ -489,7 +504,7 @@ async fn run_phase(
         })
     });
     let clients: Vec<_> =
-        (0..concurrency).map(|_| tokio::spawn(client(Arc::clone(shared), Arc::clone(&phase)))).collect();
+        (0..concurrency).map(|i| tokio::spawn(client(Arc::clone(shared), Arc::clone(&phase), i))).collect();
     let mut merged = ClientLog::default();
     for c in clients {
         let log = c.await.unwrap_or_else(|e| {
@@ -555,7 +570,15 @@ pub async fn run_checking_server(
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let shared = Arc::new(Shared { addr: config.addr, connectors, server, nodes, ca, timeout: config.timeout });
+    let shared = Arc::new(Shared {
+        addr: config.addr,
+        sources: config.sources.clone(),
+        connectors,
+        server,
+        nodes,
+        ca,
+        timeout: config.timeout,
+    });
     let cpu_before = process_cpu();
 
     let mut report =

@@ -112,19 +112,32 @@ fn state(ssl: &SslRef) -> Option<Arc<ConnState>> {
     ssl.ex_data(state_index().ok()?).cloned()
 }
 
+/// Attestations one acceptor (the server side) produces at once. Each is a TPM quote (or an SNP report),
+/// serialized on the node's one TPM anyway; bounding them keeps the handshakes waiting for one as futures —
+/// dropped, and never quoted for, when their connection is shed or closed — instead of blocking-pool jobs
+/// that would run for connections long gone (a flood of ClientHellos would queue TPM work without end).
+pub const MAX_CONCURRENT_ISSUES: usize = 2;
+
 /// How one side of aTLS behaves: whether it attests (with an issuer) and whether it verifies the peer.
 #[derive(Clone, Debug)]
 struct Side {
     issuer: Option<Arc<dyn AttestationIssuer>>,
     verifier: Option<Arc<Verifier>>,
+    /// Permits to produce an attestation ([`MAX_CONCURRENT_ISSUES`]), shared by this side's connections.
+    issuing: Arc<tokio::sync::Semaphore>,
 }
 
 impl Side {
-    fn new(issuer: Option<Arc<dyn AttestationIssuer>>, verifier: Option<Arc<Verifier>>) -> Result<Self, Error> {
+    /// A side producing at most `issues` attestations at once.
+    fn new(
+        issuer: Option<Arc<dyn AttestationIssuer>>,
+        verifier: Option<Arc<Verifier>>,
+        issues: usize,
+    ) -> Result<Self, Error> {
         if issuer.is_none() && verifier.is_none() {
             return Err(Error::Config { what: "an aTLS side must attest, verify, or both" });
         }
-        Ok(Self { issuer, verifier })
+        Ok(Self { issuer, verifier, issuing: Arc::new(tokio::sync::Semaphore::new(issues)) })
     }
 
     fn context(role: Role) -> Result<SslContext, Error> {
@@ -236,9 +249,18 @@ impl Side {
             st.lock().slot = Slot::Failed;
             return;
         };
-        let made = tokio::task::spawn_blocking(move || match key {
-            Some(key) => cert::attested_with_key(&*issuer, &peer_nonce, key),
-            None => cert::attested(&*issuer, &peer_nonce),
+        // Wait for a permit as a future: a connection closed meanwhile drops this wait and costs no quote.
+        let Ok(permit) = Arc::clone(&self.issuing).acquire_owned().await else {
+            st.fail(Error::Config { what: "the attestation permits were closed" });
+            st.lock().slot = Slot::Failed;
+            return;
+        };
+        let made = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            match key {
+                Some(key) => cert::attested_with_key(&*issuer, &peer_nonce, key),
+                None => cert::attested(&*issuer, &peer_nonce),
+            }
         })
         .await;
         let next = match made {
@@ -416,7 +438,7 @@ impl AtlsAcceptor {
     /// A server that attests with `issuer` (client-side verification), verifies clients with `verifier`
     /// (server-side verification), or both (mutual). At least one must be given.
     pub fn new(issuer: Option<Arc<dyn AttestationIssuer>>, verifier: Option<Arc<Verifier>>) -> Result<Self, Error> {
-        let side = Side::new(issuer, verifier)?;
+        let side = Side::new(issuer, verifier, MAX_CONCURRENT_ISSUES)?;
         let ctx = Side::context(Role::Server)?;
         Ok(Self { side, ctx, refusals: Arc::new(HandshakeRefusals::new()) })
     }
@@ -468,7 +490,8 @@ impl AtlsConnector {
     /// A client that verifies the server with `verifier` (client-side verification), attests with `issuer`
     /// when the server asks (server-side verification), or both (mutual). At least one must be given.
     pub fn new(issuer: Option<Arc<dyn AttestationIssuer>>, verifier: Option<Arc<Verifier>>) -> Result<Self, Error> {
-        let side = Side::new(issuer, verifier)?;
+        // A client attests once per connection it opens: no bound beyond its own connections.
+        let side = Side::new(issuer, verifier, tokio::sync::Semaphore::MAX_PERMITS)?;
         let ctx = Side::context(Role::Client)?;
         Ok(Self { side, ctx, refusals: Arc::new(HandshakeRefusals::new()), key: None })
     }

@@ -11,14 +11,18 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{AtlsAcceptor, AtlsConnector, Error, PeerAttestation};
-use attest_grpc::{Channel, ChannelConfig, PeerInfo, Server, Status};
+use attest_grpc::{Channel, ChannelConfig, Counted, PeerInfo, Server, Status};
 
 /// Serves `server`'s routes over aTLS connections accepted from `listener` by `acceptor` until the
 /// server shuts down. A failed handshake closes that connection only; it is counted and logged with the
 /// reason and the peer's address by the acceptor ([`crate::refusal`]; the aTLS error has already been sent
 /// to the peer as a TLS alert). Returns the local address.
+///
+/// Every connection goes through the server's admission table first (`attest_grpc::admission`: per-peer
+/// limits, pending-handshake limits with shedding, the handshake deadline from accept): the aTLS handshake,
+/// including the attestation this side issues and the peer's it verifies, is the pending phase.
 pub fn serve(server: &Server, listener: TcpListener, acceptor: Arc<AtlsAcceptor>) -> std::io::Result<SocketAddr> {
-    server.serve_with(listener, move |tcp: TcpStream| {
+    server.serve_with(listener, move |tcp: Counted<TcpStream>| {
         let acceptor = Arc::clone(&acceptor);
         async move {
             let peer = tcp.peer_addr().ok();
@@ -71,6 +75,16 @@ pub async fn connect(
         .await
         .map_err(|_| ConnectError::Tcp(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")))?
         .map_err(ConnectError::Tcp)?;
+    connect_over(tcp, connector, config).await
+}
+
+/// [`connect`] on a TCP connection already open (e.g. from a chosen local address) to the server.
+pub async fn connect_over(
+    tcp: TcpStream,
+    connector: &AtlsConnector,
+    config: ChannelConfig,
+) -> Result<(Channel, Option<PeerAttestation>), ConnectError> {
+    let addr = tcp.peer_addr().map_err(ConnectError::Tcp)?;
     let _ = tcp.set_nodelay(true);
     let tls = tokio::time::timeout(config.connect_timeout, connector.connect_to(tcp, Some(addr)))
         .await

@@ -79,7 +79,7 @@ pub mod x509;
 pub use attestation::{
     Accepted, AttestationIssuer, AttestationValidator, EngineValidator, FirstUseRecorder, ValidationError,
 };
-pub use conn::{ALPN_H2, AtlsAcceptor, AtlsConnector, AtlsStream};
+pub use conn::{ALPN_H2, AtlsAcceptor, AtlsConnector, AtlsStream, MAX_CONCURRENT_ISSUES};
 pub use error::{BoxError, Error, NonceChannel};
 pub use refusal::{HandshakeRefusals, RefusalReason};
 pub use verify::{PeerAttestation, Verifier};

@@ -17,7 +17,7 @@
 //!     --disk luks:/dev/X|luks-header:FILE|key-file   [--join-service ADDR …] [--join-endpoints-file FILE]
 //!     [--join-endpoints-from aws|gcp|azure [--join-endpoints-key KEY] [--metadata-url URL]]
 //!     [--recover-listen 0.0.0.0:9999|none] [--verify-listen 0.0.0.0:30081|none] [--verify-http-listen 0.0.0.0:30080|none]
-//!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID]
+//!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID] [--metrics-listen ADDR|none]
 //! ```
 //!
 //! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): as a
@@ -62,7 +62,9 @@
 //! (locked without state, state without its disk, PCR 15 mismatch): init and join refused; 6 rejoin refused
 //! (the node's measurements changed, or the keys are another cluster's): the node stays down; 7 rejoin
 //! failed (the disk did not reopen, PCR 15 or Kubernetes could not be brought back). Code 4 marks the node
-//! for reset: the systemd unit reboots it, and the next start resets it to a fresh node.
+//! for reset: the systemd unit reboots it, and the next start resets it to a fresh node; it is also the
+//! answer to a bootstrap interrupted after the lock in this boot (`{"event":"interrupted",…}`: killed or
+//! crashed between the lock and the end of bootstrapping, `crate::state`).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -156,7 +158,8 @@ struct Args {
     /// --runtime-dir; no encryption).
     #[arg(long, value_parser = parse_disk)]
     disk: DiskChoice,
-    /// Directory of the key file and disk UUID in key-file mode (a tmpfs in production).
+    /// Directory of the key file and disk UUID in key-file mode and of the node lock's intent marker (a
+    /// tmpfs in production: it must not survive a reboot).
     #[arg(long, default_value = "/run/attest", value_name = "DIR")]
     runtime_dir: PathBuf,
     /// Cluster backend: kubeadm (must be on PATH; `auto` is the same), or dry-run (runs nothing, announced).
@@ -221,6 +224,9 @@ struct Args {
     /// Verify service, plain HTTP (GET /?nonce=), or none.
     #[arg(long, default_value = "0.0.0.0:30080")]
     verify_http_listen: crate::cmd_lifecycle::Listen,
+    /// Prometheus /metrics of the node's endpoints (admission limits and decisions), or none.
+    #[arg(long, default_value = "none")]
+    metrics_listen: crate::cmd_lifecycle::Listen,
     /// This node's IP: the kubelet's --node-ip, the API server's advertise address (control plane), an IP SAN
     /// of the init node's kubelet serving certificate.
     #[arg(long, value_name = "IP")]
@@ -413,6 +419,11 @@ fn host_name() -> String {
 pub fn main() -> ExitCode {
     let mut args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    // Fault injection for the crash matrix: only builds with the feature arm it (attest_util::fault).
+    #[cfg(feature = "fault-injection")]
+    attest_util::fault::arm_from_env("bootstrapper");
+    #[cfg(not(feature = "fault-injection"))]
+    attest_util::fault::warn_if_requested("bootstrapper");
     if (args.hardware.is_simulated() || args.dangerous_test_roots.is_some()) && !cfg!(feature = "dangerous-test-roots")
     {
         tracing::error!(snp_device = %args.hardware.snp_device, test_roots = ?args.dangerous_test_roots,
@@ -510,7 +521,7 @@ pub fn main() -> ExitCode {
     }
     let ek_certificate = issuer.qemu().map(|q| q.ek_certificate().to_vec()).unwrap_or_default();
     let lock = match NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>) {
-        Ok(l) => Arc::new(l),
+        Ok(l) => Arc::new(l.with_intent_dir(&args.runtime_dir)),
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot read PCR 15");
             return ExitCode::from(EXIT_RUNTIME);
@@ -536,6 +547,17 @@ pub fn main() -> ExitCode {
         "bootstrapper: starting"
     );
 
+    // The node's /metrics, for the whole life of the process (whichever branch below runs).
+    let _metrics = match args.metrics_listen.0 {
+        Some(addr) => match runtime.block_on(crate::cmd_lifecycle::start_metrics(addr, node.metrics())) {
+            Ok(endpoint) => Some(endpoint),
+            Err(e) => {
+                tracing::error!(error = %e, %addr, "bootstrapper: cannot serve /metrics");
+                return ExitCode::from(EXIT_RUNTIME);
+            }
+        },
+        None => None,
+    };
     match node.startup() {
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot read the node state");
@@ -556,7 +578,12 @@ pub fn main() -> ExitCode {
             return if failed {
                 ExitCode::from(EXIT_FAILED)
             } else {
-                crate::cmd_lifecycle::run_bootstrapped(&(Arc::clone(&issuer) as _), state.cluster_id, &args.life())
+                crate::cmd_lifecycle::run_bootstrapped(
+                    &(Arc::clone(&issuer) as _),
+                    state.cluster_id,
+                    &args.life(),
+                    node.metrics(),
+                )
             };
         }
         Ok(Ok(Startup::Rejoin(state))) => {
@@ -567,6 +594,15 @@ pub fn main() -> ExitCode {
                     .ok()
             });
             return crate::cmd_lifecycle::run_rejoin(node, state, &(Arc::clone(&issuer) as _), call, &args.life());
+        }
+        Ok(Ok(Startup::Interrupted { cluster_id, state })) => {
+            // PCR 15 cannot be taken back in this boot: a reboot clears it (the unit reboots on exit 4), and
+            // the next start resets the node or, with no state written yet, finds it fresh.
+            tracing::error!(cluster_id = %hex::encode(cluster_id), phase = ?state.as_ref().map(|s| s.phase),
+                "bootstrapper: bootstrapping was interrupted after the node lock in this boot; marked for reset");
+            event(&serde_json::json!({"event": "interrupted", "cluster_id": hex::encode(cluster_id),
+                "state": state.is_some(), "marked_for_reset": true}));
+            return ExitCode::from(EXIT_FAILED);
         }
         Ok(Ok(Startup::Reset(state))) => match crate::lifecycle::reset(&node, &state) {
             Ok(lines) => {
@@ -637,13 +673,14 @@ async fn run(
         let _ = out.flush();
     }
 
-    let verify = match crate::cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life()).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
-    };
+    let verify =
+        match crate::cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life(), node.metrics()).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
+                return ExitCode::from(EXIT_RUNTIME);
+            }
+        };
     let mut join_task = None;
     // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
     // nextUpdate for as long as the bootstrapper runs.

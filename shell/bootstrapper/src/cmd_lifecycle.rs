@@ -5,7 +5,8 @@
 //! Stdout events added here (one JSON object per line): `{"event":"verify-service","grpc":ADDR|null,
 //! "http":ADDR|null}`, `{"event":"recovery-listening","addr":ADDR}`, `{"event":"rejoined","via":"rejoin"|
 //! "recovery","cluster_id":HEX,"lock_register":"PCR 15"|"RTMR3","lock_extended":BOOL}`, `{"event":"refused","path":"rejoin","reason":…}`,
-//! `{"event":"reset",…}`, `{"event":"serving","cluster_id":HEX}` and `{"event":"stopped"}`.
+//! `{"event":"reset",…}`, `{"event":"serving","cluster_id":HEX}`, `{"event":"metrics","addr":ADDR}` and
+//! `{"event":"stopped"}`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use crate::endpoints::{AtlsCall, CombinedEndpoints, EndpointSource, FailoverSour
 use crate::join::JoinConfig;
 use crate::lifecycle::{RejoinSetup, rejoin};
 use crate::node::Node;
+use crate::node_metrics::NodeMetrics;
 use crate::rejoin::RejoinError;
 use crate::state::NodeState;
 use crate::verifysvc::{VerifyServers, serve_verify};
@@ -102,6 +104,7 @@ fn event(value: &serde_json::Value) {
 pub(crate) async fn start_verify(
     issuer: &Arc<dyn AttestationIssuer>,
     life: &LifeArgs,
+    metrics: &NodeMetrics,
 ) -> std::io::Result<Option<VerifyServers>> {
     if !life.serves_verify() {
         return Ok(None);
@@ -115,6 +118,9 @@ pub(crate) async fn start_verify(
         None => None,
     };
     let servers = serve_verify(Arc::clone(issuer), grpc, http)?;
+    for (name, stats) in servers.admission_sources() {
+        metrics.add(name, stats);
+    }
     tracing::info!(grpc = ?servers.grpc_addr, http = ?servers.http_addr, "bootstrapper: verify service listening");
     event(&serde_json::json!({"event": "verify-service", "grpc": servers.grpc_addr.map(|a| a.to_string()),
         "http": servers.http_addr.map(|a| a.to_string())}));
@@ -150,13 +156,18 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
 }
 
 /// A node bootstrapped in this boot whose bootstrapper restarted: serves its attestation (if configured).
-pub(crate) fn run_bootstrapped(issuer: &Arc<dyn AttestationIssuer>, cluster_id: [u8; 32], life: &LifeArgs) -> ExitCode {
+pub(crate) fn run_bootstrapped(
+    issuer: &Arc<dyn AttestationIssuer>,
+    cluster_id: [u8; 32],
+    life: &LifeArgs,
+    metrics: &NodeMetrics,
+) -> ExitCode {
     if !life.serves_verify() {
         return ExitCode::SUCCESS;
     }
     let Some(rt) = runtime() else { return ExitCode::from(1) };
     rt.block_on(async {
-        match start_verify(issuer, life).await {
+        match start_verify(issuer, life, metrics).await {
             Ok(Some(servers)) => serve_until_signal(servers, &cluster_id, life.grace).await,
             Ok(None) => ExitCode::SUCCESS,
             Err(e) => {
@@ -180,7 +191,7 @@ pub(crate) fn run_rejoin(
     rt.block_on(async {
         tracing::info!(cluster_id = %hex::encode(state.cluster_id), disk_uuid = %state.disk_uuid,
             "bootstrapper: bootstrapped before a reboot; getting the state-disk key back");
-        let verify = match start_verify(issuer, life).await {
+        let verify = match start_verify(issuer, life, node.metrics()).await {
             Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
@@ -232,4 +243,24 @@ pub(crate) fn run_rejoin(
             }
         }
     })
+}
+
+/// Serves the node's `/metrics` ([`crate::node_metrics`]) on `addr` (the endpoint's own admission included)
+/// and announces it; the endpoint runs on the current runtime until the process ends.
+pub(crate) async fn start_metrics(
+    addr: SocketAddr,
+    metrics: &Arc<NodeMetrics>,
+) -> std::io::Result<attest_grpc::http1::HttpEndpoint> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let source = Arc::clone(metrics);
+    let endpoint = attest_grpc::http1::HttpEndpoint::serve(
+        listener,
+        attest_grpc::http1::metrics_limits(),
+        attest_grpc::http1::metrics_handler(Arc::new(move || source.render())),
+    )?;
+    let own = endpoint.admission();
+    metrics.add("metrics", Box::new(move || own.stats()));
+    tracing::info!(addr = %endpoint.local_addr(), "bootstrapper: metrics listening");
+    event(&serde_json::json!({"event": "metrics", "addr": endpoint.local_addr().to_string()}));
+    Ok(endpoint)
 }

@@ -59,7 +59,9 @@ impl ClusterBackend for DryRunBackend {
         let config = self.state_dir.join(INIT_CONFIG_NAME);
         write_atomic(&config, init_config(params, &self.network).as_bytes(), PUBLIC_FILE_MODE)?;
         log(&format!("[dry-run] wrote the kubeadm init configuration to {}", config.display()));
+        attest_util::fault::point("backend.init.config-written");
         let pki = ClusterPki::create_or_load(&self.state_dir)?;
+        attest_util::fault::point("backend.init.pki-written");
         log(&format!(
             "[dry-run] cluster PKI in {} (CA {})",
             self.state_dir.join("pki").display(),
@@ -75,6 +77,7 @@ impl ClusterBackend for DryRunBackend {
         let kubeconfig = pki.admin_kubeconfig(&params.cluster_name, &params.api_server_endpoint)?;
         let admin = self.state_dir.join(ADMIN_KUBECONFIG_NAME);
         write_atomic(&admin, &kubeconfig, SECRET_FILE_MODE)?;
+        attest_util::fault::point("backend.init.kubeconfig-written");
         log(&format!("[dry-run] admin kubeconfig written to {}", admin.display()));
         log(&format!(
             "[dry-run] kubeadm init not run: cluster {:?}, Kubernetes {}, node {}",
@@ -116,6 +119,7 @@ impl ClusterBackend for DryRunBackend {
             &params.control_plane_files,
         )?;
         log(&format!("[dry-run] wrote {} certificate and key files", written.len()));
+        attest_util::fault::point("backend.join.files-written");
         write_atomic(
             &self.state_dir.join(CA_HASH_FILE_NAME),
             format!("{}\n", params.ca_cert_hash).as_bytes(),
@@ -123,6 +127,7 @@ impl ClusterBackend for DryRunBackend {
         )?;
         let config = self.state_dir.join(JOIN_CONFIG_NAME);
         write_atomic(&config, join_config(params, &self.network).as_bytes(), SECRET_FILE_MODE)?;
+        attest_util::fault::point("backend.join.config-written");
         log(&format!("[dry-run] wrote the kubeadm join configuration to {}", config.display()));
         log(&format!(
             "[dry-run] kubeadm join not run: API server {}, {}",

@@ -43,6 +43,7 @@
 //! | [`metadata`] | join endpoints from AWS IMDSv2, the GCP metadata server or Azure IMDS |
 //! | [`lifecycle`], [`rejoin`], [`recover`] | after a reboot: rejoin ticket or recovery endpoint, disk reopen, PCR 15, restart; reset of a node marked for it |
 //! | [`verifysvc`] | the verify service (gRPC `verify.API`, HTTP `/?nonce=`) |
+//! | [`endpoint_limits`], [`node_metrics`] | fair-admission limits of the node's endpoints (init, recovery, verify, `/metrics`) and their export |
 //! | [`atomic`] | atomic file writes |
 //!
 //! # After bootstrapping
@@ -65,6 +66,7 @@ pub mod cmd;
 mod cmd_lifecycle;
 pub mod disk;
 pub mod dryrun;
+pub mod endpoint_limits;
 pub mod endpoints;
 pub mod files;
 pub mod init;
@@ -75,6 +77,7 @@ pub mod lock;
 pub mod luks;
 pub mod metadata;
 pub mod node;
+pub mod node_metrics;
 pub mod pki;
 pub mod process;
 pub mod recover;
@@ -105,7 +108,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use attest_atls::{AtlsAcceptor, AttestationIssuer};
-use attest_grpc::{Router, Server, ServerConfig};
+use attest_grpc::{Router, Server};
 
 /// Serves `init.API` for `node` over aTLS on `listener`, the node attesting with `issuer`, plus
 /// `attest.v1.CredentialActivation` when `activation` is given (so `attest init` can register the node's AK
@@ -119,13 +122,16 @@ pub fn serve_init(
     listener: tokio::net::TcpListener,
 ) -> Result<(Server, SocketAddr), ServeError> {
     let mut router = Router::new();
+    let metrics = Arc::clone(node.metrics());
     router.add_service(Arc::new(InitService::new(node, secret_hash)));
     if let Some(a) = activation {
         router.add_service(a);
     }
-    let server = Server::new(router, ServerConfig::default());
+    let server = Server::new(router, endpoint_limits::operator_server_config());
     let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer), None).map_err(ServeError::Atls)?);
     let addr = attest_atls::grpc::serve(&server, listener, acceptor).map_err(ServeError::Io)?;
+    let stats = server.clone();
+    metrics.add("init", Box::new(move || stats.admission_stats()));
     Ok((server, addr))
 }
 

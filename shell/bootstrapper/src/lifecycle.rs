@@ -31,11 +31,13 @@ pub fn reset(node: &Node, state: &NodeState) -> Result<Vec<String>, String> {
         state.phase
     )];
     lines.push(node.disk().reset().map_err(|e| format!("resetting the state disk: {e}"))?);
+    attest_util::fault::point("reset.disk-reset");
     match std::fs::remove_file(node.store().path()) {
         Ok(()) => lines.push(format!("removed {}", node.store().path().display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("removing {}: {e}", node.store().path().display())),
     }
+    attest_util::fault::point("reset.state-removed");
     Ok(lines)
 }
 

@@ -28,6 +28,19 @@
 //! A reboot resets the register; re-establishing the node after a reboot (the rejoin path) is the job of the
 //! node's disk set-up, not of this lock.
 //!
+//! # The intent marker
+//!
+//! A node stopped (killed, or its bootstrapper crashed) right after the extend has its lock register (PCR 15,
+//! or RTMR3 on a TD) set and no node state yet: it cannot join again in this boot (the join measurements
+//! require the register unbound) and has no key
+//! to continue with. To tell that case from a register extended by something else, the lock first writes the
+//! cluster id it is about to extend with to [`LOCK_INTENT_FILE`] in the runtime directory
+//! ([`NodeLock::with_intent_dir`]: a tmpfs, so the marker lives exactly as long as the PCR value it
+//! explains). At the next start in the same boot, the register bound to the marker's cluster id
+//! ([`LockRegister::bound`]) with no state is an *interrupted* bootstrap ([`NodeLock::interrupted_lock`]): the node is marked for reset and
+//! rebooted, which clears the register, and it starts fresh. A start with the register unbound removes a
+//! stale marker.
+//!
 //! If the extend itself fails, the hardware may or may not have executed it. The lock then stays `Locked`
 //! anyway (never back to unlocked: a second extend could leave the register at a value no verifier expects)
 //! and the caller gets [`LockError::Pcr`]: the node refuses every later attempt and needs operator attention.
@@ -49,6 +62,8 @@ use attest_engine::variant::LockRegister;
 
 /// The PCR the lock extends on every variant with a vTPM (SHA-256 bank).
 pub const BOOTSTRAP_PCR: u8 = 15;
+/// The lock's intent marker in the runtime directory (module docs, "The intent marker").
+pub const LOCK_INTENT_FILE: &str = "lock-intent";
 
 /// Who took the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +93,8 @@ pub enum PcrError {
     Tpm(attest_attester::tpm::Error),
     /// The hardware did not return a value of the register's size.
     Missing,
+    /// The intent marker could not be written (nothing was extended).
+    Intent(attest_util::fs::FileError),
     /// The lock register is a PCR, and the node's variant has no vTPM.
     NoVtpm(attest_attester::issuer::HwIssuerError),
     /// The lock register is an RTMR: the TDX guest could not read (TD report) or extend it, or the node's
@@ -90,6 +107,7 @@ impl std::fmt::Display for PcrError {
         match self {
             PcrError::Tpm(e) => write!(f, "PCR {BOOTSTRAP_PCR}: {e}"),
             PcrError::Missing => f.write_str("the hardware returned no value of the lock register's size"),
+            PcrError::Intent(e) => write!(f, "writing the lock's intent marker (the lock register not extended): {e}"),
             PcrError::NoVtpm(e) => write!(f, "PCR {BOOTSTRAP_PCR}: {e}"),
             PcrError::Td(e) => write!(f, "the TD's lock RTMR: {e}"),
         }
@@ -100,6 +118,7 @@ impl std::error::Error for PcrError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             PcrError::Tpm(e) => Some(e),
+            PcrError::Intent(e) => Some(e),
             PcrError::NoVtpm(e) | PcrError::Td(e) => Some(e),
             PcrError::Missing => None,
         }
@@ -327,6 +346,8 @@ pub struct NodeLock {
     locked: watch::Sender<bool>,
     /// The lock register as found by [`NodeLock::open`].
     initial_pcr: Digest,
+    /// Where the intent marker is written (`None`: not kept).
+    intent_dir: Option<std::path::PathBuf>,
 }
 
 impl NodeLock {
@@ -342,7 +363,43 @@ impl NodeLock {
             state: Mutex::new(if locked { State::Locked(None) } else { State::Unlocked }),
             locked: watch::Sender::new(locked),
             initial_pcr,
+            intent_dir: None,
         })
+    }
+
+    /// Keeps the intent marker in `dir` (the runtime directory: a tmpfs). Opened on an unbound register, a marker
+    /// left there is stale (the extend never happened) and removed.
+    pub fn with_intent_dir(mut self, dir: &std::path::Path) -> NodeLock {
+        if self.initial_pcr == self.backend.register().unbound() {
+            let _ = std::fs::remove_file(dir.join(LOCK_INTENT_FILE));
+        }
+        self.intent_dir = Some(dir.to_owned());
+        self
+    }
+
+    /// The cluster id of a lock interrupted before its node state was written: the register at open is bound
+    /// to the cluster id the intent marker names. `None` without a marker or when the register holds
+    /// anything else.
+    pub fn interrupted_lock(&self) -> Option<[u8; 32]> {
+        let text = std::fs::read_to_string(self.intent_dir.as_ref()?.join(LOCK_INTENT_FILE)).ok()?;
+        let mut cluster_id = [0u8; 32];
+        hex::decode_to_slice(text.trim(), &mut cluster_id).ok()?;
+        (self.backend.register().bound(default_provider(), &cluster_id) == self.initial_pcr).then_some(cluster_id)
+    }
+
+    /// Writes the intent marker for `cluster_id` (when kept); a failure to write it stops the lock (the
+    /// extend that follows must be explainable after a crash).
+    fn write_intent(&self, cluster_id: &[u8; 32]) -> Result<(), PcrError> {
+        if let Some(dir) = &self.intent_dir {
+            attest_util::fs::write_atomic(
+                &dir.join(LOCK_INTENT_FILE),
+                format!("{}\n", hex::encode(cluster_id)).as_bytes(),
+                attest_util::fs::SECRET_FILE_MODE,
+            )
+            .map_err(PcrError::Intent)?;
+            attest_util::fault::point("lock.intent-written");
+        }
+        Ok(())
     }
 
     /// The lock register as it was when the lock was opened.
@@ -385,13 +442,31 @@ impl NodeLock {
         self.locked.send_replace(true);
         // Still under the mutex: nobody observes `Locked` before the extend has been attempted.
         let digest = self.backend.register().extend_digest(default_provider(), cluster_id);
-        let extended = self.backend.extend_bootstrap_pcr(&digest);
+        let extended = self.write_intent(cluster_id).and_then(|()| self.backend.extend_bootstrap_pcr(&digest));
         drop(state);
-        extended.map_err(LockError::Pcr)
+        extended.map_err(LockError::Pcr)?;
+        attest_util::fault::point("lock.extended");
+        Ok(())
     }
 }
 
 impl NodeLock {
+    /// What [`NodeLock::relock`] would find, without changing anything: `Ok(true)` when the lock register is
+    /// unbound (it would extend), `Ok(false)` when it already holds this cluster's value,
+    /// [`RelockError::Foreign`] else.
+    pub fn check_relock(&self, cluster_id: &[u8; 32]) -> Result<bool, RelockError> {
+        let register = self.backend.register();
+        let pcr = self.backend.read_bootstrap_pcr().map_err(RelockError::Pcr)?;
+        let expected = register.bound(default_provider(), cluster_id);
+        if pcr == expected {
+            Ok(false)
+        } else if pcr == register.unbound() {
+            Ok(true)
+        } else {
+            Err(RelockError::Foreign { register, pcr: Box::new(pcr), expected: Box::new(expected) })
+        }
+    }
+
     /// Re-establishes the lock of a bootstrapped node after a reboot (rejoin, recovery): reads the lock
     /// register *now* and extends it with `cluster_id` where it is zero (the machine was reset), accepts it
     /// where it already is this cluster's ([`LockRegister::bound`]), and refuses anything else. The lock is
@@ -554,6 +629,27 @@ mod tests {
         assert_eq!(won.load(Ordering::SeqCst), 1);
         assert_eq!(already.load(Ordering::SeqCst), 999);
         assert_eq!(pcr.extend_count(), 1);
+    }
+
+    #[test]
+    fn the_intent_marker_explains_an_interrupted_lock_and_nothing_else() {
+        for register in [LockRegister::Pcr(15), LockRegister::Rtmr(3)] {
+            let tmp = attest_test_support::TempDir::new("lock-intent");
+            let pcr = Arc::new(MemoryPcr::of(register));
+            let lock = NodeLock::open(pcr.clone()).unwrap().with_intent_dir(tmp.path());
+            lock.try_lock(LockHolder::Join, &[5; 32]).unwrap();
+            // "Crash", restart in the same boot: the register and the marker agree.
+            let again = NodeLock::open(pcr.clone()).unwrap().with_intent_dir(tmp.path());
+            assert_eq!(again.interrupted_lock(), Some([5; 32]), "{register}");
+            // Without the marker (another boot's runtime directory), or with the register at another value: no.
+            assert_eq!(NodeLock::open(pcr.clone()).unwrap().interrupted_lock(), None);
+            pcr.extend_bootstrap_pcr(&Digest::new(&vec![1; register.size()])).unwrap();
+            assert_eq!(NodeLock::open(pcr.clone()).unwrap().with_intent_dir(tmp.path()).interrupted_lock(), None);
+            // A fresh boot (the register unbound) removes the stale marker.
+            let fresh = NodeLock::open(Arc::new(MemoryPcr::of(register))).unwrap().with_intent_dir(tmp.path());
+            assert_eq!(fresh.interrupted_lock(), None);
+            assert!(!tmp.path().join(LOCK_INTENT_FILE).exists(), "{register}");
+        }
     }
 
     #[derive(Debug)]

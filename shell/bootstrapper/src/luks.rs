@@ -70,6 +70,14 @@ pub enum Integrity {
     Unavailable(&'static str),
 }
 
+/// Whether `/proc/self/mounts` (`mounts`) lists a mount at `dir` (its second field, with the kernel's octal
+/// escapes of space, tab, newline and backslash).
+pub fn mounted_at(mounts: &str, dir: &Path) -> bool {
+    let unescape =
+        |field: &str| field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\");
+    mounts.lines().filter_map(|l| l.split(' ').nth(1)).any(|m| Path::new(&unescape(m)) == dir)
+}
+
 /// Whether the kernel's device mapper is usable: `/dev/mapper/control` exists and the driver registered
 /// it (`device-mapper` in `/proc/misc`; a container can have the node without the driver).
 pub fn device_mapper_available() -> bool {
@@ -239,10 +247,14 @@ impl LuksDisk {
                 c.args.push(OsString::from(&self.mapper_name));
                 c
             }
-            Mode::HeaderOnly => {
-                self.line(&["open", "--test-passphrase", "--type", "luks2", "--key-file", "-"], true, true)
-            }
+            Mode::HeaderOnly => self.test_key_command(),
         }
+    }
+
+    /// `cryptsetup open --test-passphrase --type luks2 --key-file - DEVICE`: checks the key (on stdin) against
+    /// a keyslot and maps nothing.
+    pub fn test_key_command(&self) -> CommandLine {
+        self.line(&["open", "--test-passphrase", "--type", "luks2", "--key-file", "-"], true, true)
     }
 
     /// `cryptsetup isLuks DEVICE`.
@@ -309,8 +321,16 @@ impl LuksDisk {
         Err(DiskError::Command { action, status: out.status, stderr })
     }
 
+    /// Whether the device has a LUKS header. Only cryptsetup's "not LUKS" (exit 1) is a no: a device that
+    /// cannot be read (exit 4, and anything else) is an error, never taken for a fresh disk that may be
+    /// formatted.
     fn is_luks(&self) -> Result<bool, DiskError> {
-        Ok(Self::run(&self.is_luks_command(), None)?.status.success())
+        let out = Self::run(&self.is_luks_command(), None)?;
+        match out.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Self::check("isLuks", &out).map(|()| false),
+        }
     }
 
     fn tool(action: &'static str, program: &Path, args: &[&std::ffi::OsStr]) -> Result<(), DiskError> {
@@ -367,6 +387,7 @@ impl DiskSetup for LuksDisk {
     fn setup(&self, key: &[u8]) -> Result<String, DiskError> {
         let uuid = self.disk_uuid()?;
         Self::check("luksFormat", &Self::run(&self.format_command(&uuid), Some(key))?)?;
+        attest_util::fault::point("disk.formatted");
         Self::check("open", &Self::run(&self.open_command(), Some(key))?)?;
         match &self.mode {
             Mode::HeaderOnly => Ok(format!(
@@ -402,18 +423,25 @@ impl DiskSetup for LuksDisk {
         if !self.is_luks()? {
             return Err(DiskError::NotBootstrapped { reason: format!("{} has no LUKS header", self.device.display()) });
         }
-        Self::check("open", &Self::run(&self.open_command(), Some(key))?)?;
+        // Reopening runs again after a crash in the same boot (the rejoin's steps repeat until PCR 15 is
+        // re-extended): a mapping left by the stopped run is kept once the key is shown to open the disk.
+        let mapped = matches!(self.mode, Mode::Mapped { .. }) && self.mapped_path().exists();
+        let open = if mapped { self.test_key_command() } else { self.open_command() };
+        Self::check("open", &Self::run(&open, Some(key))?)?;
         match &self.mode {
             Mode::HeaderOnly => Ok(format!(
                 "the key opens {} (open --test-passphrase); not mapped: header-only mode",
                 self.device.display()
             )),
             Mode::Mapped { mount, .. } => {
-                if let Some(dir) = mount {
+                if let Some(dir) = mount
+                    && !mounted_at(&std::fs::read_to_string("/proc/self/mounts").unwrap_or_default(), dir)
+                {
                     self.mount_at(dir)?;
                 }
                 Ok(format!(
-                    "reopened {} as {}{}",
+                    "{} {} as {}{}",
+                    if mapped { "found open (key checked):" } else { "reopened" },
                     self.device.display(),
                     self.mapped_path().display(),
                     mount.as_ref().map(|d| format!(", mounted at {}", d.display())).unwrap_or_default()
@@ -442,7 +470,15 @@ impl DiskSetup for LuksDisk {
         }
         let out = Self::run(&self.token_export_command(), None)?;
         if !out.status.success() {
-            return Ok(HeaderState::Absent); // no token 31
+            // No token 31 (exit 1, "Failed to get token"): a disk with no node state. Anything else is an
+            // error: a header read failure must not pass for a fresh disk (the next step would format it).
+            let missing =
+                out.status.code() == Some(1) && String::from_utf8_lossy(&out.stderr).contains("Failed to get token");
+            return if missing {
+                Ok(HeaderState::Absent)
+            } else {
+                Self::check("token export", &out).map(|()| HeaderState::Absent)
+            };
         }
         let bad = |reason: String| DiskError::HeaderState { reason };
         let token: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| bad(e.to_string()))?;
@@ -468,6 +504,7 @@ impl DiskSetup for LuksDisk {
         }
         // The token first: a disk without it is a fresh disk, whatever happens to the keyslots.
         let _ = Self::run(&self.token_remove_command(), None)?;
+        attest_util::fault::point("reset.token-removed");
         Self::check("erase", &Self::run(&self.erase_command(), None)?)?;
         Ok(format!("{}: node state removed from the header and every keyslot erased", self.device.display()))
     }

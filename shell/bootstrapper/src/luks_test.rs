@@ -63,7 +63,8 @@ fn setup_and_reopen_with_a_fake_cryptsetup() {
         format!(
             "#!/bin/sh\nD={d}\necho \"$@\" >> $D/args\ncase \"$1\" in\n  isLuks) test -f $D/formatted ;;\n  \
              luksFormat) cat > $D/format-key; touch $D/formatted ;;\n  open) cat > $D/open-key ;;\n  \
-             luksUUID) echo 0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9 ;;\n  *) exit 1 ;;\nesac\n",
+             luksUUID) echo 0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9 ;;\n  \
+             token) echo 'Failed to get token 31 for export.' >&2; exit 1 ;;\n  *) exit 1 ;;\nesac\n",
             d = dir.display()
         ),
     )
@@ -131,4 +132,23 @@ fn real_cryptsetup_on_a_file() {
     // A fresh setup after the reset works with a new key.
     disk.setup(&[0x77; 32]).unwrap();
     disk.reopen(&[0x77; 32]).unwrap();
+
+    // A disk that cannot be read is an error, never a fresh disk (which the next step would format).
+    let gone = LuksDisk::header_only(&tmp.path().join("missing.img"));
+    assert!(
+        matches!(gone.header_state(), Err(DiskError::Command { action: "isLuks", .. })),
+        "{:?}",
+        gone.header_state()
+    );
+    assert!(gone.disk_uuid().is_err());
+}
+
+#[test]
+fn mounts_are_read_with_the_kernels_escapes() {
+    let mounts = "/dev/vda1 / ext4 rw 0 0\n/dev/mapper/state /var/lib/attest ext4 rw 0 0\n\
+                  tmpfs /run/with\\040space tmpfs rw 0 0\n";
+    assert!(mounted_at(mounts, Path::new("/var/lib/attest")));
+    assert!(mounted_at(mounts, Path::new("/run/with space")));
+    assert!(!mounted_at(mounts, Path::new("/var/lib")));
+    assert!(!mounted_at("", Path::new("/")));
 }

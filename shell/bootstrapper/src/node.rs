@@ -20,9 +20,12 @@
 //! ```
 //!
 //! The order is the one of `docs/ARCHITECTURE.md`, "Bootstrapper" (lock, disk key, state, cluster): the state directory may live on the state
-//! disk, so the state is written once the disk is set up. A crash between the lock and step 2 is the
-//! "locked without state" condition of [`super::state`]. Whatever fails after the lock, the node stays
-//! locked and its state says how it ended, so a restart never re-runs a half-done bootstrap.
+//! disk, so the state is written once the disk is set up. A crash between the lock and step 2 leaves PCR 15
+//! set and no state: the lock's intent marker (`super::lock`) makes the next start of that boot see an
+//! *interrupted* bootstrap, marked for reset like a failed one (`super::state`). Whatever fails after the
+//! lock, the node stays locked and its state says how it ended, so a restart never re-runs a half-done
+//! bootstrap; every step and what a crash after it leaves is in `docs/ARCHITECTURE.md`, "Crash safety"
+//! (each is a fault point of the crash matrix, `attest_util::fault`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -127,6 +130,7 @@ pub struct Node {
     disk: Arc<dyn DiskSetup>,
     backend: Arc<dyn ClusterBackend>,
     outcome: watch::Sender<Option<Outcome>>,
+    metrics: Arc<super::node_metrics::NodeMetrics>,
 }
 
 impl Node {
@@ -138,7 +142,7 @@ impl Node {
         backend: Arc<dyn ClusterBackend>,
     ) -> Node {
         let store = StateStore::new(&config.state_dir);
-        Node { config, lock, store, disk, backend, outcome: watch::Sender::new(None) }
+        Node { config, lock, store, disk, backend, outcome: watch::Sender::new(None), metrics: Arc::default() }
     }
 
     /// The configuration.
@@ -166,6 +170,11 @@ impl Node {
         &self.store
     }
 
+    /// The node's listeners' admission tables, for its `/metrics`.
+    pub fn metrics(&self) -> &Arc<super::node_metrics::NodeMetrics> {
+        &self.metrics
+    }
+
     /// What this node is at start-up: PCR 15 as the lock found it, combined with the node state (from the
     /// disk's header where it keeps one, else the state file; see [`super::state`]).
     pub fn startup(&self) -> Result<Result<Startup, StartupError>, StateError> {
@@ -175,7 +184,14 @@ impl Node {
             Ok(HeaderState::Unsupported) => self.store.load()?,
             Err(e) => return Err(StateError::Header { reason: e.to_string() }),
         };
-        let result = check_startup(self.lock.register(), &self.lock.initial_pcr(), state);
+        let result = match check_startup(self.lock.register(), &self.lock.initial_pcr(), state) {
+            // Locked without state, explained by the lock's intent marker: stopped right after the lock.
+            Err(StartupError::LockedWithoutState) => match self.lock.interrupted_lock() {
+                Some(cluster_id) => Ok(Startup::Interrupted { cluster_id, state: None }),
+                None => Err(StartupError::LockedWithoutState),
+            },
+            other => other,
+        };
         if let Ok(Startup::Rejoin(s)) = &result {
             // "Whose state disk exists": the disk the state names must be this node's.
             let disk_uuid = self.disk.disk_uuid().map_err(|e| StateError::Header { reason: e.to_string() })?;
@@ -232,7 +248,10 @@ impl Node {
                  Kubernetes cluster");
         }
         match self.disk.setup(disk_key) {
-            Ok(report) => log(&format!("disk: {report}")),
+            Ok(report) => {
+                attest_util::fault::point("commit.disk-set-up");
+                log(&format!("disk: {report}"));
+            }
             Err(e) => {
                 state.phase = Phase::Failed;
                 // Best effort: the state directory may be on the disk that failed.
@@ -244,15 +263,21 @@ impl Node {
             }
         }
         self.store.persist(&state).map_err(CommitError::State)?;
+        attest_util::fault::point("commit.state-file-written");
         self.disk.record_state(&state).map_err(CommitError::Disk)?;
+        attest_util::fault::point("commit.state-header-written");
         log(&format!("node state persisted ({}, role {})", self.store.path().display(), c.role));
         let result = run(self.backend.as_ref(), log);
+        attest_util::fault::point("commit.backend-done");
         state.phase = if result.is_ok() { Phase::Bootstrapped } else { Phase::Failed };
-        let persisted = self
-            .store
-            .persist(&state)
-            .map_err(CommitError::State)
-            .and_then(|()| self.disk.record_state(&state).map_err(CommitError::Disk));
+        // The file first, the disk's header last: where the disk keeps a header, the header is the record a
+        // rebooted node reads, so the phase changes when it is written (a crash between the two leaves the
+        // header's `bootstrapping`: interrupted, reset).
+        let persisted = self.store.persist(&state).map_err(CommitError::State).and_then(|()| {
+            attest_util::fault::point("commit.final-state-file-written");
+            self.disk.record_state(&state).map_err(CommitError::Disk)
+        });
+        attest_util::fault::point("commit.final-state-header-written");
         let value = result.map_err(CommitError::Backend)?;
         persisted?;
         Ok(value)

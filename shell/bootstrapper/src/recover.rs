@@ -34,7 +34,7 @@ use zeroize::Zeroize;
 use super::rejoin::{KeySource, NodeKeys, RejoinError, Rejoiner};
 use super::request::{MAX_KMS_URI_LENGTH, MAX_STORAGE_URI_LENGTH};
 use attest_atls::{AtlsAcceptor, AttestationIssuer};
-use attest_grpc::{Request, Response, Router, Server, ServerConfig, Service, Status};
+use attest_grpc::{Request, Response, Router, Server, Service, Status};
 use attest_keyservice::{MasterSecret, measurement_secret, state_disk_key};
 
 /// Constellation's recovery port.
@@ -108,9 +108,12 @@ pub fn serve_recover(
     issuer: Arc<dyn AttestationIssuer>,
     listener: tokio::net::TcpListener,
 ) -> Result<(Server, SocketAddr), super::ServeError> {
+    let metrics = Arc::clone(rejoiner.node().metrics());
     let mut router = Router::new();
     router.add_service(Arc::new(RecoverService::new(rejoiner)));
-    let server = Server::new(router, ServerConfig::default());
+    let server = Server::new(router, super::endpoint_limits::operator_server_config());
+    let stats = server.clone();
+    metrics.add("recovery", Box::new(move || stats.admission_stats()));
     let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer), None).map_err(super::ServeError::Atls)?);
     let addr = attest_atls::grpc::serve(&server, listener, acceptor).map_err(super::ServeError::Io)?;
     Ok((server, addr))

@@ -15,11 +15,20 @@
 //!  Rejoiner::finish: cluster id = HKDF(measurement secret, salt, "key-clusterID") = the stored one?
 //!        │ no ─▶ WrongCluster (the keys are another cluster's; nothing touched)
 //!        ▼
-//!  disk.reopen(key)            never formats; a wrong key fails
-//!  NodeLock::relock            PCR 15 = 0 → extend with the cluster id; = this cluster's → keep; else refuse
+//!  disk.reopen(key)            never formats; a wrong key fails; an already open disk is accepted
 //!  backend.restart(role)       kubelet (its configuration is on the reopened disk)
 //!  node state: last_refusal cleared
+//!  NodeLock::relock            PCR 15 = 0 → extend with the cluster id; = this cluster's → keep; else refuse
 //! ```
+//!
+//! # Why PCR 15 comes last
+//!
+//! Each step before the relock can run again: reopening an open disk and restarting a running kubelet are
+//! no-ops, and the state write is atomic. A node stopped anywhere in between (killed, or a power cut) still
+//! has PCR 15 = 0 and its state `bootstrapped`, so its next start rejoins again with the same disk key. The
+//! relock is the commit point: once PCR 15 holds the cluster id, the node is rejoined, and a restart in the
+//! same boot only serves (`Startup::Bootstrapped`). Relocking first would leave a node killed before its
+//! kubelet restart locked, "bootstrapped", and with no Kubernetes running until its next reboot.
 //!
 //! The keys are checked against the cluster id *before* anything is done with them: keys from another
 //! cluster's key service (a join service of the wrong cluster, an operator's wrong master secret) are
@@ -160,6 +169,11 @@ impl Rejoiner {
         Rejoiner { node, state, busy: tokio::sync::Mutex::new(()), done: watch::Sender::new(None) }
     }
 
+    /// The node.
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
     /// The node's stored state.
     pub fn state(&self) -> &NodeState {
         &self.state
@@ -197,21 +211,28 @@ impl Rejoiner {
         let node = Arc::clone(&self.node);
         let mut state = self.state.clone();
         let result = tokio::task::spawn_blocking(move || {
+            let fault = |step: &str| attest_util::fault::point(&format!("{via}.{step}"));
             let mut log = |line: &str| tracing::info!(target: "attest::bootstrapper::rejoin", "{line}");
+            // A PCR 15 that something else extended is refused before anything starts.
+            node.lock().check_relock(&cluster_id).map_err(RejoinError::Relock)?;
+            fault("keys-checked");
             let disk = node.disk().reopen(&keys.state_disk_key).map_err(RejoinError::Disk)?;
             drop(keys);
+            fault("disk-reopened");
             log(&format!("disk: {disk}"));
+            node.backend().restart(state.role, &mut log).map_err(RejoinError::Backend)?;
+            fault("restarted");
+            state.last_refusal = None;
+            persist(&node, &state);
+            fault("state-written");
             let extended = node.lock().relock(LockHolder::Rejoin, &cluster_id).map_err(RejoinError::Relock)?;
+            fault("relocked");
             log(&format!(
                 "{} {} cluster {}",
                 node.lock().register(),
                 if extended { "re-extended with" } else { "already holds" },
                 hex::encode(cluster_id)
             ));
-            node.backend().restart(state.role, &mut log).map_err(RejoinError::Backend)?;
-            if state.last_refusal.take().is_some() {
-                persist(&node, &state);
-            }
             Ok::<_, RejoinError>(Rejoined { cluster_id, via, extended, disk })
         })
         .await

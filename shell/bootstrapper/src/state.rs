@@ -29,16 +29,20 @@
 //! | 0 | absent | fresh node | [`Startup::Fresh`]: serve init, run the join client |
 //! | 0 | present, phase `bootstrapped` | a bootstrapped node after a reboot (PCRs reset) | [`Startup::Rejoin`]: rejoin ticket or recovery, reopen the disk, re-extend PCR 15 |
 //! | 0 | present, phase `failed` or `bootstrapping` | marked for reset: a bootstrap that failed (or stopped) after the lock, then a reboot | [`Startup::Reset`]: forget the state and the disk key, then start fresh |
-//! | ≠ 0, = bound to the stored cluster id | present | bootstrapped in this boot; the bootstrapper restarted | [`Startup::Bootstrapped`] |
-//! | ≠ 0 | absent | crashed between taking the lock and writing the state | [`StartupError::LockedWithoutState`] |
+//! | ≠ 0, = bound to the stored cluster id | present, phase `bootstrapped` or `failed` | bootstrapped in this boot; the bootstrapper restarted | [`Startup::Bootstrapped`] |
+//! | ≠ 0, = bound to the stored cluster id | present, phase `bootstrapping` | the bootstrap stopped (crashed, killed) after the lock in this boot | [`Startup::Interrupted`]: marked for reset |
+//! | ≠ 0, = bound to the lock's intent marker | absent | stopped between taking the lock and writing the state, in this boot (`super::lock`, "The intent marker"; checked by `Node::startup`) | [`Startup::Interrupted`]: marked for reset |
+//! | ≠ 0 | absent, no matching intent marker | the register extended by something else | [`StartupError::LockedWithoutState`] |
 //! | ≠ 0, other value | present | the register extended by someone else, or state of another cluster | [`StartupError::PcrMismatch`] |
 //! | 0 | present, but the disk it names is not this node's | state without its disk | [`StartupError::StateWithoutDisk`] (checked by `Node::startup`) |
 //!
 //! The error rows are refusals: the node cannot tell which cluster it belongs to, or the TPM and the disk
 //! disagree, and guessing would either join a node twice or hand a second cluster's keys to it. The
 //! operator has to reinstall (reboot with a fresh state disk). A node whose state says [`Phase::Failed`] in
-//! the boot it failed in is bootstrapped but broken: the bootstrapper exits non-zero and the systemd unit
-//! reboots it, which turns it into the `Reset` row.
+//! the boot it failed in is bootstrapped but broken, and an interrupted one is half-bootstrapped: for both
+//! the bootstrapper exits with "marked for reset" and the systemd unit reboots the node, which clears PCR
+//! 15 and turns it into the `Reset` row (or, with no state written yet, the `Fresh` one). A locked PCR 15
+//! therefore never outlives the boot it was extended in without a key to go with it.
 
 use std::path::{Path, PathBuf};
 
@@ -251,6 +255,15 @@ pub enum Startup {
     Rejoin(NodeState),
     /// A bootstrap that failed after the lock, then a reboot: reset the node, then start fresh.
     Reset(NodeState),
+    /// A bootstrap interrupted after the lock in this boot (PCR 15 holds this cluster id; the state is
+    /// `bootstrapping`, or absent and explained by the lock's intent marker): marked for reset — a reboot
+    /// clears PCR 15, then the node resets or starts fresh.
+    Interrupted {
+        /// The cluster id PCR 15 holds.
+        cluster_id: [u8; 32],
+        /// The state, if it was written.
+        state: Option<NodeState>,
+    },
 }
 
 /// Why a node refuses to start bootstrapping (see the table in the module docs).
@@ -283,9 +296,9 @@ impl std::fmt::Display for StartupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StartupError::LockedWithoutState => f.write_str(
-                "node is locked without state: the lock register is set but no node state was persisted (the node \
-                 stopped between taking the lock and writing its state); it refuses init and join and must be \
-                 reinstalled",
+                "node is locked without state: the lock register is set but no node state was persisted, and no \
+                 lock intent of this boot explains it (the register was extended by something else); it refuses \
+                 init and join: reboot it (the register resets) or reinstall it",
             ),
             StartupError::StateWithoutDisk { cluster_id, state_disk_uuid, disk_uuid } => write!(
                 f,
@@ -315,10 +328,12 @@ pub fn check_startup(register: LockRegister, pcr: &Digest, state: Option<NodeSta
         (false, Some(s)) => Ok(Startup::Reset(s)),
         (true, Some(s)) => {
             let expected = register.bound(default_provider(), &s.cluster_id);
-            if expected == *pcr {
-                Ok(Startup::Bootstrapped(s))
-            } else {
+            if expected != *pcr {
                 Err(StartupError::PcrMismatch { register, pcr: Box::new(*pcr), expected: Box::new(expected) })
+            } else if s.phase == Phase::Bootstrapping {
+                Ok(Startup::Interrupted { cluster_id: s.cluster_id, state: Some(s) })
+            } else {
+                Ok(Startup::Bootstrapped(s))
             }
         }
     }
@@ -384,6 +399,29 @@ mod tests {
         assert!(matches!(store.load(), Err(StateError::Malformed { .. })));
     }
 
+    /// A state file cut anywhere (a torn write on a file system that lost an unsynced tail) or with a tail
+    /// of zeros (blocks allocated, data never written) is refused, never read as a valid state.
+    #[test]
+    fn a_half_written_state_file_is_never_valid() {
+        let tmp = attest_test_support::TempDir::new("state-torn");
+        let store = StateStore::new(tmp.path());
+        let mut s = state();
+        s.last_refusal = Some("a reason".into());
+        store.persist(&s).unwrap();
+        let full = std::fs::read(store.path()).unwrap();
+        let json_end = full.len() - 1; // the trailing newline
+        for cut in 0..json_end {
+            std::fs::write(store.path(), &full[..cut]).unwrap();
+            assert!(store.load().is_err(), "{cut} of {} bytes read as valid", full.len());
+            let mut zeros = full[..cut].to_vec();
+            zeros.resize(full.len(), 0);
+            std::fs::write(store.path(), &zeros).unwrap();
+            assert!(store.load().is_err(), "{cut} bytes and zeros read as valid");
+        }
+        std::fs::write(store.path(), &full[..json_end]).unwrap();
+        assert_eq!(store.load().unwrap(), Some(s), "only the newline missing: the whole document");
+    }
+
     #[test]
     fn startup_table() {
         for register in [LockRegister::Pcr(15), LockRegister::Rtmr(3)] {
@@ -391,7 +429,14 @@ mod tests {
             let check = |v: &Digest, s| check_startup(register, v, s);
             let (zero, good) = (register.unbound(), register.bound(default_provider(), &s.cluster_id));
             assert_eq!(check(&zero, None), Ok(Startup::Fresh));
-            assert_eq!(check(&good, Some(s.clone())), Ok(Startup::Bootstrapped(s.clone())));
+            // Locked in this boot with the state still `bootstrapping`: interrupted, marked for reset.
+            assert_eq!(
+                check(&good, Some(s.clone())),
+                Ok(Startup::Interrupted { cluster_id: s.cluster_id, state: Some(s.clone()) })
+            );
+            let mut bootstrapped = s.clone();
+            bootstrapped.phase = Phase::Bootstrapped;
+            assert_eq!(check(&good, Some(bootstrapped.clone())), Ok(Startup::Bootstrapped(bootstrapped)));
             assert_eq!(check(&good, None), Err(StartupError::LockedWithoutState));
             // After a reboot: a bootstrapped node rejoins, a node whose bootstrap failed (or stopped) resets.
             assert_eq!(check(&zero, Some(s.clone())), Ok(Startup::Reset(s.clone())));

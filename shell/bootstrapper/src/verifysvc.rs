@@ -12,8 +12,11 @@
 //! caller (`attest verify --service grpc|http`) checks the AK, the PCRs against its measurements, and with
 //! `--cluster-id` PCR 15 against the cluster id.
 //!
-//! Every request costs a TPM quote, serialized on the node's one TPM connection; at most
-//! [`MAX_VERIFY_CONNECTIONS`] HTTP connections are served at once, and a nonce must be exactly
+//! Every request costs a TPM quote, serialized on the node's one TPM connection. Both listeners admit
+//! connections fairly (`attest_grpc::admission`, limits in [`super::endpoint_limits`]): at most
+//! [`MAX_VERIFY_CONNECTIONS`] each, a few per address, pending ones (no complete request yet: slow-loris
+//! headers, idle sockets) shed first and closed [`VERIFY_HEADER_TIMEOUT`] after accept; HTTP serves one
+//! request per connection (`attest_grpc::http1`). A nonce must be exactly
 //! [`attest_atls::nonce::NONCE_LEN`] bytes.
 
 use std::net::SocketAddr;
@@ -21,14 +24,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use bytes::Bytes;
-use http_body_util::Full;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
 
+pub use super::endpoint_limits::{MAX_VERIFY_CONNECTIONS, VERIFY_HEADER_TIMEOUT};
+use super::endpoint_limits::{verify_grpc_config, verify_http_limits};
 use attest_atls::AttestationIssuer;
 use attest_atls::nonce::{NONCE_LEN, Nonce};
-use attest_grpc::{Request, Response, Router, Server, ServerConfig, Service, Status};
+use attest_grpc::admission::StatsSource;
+use attest_grpc::http1::{HttpEndpoint, HttpResponse, response};
+use attest_grpc::{Request, Response, Router, Server, Service, Status};
 use attest_proto::paths;
 use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
 
@@ -36,10 +40,6 @@ use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};
 pub const DEFAULT_VERIFY_GRPC_PORT: u16 = 30081;
 /// Constellation's verification service HTTP port.
 pub const DEFAULT_VERIFY_HTTP_PORT: u16 = 30080;
-/// HTTP connections served at once (each request costs a TPM quote).
-pub const MAX_VERIFY_CONNECTIONS: usize = 64;
-/// Time a client has to send its request headers.
-pub const VERIFY_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest `nonce` query value accepted, in bytes (44 = base64 of 32 bytes with padding; room for percent-escapes).
 pub const MAX_NONCE_PARAM_LENGTH: usize = 160;
 
@@ -115,20 +115,16 @@ pub fn nonce_param(query: Option<&str>) -> Result<Vec<u8>, String> {
     engine.decode(trimmed).map_err(|_| "nonce is not base64".to_owned())
 }
 
-async fn respond_http<B>(issuer: Arc<dyn AttestationIssuer>, req: http::Request<B>) -> http::Response<Full<Bytes>> {
-    let reply = |status: http::StatusCode, body: serde_json::Value| {
-        let mut r = http::Response::new(Full::new(Bytes::from(body.to_string())));
-        *r.status_mut() = status;
-        r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-        r
-    };
-    if req.method() != http::Method::GET {
+async fn respond_http(issuer: Arc<dyn AttestationIssuer>, req: http::request::Parts) -> HttpResponse {
+    let reply =
+        |status: http::StatusCode, body: serde_json::Value| response(status, "application/json", body.to_string());
+    if req.method != http::Method::GET {
         return reply(http::StatusCode::METHOD_NOT_ALLOWED, serde_json::json!({"error": "GET only"}));
     }
-    if req.uri().path() != "/" {
+    if req.uri.path() != "/" {
         return reply(http::StatusCode::NOT_FOUND, serde_json::json!({"error": "not found; try /?nonce="}));
     }
-    let nonce = match nonce_param(req.uri().query()) {
+    let nonce = match nonce_param(req.uri.query()) {
         Ok(n) => n,
         Err(e) => return reply(http::StatusCode::BAD_REQUEST, serde_json::json!({"error": e})),
     };
@@ -148,8 +144,7 @@ async fn respond_http<B>(issuer: Arc<dyn AttestationIssuer>, req: http::Request<
 #[derive(Debug)]
 pub struct VerifyServers {
     grpc: Option<Server>,
-    http_stop: Option<watch::Sender<bool>>,
-    http_task: Option<tokio::task::JoinHandle<()>>,
+    http: Option<HttpEndpoint>,
     /// The gRPC address, if served.
     pub grpc_addr: Option<SocketAddr>,
     /// The HTTP address, if served.
@@ -162,12 +157,23 @@ impl VerifyServers {
         if let Some(s) = &self.grpc {
             let _ = s.shutdown(grace).await;
         }
-        if let Some(stop) = self.http_stop {
-            let _ = stop.send(true);
+        if let Some(h) = self.http {
+            h.shutdown().await;
         }
-        if let Some(t) = self.http_task {
-            let _ = t.await;
+    }
+
+    /// The admission tables of the listeners served (`verify-grpc`, `verify-http`), read when called.
+    pub fn admission_sources(&self) -> Vec<(&'static str, StatsSource)> {
+        let mut out: Vec<(&'static str, StatsSource)> = Vec::new();
+        if let Some(s) = &self.grpc {
+            let s = s.clone();
+            out.push(("verify-grpc", Box::new(move || s.admission_stats())));
         }
+        if let Some(h) = &self.http {
+            let a = h.admission();
+            out.push(("verify-http", Box::new(move || a.stats())));
+        }
+        out
     }
 }
 
@@ -177,47 +183,20 @@ pub fn serve_verify(
     grpc: Option<TcpListener>,
     http: Option<TcpListener>,
 ) -> std::io::Result<VerifyServers> {
-    let mut out = VerifyServers { grpc: None, http_stop: None, http_task: None, grpc_addr: None, http_addr: None };
+    let mut out = VerifyServers { grpc: None, http: None, grpc_addr: None, http_addr: None };
     if let Some(listener) = grpc {
         let mut router = Router::new();
         router.add_service(Arc::new(VerifyService::new(Arc::clone(&issuer))));
-        let server = Server::new(router, ServerConfig::default());
+        let server = Server::new(router, verify_grpc_config());
         out.grpc_addr = Some(server.serve(listener)?);
         out.grpc = Some(server);
     }
     if let Some(listener) = http {
-        out.http_addr = Some(listener.local_addr()?);
-        let (stop, mut stopped) = watch::channel(false);
-        let permits = Arc::new(Semaphore::new(MAX_VERIFY_CONNECTIONS));
-        out.http_task = Some(tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = stopped.wait_for(|s| *s) => return,
-                };
-                let Ok((tcp, _)) = accepted else {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-                    continue; // over the connection limit: close at once
-                };
-                let issuer = Arc::clone(&issuer);
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    let service = hyper::service::service_fn(move |req| {
-                        let issuer = Arc::clone(&issuer);
-                        async move { Ok::<_, std::convert::Infallible>(respond_http(issuer, req).await) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(VERIFY_HEADER_TIMEOUT)
-                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
-                        .await;
-                });
-            }
-        }));
-        out.http_stop = Some(stop);
+        let handler: attest_grpc::http1::Handler =
+            Arc::new(move |head| Box::pin(respond_http(Arc::clone(&issuer), head)));
+        let endpoint = HttpEndpoint::serve(listener, verify_http_limits(), handler)?;
+        out.http_addr = Some(endpoint.local_addr());
+        out.http = Some(endpoint);
     }
     Ok(out)
 }

@@ -2,7 +2,8 @@
 //!
 //! gRPC on h2, hand-rolled: server and client, unary and server-streaming, generic over prost messages.
 //!
-//! **May depend on:** `h2`, `tokio`, `prost` (generic over its messages). **Must not depend on:** any crate of
+//! **May depend on:** `h2`, `tokio`, `prost` (generic over its messages), and with the feature `http1` hyper's
+//! HTTP/1.1 server. **Must not depend on:** any crate of
 //! the workspace (its tests use `attest-proto`'s messages), attestation, TLS, or a service: the transport
 //! is any `AsyncRead + AsyncWrite` stream, and aTLS plugs in from above (`attest-atls`'s `grpc` module).
 //!
@@ -27,6 +28,11 @@
 //!   `grpc-timeout`.
 //! - [`service`]: typed [`Request`]/[`Response`]/[`Streaming`], the [`Service`] trait and the [`Router`].
 //! - [`server`]: connection and stream tasks, limits, deadlines, cancellation, graceful shutdown.
+//! - [`admission`]: fair admission of connections (per-peer limits, pending-handshake limits with shedding,
+//!   a reserve for established connections, deadlines from accept), shared with the services' plain
+//!   HTTP/1.1 endpoints, and its `/metrics` rendering.
+//! - `http1` (feature `http1`): those plain HTTP/1.1 endpoints (`/metrics`, the node's verify
+//!   service) on hyper, one request per connection, behind the same admission.
 //! - [`client`]: [`Channel`] with [`Channel::unary`] and [`Channel::server_streaming`].
 //!
 //! Only the `identity` encoding is supported: the services exchange small, mostly random (incompressible)
@@ -38,13 +44,17 @@
 // errors are the slow path, and boxing it would cost an allocation on every failed call for nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod admission;
 pub mod client;
 pub mod codec;
+#[cfg(feature = "http1")]
+pub mod http1;
 pub mod metadata;
 pub mod server;
 pub mod service;
 pub mod status;
 
+pub use admission::{Admission, AdmissionConfig, AdmissionStats, Admitted, Counted};
 pub use client::{Channel, ChannelConfig};
 pub use metadata::Metadata;
 pub use server::{Server, ServerConfig};

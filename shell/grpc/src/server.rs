@@ -58,6 +58,10 @@ use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Sleep;
 
+use super::admission::{
+    Admission, AdmissionConfig, AdmissionStats, Counted, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_MAX_CONNECTIONS_PER_PEER,
+    DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_HANDSHAKES_PER_PEER, Promoter,
+};
 use super::codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, MessageDecoder};
 use super::metadata::{Metadata, encode_bin, parse_timeout};
 use super::service::{EncodedStream, PeerInfo, Reply, Request, Response, Router};
@@ -74,9 +78,14 @@ pub const DEFAULT_INITIAL_STREAM_WINDOW: u32 = 1024 * 1024;
 pub const DEFAULT_INITIAL_CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
 /// Default bound on one request's header block (SETTINGS_MAX_HEADER_LIST_SIZE): 16 KiB, as grpc-core.
 pub const DEFAULT_MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
+/// Time a reclaimed idle connection (`admission`: its slot given to a new connection) has to close after
+/// its GOAWAY before the server closes it.
+pub const RECLAIM_GRACE: Duration = Duration::from_secs(2);
 /// Default time allowed from a request's headers to the end of its body.
 pub const DEFAULT_REQUEST_BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default time allowed for the HTTP/2 preface and SETTINGS exchange.
+/// Default time allowed from accept to the end of a connection's pending phase: its TLS/aTLS handshake, the
+/// HTTP/2 preface and its first complete request headers (`super::admission`). Bytes trickling in do not
+/// extend it.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default per-connection budget for partially received messages: 32 MiB (eight maximum-size messages).
 pub const DEFAULT_CONNECTION_BUFFER_BUDGET: usize = 32 * 1024 * 1024;
@@ -102,16 +111,47 @@ pub struct ServerConfig {
     pub max_header_list_size: u32,
     /// Time allowed from the request headers to the end of the request body.
     pub request_body_timeout: Duration,
-    /// Time allowed for the HTTP/2 handshake.
+    /// Time allowed from accept to the first complete request headers (TLS/aTLS handshake, HTTP/2 preface,
+    /// first request: the pending phase of [`super::admission`]). On connections handed to
+    /// [`Server::spawn_connection`] it bounds the HTTP/2 handshake.
     pub handshake_timeout: Duration,
     /// Per-connection budget for partially received messages (must be ≥ `max_message_size`).
     pub connection_buffer_budget: usize,
-    /// Open connections accepted per [`Server::serve`] listener; further connections are closed at once.
+    /// Open connections per listener (pending and established; [`super::admission`]).
     pub max_connections: usize,
+    /// Open connections of one peer (an IPv4 address or an IPv6 /64).
+    pub max_connections_per_peer: usize,
+    /// Pending connections (handshake or first request not finished) per listener; the other
+    /// `max_connections − max_handshakes` slots are reserved for established connections.
+    pub max_handshakes: usize,
+    /// Pending connections of one peer.
+    pub max_handshakes_per_peer: usize,
+    /// Time from accept to a connection's first byte; a silent connection is closed.
+    pub first_byte_timeout: Duration,
     /// A connection without a call in flight for this long is sent GOAWAY; one still open and idle after as
     /// long again (a peer that never answers the shutdown's PING) is dropped. An unfinished header block is
     /// not a call, so this also bounds slowloris connections.
     pub idle_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// The admission limits of a listener of this server.
+    pub fn admission(&self) -> AdmissionConfig {
+        AdmissionConfig {
+            max_connections: self.max_connections,
+            max_connections_per_peer: self.max_connections_per_peer,
+            max_handshakes: self.max_handshakes,
+            max_handshakes_per_peer: self.max_handshakes_per_peer,
+            handshake_timeout: self.handshake_timeout,
+            first_byte_timeout: self.first_byte_timeout,
+        }
+    }
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> AdmissionConfig {
+        ServerConfig::default().admission()
+    }
 }
 
 impl Default for ServerConfig {
@@ -126,6 +166,10 @@ impl Default for ServerConfig {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             connection_buffer_budget: DEFAULT_CONNECTION_BUFFER_BUDGET,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            max_handshakes_per_peer: DEFAULT_MAX_HANDSHAKES_PER_PEER,
+            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
@@ -182,6 +226,8 @@ impl Drop for TrackGuard {
 struct Inner {
     router: Router,
     config: ServerConfig,
+    /// One table for every listener of this server (they share its limits).
+    admission: Arc<Admission>,
     phase: watch::Sender<Phase>,
     connections: Arc<Tracker>,
     calls: Arc<Tracker>,
@@ -220,10 +266,12 @@ impl Server {
     pub fn new(router: Router, mut config: ServerConfig) -> Server {
         config.connection_buffer_budget =
             config.connection_buffer_budget.max(config.max_message_size).min(Semaphore::MAX_PERMITS);
+        let admission = Admission::new(config.admission());
         Server {
             inner: Arc::new(Inner {
                 router,
                 config,
+                admission,
                 phase: watch::Sender::new(Phase::Running),
                 connections: Arc::default(),
                 calls: Arc::default(),
@@ -233,51 +281,41 @@ impl Server {
     }
 
     /// Accepts h2c (HTTP/2 with prior knowledge) connections from `listener` in a task of its own until
-    /// [`Server::shutdown`]. Returns the local address.
+    /// [`Server::shutdown`], under the server's admission limits ([`super::admission`]: the pending phase is
+    /// the preface and the first request headers). Returns the local address.
     pub fn serve(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
-        self.accept_loop(listener, |server, tcp, _peer| {
-            server.spawn_connection(tcp);
+        self.accept_loop(listener, |server, io, peer, promoter| {
+            let guard = server.inner.connections.guard();
+            let server = server.clone();
+            async move { server.serve_tracked(io, None, guard, Some((promoter, peer))).await }
         })
     }
 
-    /// The accept loop shared by [`Server::serve`] and [`Server::serve_with`]: runs until shutdown, applies
-    /// the connection limit and TCP_NODELAY, and hands each connection to `start`.
-    fn accept_loop<S>(&self, listener: TcpListener, start: S) -> std::io::Result<SocketAddr>
+    /// The accept loop shared by [`Server::serve`] and [`Server::serve_with`]: [`super::admission::accept_loop`]
+    /// until shutdown, each admitted connection served by `start`'s future under supervision.
+    fn accept_loop<S, Fut>(&self, listener: TcpListener, start: S) -> std::io::Result<SocketAddr>
     where
-        S: Fn(&Server, TcpStream, SocketAddr) + Send + 'static,
+        S: Fn(&Server, Counted<TcpStream>, SocketAddr, Promoter) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
     {
         let addr = listener.local_addr()?;
         let server = self.clone();
-        let task = tokio::spawn(async move {
-            let mut phase = server.inner.phase.subscribe();
-            loop {
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = phase.wait_for(|p| *p != Phase::Running) => return,
-                };
-                match accepted {
-                    Ok((tcp, peer)) => {
-                        if server.inner.connections.count() >= server.inner.config.max_connections {
-                            tracing::warn!(%peer, "grpc: connection limit reached, closing new connection");
-                            continue;
-                        }
-                        let _ = tcp.set_nodelay(true);
-                        start(&server, tcp, peer);
-                    }
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        tracing::warn!(error = %e, "grpc: accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
+        let mut phase = server.inner.phase.subscribe();
+        let stop = async move {
+            let _ = phase.wait_for(|p| *p != Phase::Running).await;
+        };
+        let admission = Arc::clone(&server.inner.admission);
+        let task = super::admission::accept_loop(listener, admission, stop, "grpc", move |io, peer, p| {
+            start(&server, io, peer, p)
         });
         self.inner.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
         Ok(addr)
     }
 
     /// Serves one already-accepted connection in a task of its own. `io` is any byte stream that speaks
-    /// HTTP/2 from its first byte: plain TCP (h2c), or a TLS stream that negotiated ALPN `h2`.
+    /// HTTP/2 from its first byte: plain TCP (h2c), or a TLS stream that negotiated ALPN `h2`. It bypasses
+    /// admission (the caller accepted it); the HTTP/2 handshake is bounded by
+    /// [`ServerConfig::handshake_timeout`].
     pub fn spawn_connection<IO>(&self, io: IO) -> JoinHandle<()>
     where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -292,40 +330,45 @@ impl Server {
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let guard = self.inner.connections.guard();
-        self.serve_tracked(io, None, guard).await;
+        self.serve_tracked(io, None, guard, None).await;
     }
 
     /// Accepts TCP connections from `listener` until [`Server::shutdown`], runs `handshake` on each (TLS,
-    /// aTLS, …) in the connection's own task under [`ServerConfig::handshake_timeout`], and serves HTTP/2 on
-    /// the stream it returns. The [`PeerInfo`] it returns with the stream is handed to every call on that
-    /// connection as [`Request::peer`]. A handshake that fails (`Err`, logged at debug with the peer
-    /// address) or times out closes that connection only. Connections count against
-    /// [`ServerConfig::max_connections`] from accept on, so a flood of slow handshakes is bounded too.
+    /// aTLS, …) in the connection's own task, and serves HTTP/2 on the stream it returns. The [`PeerInfo`]
+    /// it returns with the stream is handed to every call on that connection as [`Request::peer`]. A
+    /// handshake that fails (`Err`, logged at debug with the peer address) closes that connection only.
+    /// Every connection goes through the server's admission table ([`super::admission`]) from accept on:
+    /// `handshake` gets the TCP stream wrapped in a byte [`Counted`], and the handshake, the HTTP/2 preface
+    /// and the first request headers must complete within [`ServerConfig::handshake_timeout`] of accept.
     pub fn serve_with<H, Fut, IO, E>(&self, listener: TcpListener, handshake: H) -> std::io::Result<SocketAddr>
     where
-        H: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+        H: Fn(Counted<TcpStream>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(IO, Option<PeerInfo>), E>> + Send + 'static,
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         E: std::fmt::Display + Send + 'static,
     {
-        let handshake = Arc::new(handshake);
-        self.accept_loop(listener, move |server, tcp, peer| {
+        self.accept_loop(listener, move |server, tcp, peer, promoter| {
             let guard = server.inner.connections.guard();
             let fut = handshake(tcp);
-            let timeout = server.inner.config.handshake_timeout;
             let server = server.clone();
-            tokio::spawn(async move {
-                match tokio::time::timeout(timeout, fut).await {
-                    Ok(Ok((io, info))) => server.serve_tracked(io, info, guard).await,
-                    Ok(Err(e)) => tracing::debug!(%peer, error = %e, "grpc: connection handshake failed"),
-                    Err(_) => tracing::debug!(%peer, "grpc: connection handshake timed out"),
+            async move {
+                match fut.await {
+                    Ok((io, info)) => server.serve_tracked(io, info, guard, Some((promoter, peer))).await,
+                    Err(e) => tracing::debug!(%peer, error = %e, "grpc: connection handshake failed"),
                 }
-            });
+            }
         })
     }
 
-    async fn serve_tracked<IO>(&self, io: IO, peer: Option<PeerInfo>, _guard: TrackGuard)
-    where
+    /// Serves one connection. `admitted` (accepted connections): the promoter that ends the pending phase at
+    /// the first request headers, and the remote address handed to every call.
+    async fn serve_tracked<IO>(
+        &self,
+        io: IO,
+        peer: Option<PeerInfo>,
+        _guard: TrackGuard,
+        admitted: Option<(Promoter, SocketAddr)>,
+    ) where
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let inner = &self.inner;
@@ -341,7 +384,10 @@ impl Server {
             .max_concurrent_streams(config.max_concurrent_streams)
             .max_header_list_size(config.max_header_list_size)
             .handshake::<_, Bytes>(io);
-        let mut conn = match tokio::time::timeout(config.handshake_timeout, handshake).await {
+        // An admitted connection's handshake runs under its admission deadline (counted from accept, by the
+        // supervisor); a connection handed in directly gets the handshake timeout of its own.
+        let limit = if admitted.is_some() { Duration::MAX } else { config.handshake_timeout };
+        let mut conn = match tokio::time::timeout(limit, handshake).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "grpc: HTTP/2 handshake failed");
@@ -360,6 +406,8 @@ impl Server {
         // Idle = no call of this connection in flight: every call holds a clone of `budget`.
         let idle = tokio::time::sleep(config.idle_timeout);
         tokio::pin!(idle);
+        // Set once established: completes when the admission table reclaims this connection while idle.
+        let mut reclaim: Option<super::admission::Reclaim> = None;
         loop {
             match *phase.borrow_and_update() {
                 Phase::Draining if !draining => {
@@ -373,6 +421,20 @@ impl Server {
                 biased;
                 next = poll_fn(|cx| driver.poll_accept(cx, &conn_waker, &mut conn, &mut incoming)) => Ok(next),
                 changed = phase.changed() => Err(changed),
+                () = async {
+                    match &reclaim {
+                        Some(r) => r.requested().await,
+                        None => std::future::pending().await,
+                    }
+                }, if reclaim.is_some() && !draining => {
+                    tracing::debug!("grpc: idle connection reclaimed for a new one, sending GOAWAY");
+                    conn.graceful_shutdown();
+                    draining = true;
+                    // Its slot is already given away: a client that does not close after the GOAWAY is
+                    // closed at the next idle check, RECLAIM_GRACE from now.
+                    idle.as_mut().reset(tokio::time::Instant::now() + RECLAIM_GRACE);
+                    continue;
+                }
                 () = &mut idle => {
                     idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout);
                     if Arc::strong_count(&budget) == 1 {
@@ -390,11 +452,22 @@ impl Server {
             match event {
                 Ok(Ok(true)) => {
                     idle.as_mut().reset(tokio::time::Instant::now() + config.idle_timeout);
+                    // The first complete request headers end the pending phase (false: shed meanwhile).
+                    if let Some((promoter, _)) = &admitted {
+                        if !promoter.establish() {
+                            return;
+                        }
+                        if reclaim.is_none() {
+                            let calls = Arc::downgrade(&budget);
+                            reclaim = promoter.reclaimable(move || calls.strong_count() == 1);
+                        }
+                    }
                     for (request, respond) in incoming.drain(..) {
                         let call = Call {
                             inner: Arc::clone(inner),
                             budget: Arc::clone(&budget),
                             peer: peer.clone(),
+                            remote: admitted.as_ref().map(|(_, addr)| *addr),
                             frames,
                             _guard: inner.calls.guard(),
                         };
@@ -452,6 +525,11 @@ impl Server {
     /// Connections currently open.
     pub fn open_connections(&self) -> usize {
         self.inner.connections.count()
+    }
+
+    /// The admission table's limits, what it holds and what it decided (for `/metrics`).
+    pub fn admission_stats(&self) -> AdmissionStats {
+        self.inner.admission.stats()
     }
 }
 
@@ -698,6 +776,7 @@ struct Call {
     inner: Arc<Inner>,
     budget: Arc<Semaphore>,
     peer: Option<PeerInfo>,
+    remote: Option<SocketAddr>,
     frames: FrameLimit,
     _guard: TrackGuard,
 }
@@ -757,7 +836,9 @@ impl Call {
         let mut body = body;
         let work = async {
             let message = self.read_request(&mut body).await?;
-            method.call(Request { metadata, deadline, message, peer: self.peer.clone() }).await
+            method
+                .call(Request { metadata, deadline, message, peer: self.peer.clone(), remote_addr: self.remote })
+                .await
         };
         let outcome = tokio::select! {
             r = work => Ok(r),

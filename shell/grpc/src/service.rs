@@ -36,6 +36,11 @@ pub struct Request<T> {
     /// [`Server::serve_with`](super::Server::serve_with) — e.g. the aTLS peer's verified attestation
     /// (`attest_atls::PeerAttestation`). Downcast with [`Request::peer`].
     pub peer: Option<PeerInfo>,
+    /// The client's address, for calls on connections the server accepted itself ([`Server::serve`],
+    /// [`Server::serve_with`](super::Server::serve_with)); per-caller limits key on it.
+    ///
+    /// [`Server::serve`]: super::Server::serve
+    pub remote_addr: Option<std::net::SocketAddr>,
 }
 
 /// Per-connection information about the peer, shared by every call on the connection.
@@ -44,12 +49,18 @@ pub type PeerInfo = Arc<dyn std::any::Any + Send + Sync>;
 impl<T> Request<T> {
     /// A request with no metadata, no deadline and no peer information.
     pub fn new(message: T) -> Request<T> {
-        Request { metadata: Metadata::new(), deadline: None, message, peer: None }
+        Request { metadata: Metadata::new(), deadline: None, message, peer: None, remote_addr: None }
     }
 
     /// Replaces the message, keeping metadata, deadline and peer information.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Request<U> {
-        Request { metadata: self.metadata, deadline: self.deadline, message: f(self.message), peer: self.peer }
+        Request {
+            metadata: self.metadata,
+            deadline: self.deadline,
+            message: f(self.message),
+            peer: self.peer,
+            remote_addr: self.remote_addr,
+        }
     }
 
     /// The connection's peer information as a `P`, if there is some of that type.
@@ -158,10 +169,10 @@ pub(crate) trait Method: Send + Sync {
 }
 
 fn decode<Req: prost::Message + Default>(request: Request<Bytes>) -> Result<Request<Req>, Status> {
-    let Request { metadata, deadline, message, peer } = request;
+    let Request { metadata, deadline, message, peer, remote_addr } = request;
     let message =
         Req::decode(message).map_err(|e| Status::internal(format!("failed to decode request message: {e}")))?;
-    Ok(Request { metadata, deadline, message, peer })
+    Ok(Request { metadata, deadline, message, peer, remote_addr })
 }
 
 /// Decodes `request`, runs `handler` on it and erases the response's message type with `reply`. A request that

@@ -654,7 +654,13 @@ async fn slowloris_body_hits_the_request_body_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slowloris_headers_never_finishing() {
     case("slowloris headers", async {
-        let config = ServerConfig { idle_timeout: Duration::from_millis(500), ..Default::default() };
+        // All ten from one peer, each pending (no complete request): within the per-peer pending quota, so
+        // that the idle timeout (not admission shedding, tests/grpc_admission.rs) is what closes them.
+        let config = ServerConfig {
+            idle_timeout: Duration::from_millis(500),
+            max_handshakes_per_peer: 10,
+            ..Default::default()
+        };
         let t = start(config).await;
         // HEADERS without END_HEADERS, then a CONTINUATION now and then, never the last one.
         let mut conns = Vec::new();

@@ -450,6 +450,11 @@ async fn load(args: &Args) -> Result<Loaded, String> {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    // Fault injection for the crash matrix: only builds with the feature arm it (attest_util::fault).
+    #[cfg(feature = "fault-injection")]
+    attest_util::fault::arm_from_env("join-service");
+    #[cfg(not(feature = "fault-injection"))]
+    attest_util::fault::warn_if_requested("join-service");
     if (args.dangerous_test_roots.is_some() || args.hardware.is_simulated()) && !cfg!(feature = "dangerous-test-roots")
     {
         tracing::error!("join service: {TEST_ROOTS_REFUSED}");
@@ -532,6 +537,8 @@ async fn serve(
     }
     let server = Server::new(router, ServerConfig::default());
     let addr = attest_atls::grpc::serve(&server, tokio::net::TcpListener::bind(args.listen).await?, acceptor)?;
+    let join_server = server.clone();
+    metrics.add_admission("join", Box::new(move || join_server.admission_stats()));
     tracing::info!(%addr, "join service: listening (mutual aTLS)");
     announce(addr)?;
 
@@ -543,9 +550,13 @@ async fn serve(
     let registration = match (args.registration_listen, ek_ca) {
         (Some(listen), Some(ca)) => {
             let mut router = Router::new();
-            router.add_service(Arc::new(RegistrationService::new(Arc::clone(&registry), ca)));
+            let service = Arc::new(RegistrationService::new(Arc::clone(&registry), ca));
+            router.add_service(Arc::clone(&service));
             let server = Server::new(router, ServerConfig::default());
             let addr = server.serve(tokio::net::TcpListener::bind(listen).await?)?;
+            let registration_server = server.clone();
+            metrics.add_admission("registration", Box::new(move || registration_server.admission_stats()));
+            metrics.add_section(Box::new(move |out| service.render_metrics(out)));
             tracing::info!(%addr, "join service: AK registration listening (h2c)");
             announce(addr)?;
             Some(server)

@@ -509,9 +509,12 @@ impl JoinService {
             }
         };
 
+        // The crash matrix stops here (keys fetched, token created) and once the ticket is ready (attest_util::fault).
+        attest_util::fault::point("join-service.keys-and-token");
         // 4. Finish the ticket; any failure deletes the token.
         match self.finish(m, &csr, disk, secret, ssh_seed, &token, control_plane_files) {
             Ok(response) => {
+                attest_util::fault::point("join-service.ticket-ready");
                 guard.keep();
                 Ok((response, token.id().to_owned()))
             }

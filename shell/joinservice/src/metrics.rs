@@ -1,6 +1,7 @@
 //! Prometheus metrics of the join service, and the `/metrics` endpoint (plain HTTP/1.1 on a listener of its
-//! own, hyper's server), which also answers `/healthz` (200 `ok` while the service runs: the listener opens
-//! only after the configuration, measurements and TPM are loaded; the Kubernetes probes' endpoint).
+//! own: `attest_grpc::http1`, hyper's server behind the services' fair admission), which also answers
+//! `/healthz` (200 `ok` while the service runs: the listener opens only after the configuration, measurements
+//! and TPM are loaded; the Kubernetes probes' endpoint).
 //!
 //! # Why no metrics crate
 //!
@@ -26,6 +27,10 @@
 //! | `attest_atls_handshakes_refused_total` | counter | `reason` (`attest_atls::RefusalReason`: relayed, replayed, wrong key, wrong nonce, TLS 1.2, …) |
 //! | `attest_join_waiver` | gauge (1 per waiver in effect) | `waiver` (`attest_trust::Trust::waivers`) |
 //! | `attest_join_dry_run` | gauge | — (1: tickets carry dry-run tokens that exist only as files) |
+//! | `attest_admission_*` | gauges, counter | `server` = `join` \| `registration` \| `metrics` (`attest_grpc::admission::render_metrics`: each listener's limits, open connections and admission decisions) |
+//! | `attest_registration_*` | gauges, counter | the AK registration service's pending-table limits and shedding (`RegistrationService::render_metrics`) |
+//!
+//! The last two families are sections the command adds ([`Metrics::add_section`]) for the listeners it runs.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -33,19 +38,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
+use attest_grpc::http1::HttpEndpoint;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
 
 /// Histogram bucket upper bounds in seconds: from 1 ms (a warm key-service call) to 10 s (a timeout).
 pub const LATENCY_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
-/// Most concurrent `/metrics` connections.
-pub const MAX_METRICS_CONNECTIONS: usize = 32;
-/// Time allowed for a scraper to send its request head.
-pub const METRICS_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The exposition content type.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub const CONTENT_TYPE: &str = attest_grpc::http1::METRICS_CONTENT_TYPE;
 
 /// Why a join (or rejoin) was refused: the `reason` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,6 +185,28 @@ pub struct Metrics {
     handshakes: std::sync::OnceLock<Arc<attest_atls::HandshakeRefusals>>,
     trust: std::sync::OnceLock<Arc<attest_trust::Trust>>,
     dry_run: std::sync::atomic::AtomicBool,
+    sections: Sections,
+}
+
+/// A piece of the exposition rendered by someone else (the registration table's limits).
+pub type Section = Box<dyn Fn(&mut String) + Send + Sync>;
+pub use attest_grpc::admission::StatsSource as AdmissionSource;
+
+#[derive(Default)]
+struct Sections {
+    admission: std::sync::Mutex<Vec<(&'static str, AdmissionSource)>>,
+    other: std::sync::Mutex<Vec<Section>>,
+}
+
+impl std::fmt::Debug for Sections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.admission.lock().map(|v| v.iter().map(|(n, _)| *n).collect()).unwrap_or_default();
+        f.debug_struct("Sections").field("admission", &names).finish_non_exhaustive()
+    }
+}
+
+fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Metrics {
@@ -289,6 +310,17 @@ impl Metrics {
         self.dry_run.store(dry_run, Ordering::Relaxed);
     }
 
+    /// Appends `section`'s samples to every exposition from now on.
+    pub fn add_section(&self, section: Section) {
+        locked(&self.sections.other).push(section);
+    }
+
+    /// Exports the admission table `stats` reads as `server="name"` (`attest_admission_*`, one family each for
+    /// every listener added).
+    pub fn add_admission(&self, name: &'static str, stats: AdmissionSource) {
+        locked(&self.sections.admission).push((name, stats));
+    }
+
     /// The text exposition (format 0.0.4).
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
@@ -378,94 +410,48 @@ impl Metrics {
              # TYPE attest_join_dry_run gauge\nattest_join_dry_run {}",
             u8::from(self.dry_run.load(Ordering::Relaxed))
         );
+        let tables: Vec<_> = locked(&self.sections.admission).iter().map(|(name, stats)| (*name, stats())).collect();
+        if !tables.is_empty() {
+            attest_grpc::admission::render_metrics(&mut out, &tables);
+        }
+        for section in locked(&self.sections.other).iter() {
+            section(&mut out);
+        }
         out
     }
 }
 
-/// A running `/metrics` endpoint.
+/// A running `/metrics` endpoint (`attest_grpc::http1`: one request per connection, under fair admission).
 #[derive(Debug)]
-pub struct MetricsServer {
-    addr: SocketAddr,
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
+pub struct MetricsServer(HttpEndpoint);
 
 impl MetricsServer {
     /// Serves `metrics` at `GET /metrics` and the health check at `GET /healthz` on `listener` (other paths
-    /// 404, other methods 405).
+    /// 404, other methods 405), under `attest_grpc::http1::metrics_limits`; the endpoint's own admission joins
+    /// the exposition as `server="metrics"`.
+    #[allow(clippy::needless_pass_by_value)] // the endpoint and the exposition share the caller's `Arc`
     pub fn serve(listener: TcpListener, metrics: Arc<Metrics>) -> std::io::Result<MetricsServer> {
-        let addr = listener.local_addr()?;
-        let (stop, mut stopped) = watch::channel(false);
-        let permits = Arc::new(Semaphore::new(MAX_METRICS_CONNECTIONS));
-        let task = tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = stopped.wait_for(|s| *s) => return,
-                };
-                let Ok((tcp, _)) = accepted else {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-                    continue; // over the connection limit: close at once
-                };
-                let metrics = Arc::clone(&metrics);
-                let mut stopped = stopped.clone();
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    let service = hyper::service::service_fn(move |req| {
-                        let metrics = Arc::clone(&metrics);
-                        async move { Ok::<_, std::convert::Infallible>(respond(&req, &metrics)) }
-                    });
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(METRICS_HEADER_TIMEOUT)
-                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
-                    tokio::pin!(conn);
-                    let stop_requested = tokio::select! {
-                        _ = conn.as_mut() => false,
-                        r = stopped.wait_for(|s| *s) => r.is_ok(),
-                    };
-                    if stop_requested {
-                        conn.as_mut().graceful_shutdown();
-                        let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
-                    }
-                });
-            }
-        });
-        Ok(MetricsServer { addr, stop, task })
+        let source = Arc::clone(&metrics);
+        let render = Arc::new(move || source.render());
+        let endpoint = HttpEndpoint::serve(
+            listener,
+            attest_grpc::http1::metrics_limits(),
+            attest_grpc::http1::metrics_handler(render),
+        )?;
+        let admission = endpoint.admission();
+        metrics.add_admission("metrics", Box::new(move || admission.stats()));
+        Ok(MetricsServer(endpoint))
     }
 
     /// The listening address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.0.local_addr()
     }
 
-    /// Stops accepting, closes idle connections and waits for the accept loop to end.
+    /// Stops accepting, lets a scrape in flight finish and waits for the accept loop to end.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.0.shutdown().await;
     }
-}
-
-fn respond<B>(req: &http::Request<B>, metrics: &Metrics) -> http::Response<Full<Bytes>> {
-    let (status, content_type, body) = match (req.method(), req.uri().path()) {
-        (&http::Method::GET | &http::Method::HEAD, "/metrics") => {
-            (http::StatusCode::OK, CONTENT_TYPE, Bytes::from(metrics.render()))
-        }
-        (&http::Method::GET | &http::Method::HEAD, "/healthz") => {
-            (http::StatusCode::OK, "text/plain", Bytes::from_static(b"ok\n"))
-        }
-        (_, "/metrics" | "/healthz") => {
-            (http::StatusCode::METHOD_NOT_ALLOWED, "text/plain", Bytes::from_static(b"GET only\n"))
-        }
-        _ => (http::StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"not found; try /metrics\n")),
-    };
-    let mut response = http::Response::new(Full::new(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
-    response
 }
 
 #[cfg(test)]

@@ -3,12 +3,19 @@
 //!
 //! ```text
 //! key-service --listen 127.0.0.1:9010 --master-secret FILE --tls-ca FILE --tls-cert FILE --tls-key FILE
-//!     [--allowed-client attest-join-service …] [--health-listen ADDR] [--log-level info] [--shutdown-grace 5]
+//!     [--allowed-client attest-join-service …] [--health-listen ADDR] [--metrics-listen ADDR] [--log-level info]
+//!     [--shutdown-grace 5]
 //! ```
 //!
+//! Connections are admitted fairly (`attest_grpc::admission`, the server defaults: per-address limits, a
+//! cap on pending handshakes that sheds idle sockets first, a reserve for connections that completed their
+//! mutual-TLS handshake); `--metrics-listen` serves those limits and decisions as Prometheus `/metrics`
+//! (`attest_admission_*`, `server="key-service"` and `"metrics"`), its address printed as `metrics on ADDR`.
+//!
 //! There is no plaintext mode: a plaintext HTTP/2 (h2c) client fails in the TLS handshake. The only plaintext
-//! listener is the optional health check (`--health-listen`, [`crate::health`]: `grpc.health.v1.Health/Check`
-//! for the kubelet's gRPC probes), which serves nothing else; its address is printed as `health on ADDR`.
+//! listeners are the optional health check (`--health-listen`, [`crate::health`]: `grpc.health.v1.Health/Check`
+//! for the kubelet's gRPC probes), which serves nothing else, its address printed as `health on ADDR`, and the
+//! optional `/metrics` endpoint.
 //!
 //! The master-secret file holds a KMS URI, Constellation-style JSON or raw bytes (see
 //! `crate::secret`). Once listening, the address is printed to stdout as `listening on ADDR`
@@ -28,6 +35,7 @@ use std::time::Duration;
 
 use crate::tls::{KmsAcceptor, TlsFiles};
 use crate::{KeyService, MasterSecret};
+use attest_grpc::http1::{HttpEndpoint, metrics_handler, metrics_limits};
 use attest_grpc::{Router, Server, ServerConfig};
 use clap::Parser;
 use tokio::signal::unix::{SignalKind, signal};
@@ -66,6 +74,9 @@ struct Args {
     /// CommonName of a client certificate that may call (repeatable; default: attest-join-service only).
     #[arg(long = "allowed-client", value_name = "NAME")]
     allowed_clients: Vec<String>,
+    /// Address of a Prometheus /metrics endpoint (plain HTTP: admission limits and decisions); off unless given.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
     /// Address of the plaintext gRPC health check (grpc.health.v1.Health/Check, for Kubernetes probes); off
     /// without it.
     #[arg(long, value_name = "ADDR")]
@@ -76,6 +87,11 @@ struct Args {
 pub fn main() -> ExitCode {
     let args = Args::parse();
     attest_util::init_service_logging(args.log_level);
+    // Fault injection for the crash matrix: only builds with the feature arm it (attest_util::fault).
+    #[cfg(feature = "fault-injection")]
+    attest_util::fault::arm_from_env("key-service");
+    #[cfg(not(feature = "fault-injection"))]
+    attest_util::fault::warn_if_requested("key-service");
 
     let secret = match MasterSecret::from_file(&args.master_secret) {
         Ok(secret) => secret,
@@ -130,12 +146,23 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
         }
         None => None,
     };
+    let metrics = match args.metrics_listen {
+        Some(listen) => {
+            let endpoint = serve_metrics(tokio::net::TcpListener::bind(listen).await?, &server)?;
+            tracing::info!(addr = %endpoint.local_addr(), "key service: metrics listening");
+            Some(endpoint)
+        }
+        None => None,
+    };
     health.set_serving(true);
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening on {addr}")?;
         if let Some((_, a)) = &health_server {
             writeln!(stdout, "health on {a}")?;
+        }
+        if let Some(m) = &metrics {
+            writeln!(stdout, "metrics on {}", m.local_addr())?;
         }
         stdout.flush()?;
     }
@@ -150,10 +177,30 @@ async fn serve(args: &Args, secret: MasterSecret, acceptor: Arc<KmsAcceptor>) ->
     if let Some((s, _)) = health_server {
         s.shutdown(Duration::from_secs(1)).await;
     }
+    if let Some(m) = metrics {
+        m.shutdown().await;
+    }
     if drained {
         tracing::info!("key service: stopped");
     } else {
         tracing::warn!(grace_seconds = args.shutdown_grace, "key service: calls cancelled after the grace period");
     }
     Ok(())
+}
+
+/// `/metrics` of the key service: the admission tables of its listener and of the endpoint itself.
+fn serve_metrics(listener: tokio::net::TcpListener, server: &Server) -> std::io::Result<HttpEndpoint> {
+    let kms = server.clone();
+    let own: Arc<std::sync::OnceLock<Arc<attest_grpc::Admission>>> = Arc::default();
+    let own_reader = Arc::clone(&own);
+    let render = Arc::new(move || {
+        let mut tables = vec![("key-service", kms.admission_stats())];
+        tables.extend(own_reader.get().map(|a| ("metrics", a.stats())));
+        let mut out = String::with_capacity(2048);
+        attest_grpc::admission::render_metrics(&mut out, &tables);
+        out
+    });
+    let endpoint = HttpEndpoint::serve(listener, metrics_limits(), metrics_handler(render))?;
+    let _ = own.set(endpoint.admission());
+    Ok(endpoint)
 }

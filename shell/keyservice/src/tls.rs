@@ -52,7 +52,7 @@ use openssl::x509::verify::X509CheckFlags;
 use openssl::x509::{X509, X509NameBuilder, X509PurposeId, X509Ref};
 use tokio::net::{TcpListener, TcpStream};
 
-use attest_grpc::{Channel, ChannelConfig, PeerInfo, Server, Status};
+use attest_grpc::{Channel, ChannelConfig, Counted, PeerInfo, Server, Status};
 
 /// The DNS name in the key service's certificate, and the name clients verify (the Service's name).
 pub const KEY_SERVICE_NAME: &str = "attest-key-service";
@@ -255,7 +255,10 @@ impl KmsAcceptor {
     }
 
     /// Runs the server handshake on `tcp`; returns the TLS stream and the verified caller.
-    pub async fn accept(&self, tcp: TcpStream) -> Result<(tokio_openssl::SslStream<TcpStream>, KmsCaller), TlsError> {
+    pub async fn accept<S>(&self, tcp: S) -> Result<(tokio_openssl::SslStream<S>, KmsCaller), TlsError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
         let ssl = openssl::ssl::Ssl::new(self.acceptor.context())?;
         let mut tls = tokio_openssl::SslStream::new(ssl, tcp)?;
         Pin::new(&mut tls).accept().await.map_err(|e| TlsError::Handshake(e.to_string()))?;
@@ -278,7 +281,7 @@ const ALPN_H2_WIRE: &[u8] = b"\x02h2";
 /// failed handshake or a caller that may not call closes that connection only (logged at warn: every refused
 /// caller is worth a line). Returns the local address.
 pub fn serve(server: &Server, listener: TcpListener, acceptor: Arc<KmsAcceptor>) -> std::io::Result<SocketAddr> {
-    server.serve_with(listener, move |tcp: TcpStream| {
+    server.serve_with(listener, move |tcp: Counted<TcpStream>| {
         let acceptor = Arc::clone(&acceptor);
         async move {
             let peer = tcp.peer_addr().ok();

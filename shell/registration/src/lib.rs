@@ -47,9 +47,25 @@
 //!                                                        └──────TTL passes──▶ expired ──Complete──▶ (gone)  FAILED_PRECONDITION
 //! ```
 //!
-//! The table holds at most [`MAX_PENDING_REGISTRATIONS`] entries (more → `RESOURCE_EXHAUSTED`), each for at
-//! most [`REGISTRATION_TTL`]; ids are [`REGISTRATION_ID_LEN`] random bytes; a `Complete` consumes the entry
-//! whatever its outcome, so a wrong answer cannot be retried and a right one cannot be replayed (`NOT_FOUND`).
+//! The table holds at most [`MAX_PENDING_REGISTRATIONS`] entries, each for at most [`REGISTRATION_TTL`]; ids
+//! are [`REGISTRATION_ID_LEN`] random bytes; a `Complete` consumes the entry whatever its outcome, so a wrong
+//! answer cannot be retried and a right one cannot be replayed (`NOT_FOUND`).
+//!
+//! **Fairness** (issue 28). An EK certificate and an AK public area are readable by anything on a node, so a
+//! flood of `Begin`s with one genuine pair must not fill the table: the entries are counted per caller (the
+//! connection's source IPv4 address or IPv6 /64, `attest_grpc::admission::PeerKey`). A `Begin` never fails
+//! for room; it sheds instead, in this order:
+//!
+//! | limit | when reached, the entry shed |
+//! |---|---|
+//! | [`MAX_PENDING_PER_EK`] for this caller and EK certificate | this caller's oldest for this EK |
+//! | [`MAX_PENDING_PER_PEER`] for this caller | this caller's oldest |
+//! | [`MAX_PENDING_REGISTRATIONS`] in all (after dropping expired ones) | the oldest of the caller holding the most |
+//!
+//! So a flooding caller only ever sheds its own entries until the table is full, and then the heaviest
+//! caller's: a node that holds one entry keeps it for as long as anyone holds more. A shed registration's
+//! `Complete` gets `NOT_FOUND` and the node begins again. The limits and the shedding count are exported
+//! ([`RegistrationService::render_metrics`]).
 //!
 //! # Why the activation service is not an oracle to worry about
 //!
@@ -78,8 +94,8 @@ pub use error::Error;
 pub use registry::{AkRegistrar, FileAkRegistry, PendingRegistration, ak_digest};
 pub use rpc_error::{RegistrationError, status_for};
 pub use verifier::{
-    MAX_AK_PUBLIC_LEN, MAX_EK_CERTIFICATE_LEN, MAX_PENDING_REGISTRATIONS, REGISTRATION_ID_LEN, REGISTRATION_TTL,
-    RegistrationService, call, register_remote,
+    MAX_AK_PUBLIC_LEN, MAX_EK_CERTIFICATE_LEN, MAX_PENDING_PER_EK, MAX_PENDING_PER_PEER, MAX_PENDING_REGISTRATIONS,
+    REGISTRATION_ID_LEN, REGISTRATION_TTL, RegistrationService, call, register_remote,
 };
 
 use std::time::Duration;

@@ -62,6 +62,21 @@ pub fn create_dir_all(dir: &Path) -> Result<(), FileError> {
 
 /// Writes `data` to `path` atomically with permissions `mode`, creating the parent directory if needed.
 pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), FileError> {
+    write_atomic_observed(path, data, mode, &mut |_| {})
+}
+
+/// The steps of [`write_atomic`] after which a crash can happen (for the tests that stop there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The temporary file is written and synced; the target is untouched.
+    TempSynced,
+    /// The rename happened; the directory is not synced yet.
+    Renamed,
+    /// The directory is synced.
+    Done,
+}
+
+fn write_atomic_observed(path: &Path, data: &[u8], mode: u32, after: &mut dyn FnMut(Step)) -> Result<(), FileError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
@@ -80,8 +95,12 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), FileError
         f.write_all(data).map_err(at(&tmp))?;
         f.sync_all().map_err(at(&tmp))?;
         drop(f);
+        after(Step::TempSynced);
         std::fs::rename(&tmp, path).map_err(at(path))?;
-        std::fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(at(&dir))
+        after(Step::Renamed);
+        std::fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(at(&dir))?;
+        after(Step::Done);
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -105,5 +124,28 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 1);
+    }
+
+    /// A crash after any step leaves the old content or the new one at the path, never a mix, a truncated
+    /// file or none; a temporary file a crashed writer left behind does not stop the next write.
+    #[test]
+    fn every_step_leaves_the_old_or_the_new_file() {
+        let tmp = attest_test_support::TempDir::new("atomic-steps");
+        let path = tmp.path().join("state.json");
+        write_atomic(&path, b"old contents", PUBLIC_FILE_MODE).unwrap();
+        let new = vec![b'n'; 100_000];
+        let mut seen = Vec::new();
+        write_atomic_observed(&path, &new, PUBLIC_FILE_MODE, &mut |step| {
+            let now = std::fs::read(&path).unwrap();
+            let expected: &[u8] = if step == Step::TempSynced { b"old contents" } else { &new };
+            assert_eq!(now, expected, "after {step:?}");
+            seen.push(step);
+        })
+        .unwrap();
+        assert_eq!(seen, [Step::TempSynced, Step::Renamed, Step::Done]);
+        // A writer that died after its temporary file (another process: another name) leaves it behind.
+        std::fs::write(tmp.path().join(".state.json.tmp.1.0"), b"half").unwrap();
+        write_atomic(&path, b"next", PUBLIC_FILE_MODE).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"next");
     }
 }
