@@ -128,7 +128,11 @@ pub fn serve_init(
         router.add_service(a);
     }
     let server = Server::new(router, endpoint_limits::operator_server_config());
-    let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer), None).map_err(ServeError::Atls)?);
+    let acceptor = Arc::new(
+        AtlsAcceptor::new(Some(issuer), None)
+            .map_err(ServeError::Atls)?
+            .with_refusals(Arc::clone(metrics.handshake_refusals())),
+    );
     let addr = attest_atls::grpc::serve(&server, listener, acceptor).map_err(ServeError::Io)?;
     let stats = server.clone();
     metrics.add("init", Box::new(move || stats.admission_stats()));

@@ -114,7 +114,11 @@ pub fn serve_recover(
     let server = Server::new(router, super::endpoint_limits::operator_server_config());
     let stats = server.clone();
     metrics.add("recovery", Box::new(move || stats.admission_stats()));
-    let acceptor = Arc::new(AtlsAcceptor::new(Some(issuer), None).map_err(super::ServeError::Atls)?);
+    let acceptor = Arc::new(
+        AtlsAcceptor::new(Some(issuer), None)
+            .map_err(super::ServeError::Atls)?
+            .with_refusals(Arc::clone(metrics.handshake_refusals())),
+    );
     let addr = attest_atls::grpc::serve(&server, listener, acceptor).map_err(super::ServeError::Io)?;
     Ok((server, addr))
 }
