@@ -378,4 +378,11 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::ListEntry { error, .. } => Some(error.as_ref()),
+            _ => None,
+        }
+    }
+}

@@ -164,7 +164,16 @@ impl std::fmt::Display for AttemptError {
     }
 }
 
-impl std::error::Error for AttemptError {}
+impl std::error::Error for AttemptError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Connect(e) => Some(e),
+            Self::Status(e) => Some(e),
+            Self::Ticket(e) => Some(e),
+            Self::ServerRefused(_) | Self::Local(_) => None,
+        }
+    }
+}
 
 /// Where join tickets come from: each ticket with what the join service proved on the connection it came
 /// over.
@@ -216,7 +225,15 @@ impl std::fmt::Display for JoinError {
     }
 }
 
-impl std::error::Error for JoinError {}
+impl std::error::Error for JoinError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Lock(e) => Some(e),
+            Self::Commit(e) => Some(e),
+            Self::LockTaken | Self::GaveUp { .. } => None,
+        }
+    }
+}
 
 /// The join client of a node.
 #[derive(Debug)]

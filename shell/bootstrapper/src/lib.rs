@@ -157,4 +157,11 @@ impl std::fmt::Display for ServeError {
     }
 }
 
-impl std::error::Error for ServeError {}
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Atls(e) => Some(e),
+            Self::Io(e) => Some(e),
+        }
+    }
+}

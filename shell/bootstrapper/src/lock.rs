@@ -189,7 +189,14 @@ impl std::fmt::Display for RelockError {
     }
 }
 
-impl std::error::Error for RelockError {}
+impl std::error::Error for RelockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Pcr(e) => Some(e),
+            Self::Foreign { .. } => None,
+        }
+    }
+}
 
 /// Read and extend access to the node lock's register ([`PcrBackend::register`]: the vTPM's SHA-256 PCR 15,
 /// or a TD's RTMR3). Calls may block (a TPM command, a TD report).

@@ -152,7 +152,16 @@ impl std::fmt::Display for RejoinError {
     }
 }
 
-impl std::error::Error for RejoinError {}
+impl std::error::Error for RejoinError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Disk(e) => Some(e),
+            Self::Relock(e) => Some(e),
+            Self::Backend(e) => Some(e),
+            Self::Refused { .. } | Self::Malformed { .. } | Self::WrongCluster { .. } | Self::AlreadyDone => None,
+        }
+    }
+}
 
 /// Finishes a rejoin once, with keys from whichever source delivers them first.
 #[derive(Debug)]

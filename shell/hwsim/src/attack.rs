@@ -145,7 +145,7 @@ async fn channel(
     let config = attest_grpc::ChannelConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
     Ok(match attest_atls::grpc::connect(join_service, &connector, config).await {
         Ok((channel, _)) => Ok(channel),
-        Err(e) => Err(JoinOutcome::Refused { reason: error_chain(&e) }),
+        Err(e) => Err(JoinOutcome::Refused { reason: attest_util::error_chain(&e) }),
     })
 }
 
@@ -189,7 +189,7 @@ pub async fn attempt_join_claiming(
     );
     match call.await {
         Ok(ticket) => Ok(JoinOutcome::Issued { disk_key_len: ticket.message.state_disk_key.len() }),
-        Err(e) => Ok(JoinOutcome::Refused { reason: error_chain(&e) }),
+        Err(e) => Ok(JoinOutcome::Refused { reason: attest_util::error_chain(&e) }),
     }
 }
 
@@ -212,7 +212,7 @@ pub async fn attempt_rejoin(
     );
     match call.await {
         Ok(ticket) => Ok(JoinOutcome::Issued { disk_key_len: ticket.message.state_disk_key.len() }),
-        Err(e) => Ok(JoinOutcome::Refused { reason: error_chain(&e) }),
+        Err(e) => Ok(JoinOutcome::Refused { reason: attest_util::error_chain(&e) }),
     }
 }
 
@@ -233,15 +233,4 @@ impl AttestationValidator for IgnoreServer {
             .map_err(|e| attest_atls::ValidationError::Rejected(Box::new(e)))?;
         Ok(doc.user_data)
     }
-}
-
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        cur = s.source();
-    }
-    out
 }

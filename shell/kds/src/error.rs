@@ -236,4 +236,12 @@ impl fmt::Display for KdsError {
     }
 }
 
-impl std::error::Error for KdsError {}
+impl std::error::Error for KdsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Report(e) | Self::Verification { error: e, .. } => Some(e),
+            Self::RetriesExhausted { last: e, .. } | Self::CrlUnavailable { reason: e } => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}

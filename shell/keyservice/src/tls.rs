@@ -127,7 +127,15 @@ impl std::fmt::Display for TlsError {
     }
 }
 
-impl std::error::Error for TlsError {}
+impl std::error::Error for TlsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::OpenSsl(e) => Some(e),
+            Self::Invalid { .. } | Self::Handshake(_) | Self::CallerNotAllowed { .. } | Self::NoAlpn => None,
+        }
+    }
+}
 
 impl From<openssl::error::ErrorStack> for TlsError {
     fn from(e: openssl::error::ErrorStack) -> Self {
