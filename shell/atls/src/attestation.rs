@@ -44,6 +44,9 @@ pub struct Accepted {
     /// The node identity from the verified evidence ([`Validated::node_identity`]); `None` when the validator
     /// does not derive one, or the evidence lacks it.
     pub identity: Option<NodeIdentity>,
+    /// The label of the accepted measurement set the evidence met (the image a rolling upgrade names), when
+    /// the validator's sets are labelled ([`EngineValidator::with_set_labels`]).
+    pub measurement_set: Option<Arc<str>>,
 }
 
 /// The verifying side: validates a document for the nonce this side sent.
@@ -59,7 +62,7 @@ pub trait AttestationValidator: Send + Sync + fmt::Debug {
     /// [`AttestationValidator::validate`], also naming the node the document speaks for (what aTLS hands
     /// the services in [`crate::PeerAttestation::identity`]). The default names none.
     fn validate_peer(&self, document: &[u8], nonce: &Nonce) -> Result<Accepted, ValidationError> {
-        self.validate(document, nonce).map(|user_data| Accepted { user_data, identity: None })
+        self.validate(document, nonce).map(|user_data| Accepted { user_data, identity: None, measurement_set: None })
     }
 }
 
@@ -78,17 +81,25 @@ pub trait FirstUseRecorder: Send + Sync + fmt::Debug {
 pub struct EngineValidator {
     validator: Validator,
     record_in: Option<Arc<dyn FirstUseRecorder>>,
+    set_labels: Vec<Option<Arc<str>>>,
 }
 
 impl EngineValidator {
     /// A validator for `validator`'s variant (built with its AK registry and PCR policy).
     pub fn new(validator: Validator) -> Self {
-        Self { validator, record_in: None }
+        Self { validator, record_in: None, set_labels: Vec::new() }
     }
 
     /// Records trust-on-first-use AKs in `registry` (which must be the registry `validator` uses).
     pub fn recording_first_use(mut self, registry: Arc<dyn FirstUseRecorder>) -> Self {
         self.record_in = Some(registry);
+        self
+    }
+
+    /// Names the validator's accepted measurement sets (its own first, then its alternatives, in order):
+    /// each acceptance says which set the evidence met ([`Accepted::measurement_set`]).
+    pub fn with_set_labels(mut self, labels: Vec<Option<String>>) -> Self {
+        self.set_labels = labels.into_iter().map(|l| l.map(Arc::from)).collect();
         self
     }
 
@@ -115,7 +126,11 @@ impl AttestationValidator for EngineValidator {
         if let (Some(registry), Some(tpm)) = (&self.record_in, &view.tpm) {
             registry.record_first_use(&validated, tpm.ak_public).map_err(ValidationError::Rejected)?;
         }
-        Ok(Accepted { user_data: validated.user_data.to_vec(), identity: validated.node_identity().ok() })
+        Ok(Accepted {
+            user_data: validated.user_data.to_vec(),
+            identity: validated.node_identity().ok(),
+            measurement_set: self.set_labels.get(validated.measurement_set).cloned().flatten(),
+        })
     }
 }
 

@@ -42,6 +42,8 @@ pub struct PeerAttestation {
     pub spki_sha256: [u8; 32],
     /// The node the verified evidence names (`Validated::node_identity`), when the validator derives one.
     pub identity: Option<attest_engine::variant::NodeIdentity>,
+    /// The label of the accepted measurement set the evidence met (`Accepted::measurement_set`).
+    pub measurement_set: Option<Arc<str>>,
 }
 
 /// Validators by OID plus the replay memory; shared by all connections of an acceptor or connector.
@@ -125,7 +127,13 @@ impl Verifier {
             // Two handshakes raced with the same certificate; the nonce check let at most one be genuine.
             return Err(Error::ReplayedCertificate { spki_sha256 });
         }
-        Ok(PeerAttestation { oid, document: document.to_vec(), spki_sha256, identity: accepted.identity })
+        Ok(PeerAttestation {
+            oid,
+            document: document.to_vec(),
+            spki_sha256,
+            identity: accepted.identity,
+            measurement_set: accepted.measurement_set,
+        })
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, ReplayMemory> {

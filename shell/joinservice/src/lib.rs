@@ -177,6 +177,8 @@ struct PeerFacts {
     oid: String,
     ak_digest: String,
     identity: String,
+    /// The label of the measurement set that admitted the node (`-` when the sets are unlabelled).
+    image: String,
 }
 
 impl PeerFacts {
@@ -189,7 +191,8 @@ impl PeerFacts {
             .and_then(|t| attest_registration::ak_digest(&t.ak_public).ok())
             .map_or_else(|| "none".to_owned(), hex::encode);
         let identity = peer.identity.as_ref().map_or_else(|| "none".to_owned(), ToString::to_string);
-        PeerFacts { variant, oid: peer.oid.clone(), ak_digest, identity }
+        let image = peer.measurement_set.as_deref().unwrap_or("-").to_owned();
+        PeerFacts { variant, oid: peer.oid.clone(), ak_digest, identity, image }
     }
 }
 
@@ -359,6 +362,7 @@ impl JoinService {
                     variant_oid = %facts.oid,
                     ak_digest = %facts.ak_digest,
                     identity = %facts.identity,
+                    image = %facts.image,
                     control_plane = request.message.is_control_plane,
                     token_id = %token_id,
                     token_issuer = self.tokens.kind(),
@@ -409,6 +413,7 @@ impl JoinService {
                     variant_oid = %facts.oid,
                     ak_digest = %facts.ak_digest,
                     identity = %facts.identity,
+                    image = %facts.image,
                     waivers = %self.waivers_field(),
                     outcome = "issued",
                     "rejoin ticket issued"

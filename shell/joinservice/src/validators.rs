@@ -240,6 +240,7 @@ impl ValidatorSet {
             // Every accepted set of the variant (several during a rolling upgrade): the first is the
             // validator's own, the others its alternatives; a node meeting any of them is admitted.
             let sets = factory.expected_sets(variant, &loaded.document).map_err(factory_error)?;
+            let labels: Vec<Option<String>> = sets.iter().map(|(image, _)| image.clone()).collect();
             let images: Vec<&str> = sets.iter().map(|(image, _)| image.as_deref().unwrap_or("(unlabelled)")).collect();
             if images.len() > 1 {
                 tracing::info!(%variant, sets = images.len(), images = %images.join(","),
@@ -251,7 +252,7 @@ impl ValidatorSet {
             if variant.info().launch == LaunchPin::TdxMrtd && validator.launch_pinning().is_err() {
                 return Err(MeasurementsError::LaunchUnpinned { variant });
             }
-            let mut engine = EngineValidator::new(validator);
+            let mut engine = EngineValidator::new(validator).with_set_labels(labels);
             if variant.info().ak == AkTrust::Registry && config.record_first_use {
                 engine = engine.recording_first_use(Arc::new(RecordInRegistry(Arc::clone(&config.ak_registry))));
             }

@@ -100,6 +100,13 @@ fn a_rollout_admits_old_and_new_then_refuses_the_old_image_once_dropped() {
     assert_eq!(validators.reload().unwrap(), Some(2));
     assert!(admits(&old_node, "v1").is_ok(), "the old image during the rollout");
     assert!(admits(&new_node, "v2").is_ok(), "the new image during the rollout");
+    // Each admission names the set (image) the node met: what the join service logs with every ticket.
+    let admitted_by = |ak: &SoftAk, image: &str| {
+        let accepted = validator.validate_peer(&document(ak, image, &nonce), &nonce).expect("admitted");
+        accepted.measurement_set.as_deref().map(str::to_owned)
+    };
+    assert_eq!(admitted_by(&old_node, "v1").as_deref(), Some("v1"));
+    assert_eq!(admitted_by(&new_node, "v2").as_deref(), Some("v2"));
     // Values of two images are never mixed: PCR 4 of v1 with PCR 9 of v2 matches neither set.
     let mut mixed = booted("v1");
     mixed[9] = booted("v2")[9];

@@ -207,6 +207,7 @@ impl TestNode {
             document: Vec::new(),
             spki_sha256: spki_sha256(&self.key),
             identity: Some(self.identity.clone()),
+            measurement_set: None,
         }
     }
 }
