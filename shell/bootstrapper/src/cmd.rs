@@ -55,15 +55,10 @@
 //! never detected, only chosen). A simulated SEV-SNP device (`--snp-device sim:/path`) is accepted only by
 //! builds with the cargo feature `dangerous-test-roots` (the demo's); release builds refuse it (exit 2).
 //!
-//! Exit codes: 0 bootstrapped (now or before this start) or stopped by a signal;
-//! 1 runtime failure (TPM, bind); 2 usage; 3 configuration (init secret hash file, kubeadm missing, the join
-//! service's trust inputs: measurements and their signature, launch pinning, CRLs); 4 bootstrapping failed
-//! after the lock (now or before this start: the node needs reinstalling); 5 node state inconsistent
-//! (locked without state, state without its disk, PCR 15 mismatch): init and join refused; 6 rejoin refused
-//! (the node's measurements changed, or the keys are another cluster's): the node stays down; 7 rejoin
-//! failed (the disk did not reopen, PCR 15 or Kubernetes could not be brought back). Code 4 marks the node
-//! for reset: the systemd unit reboots it, and the next start resets it to a fresh node; it is also the
-//! answer to a bootstrap interrupted after the lock in this boot (`{"event":"interrupted",…}`: killed or
+//! Exit statuses: the table in [`crate::exit`] (0 done, 1 runtime, 2 usage, 3 configuration, 4 failed after
+//! the lock, 5 inconsistent state, 6 rejoin refused, 7 rejoin failed), printed by `--help`. Status 4 marks
+//! the node for reset: the systemd unit reboots it, and the next start resets it to a fresh node; it is also
+//! the answer to a bootstrap interrupted after the lock in this boot (`{"event":"interrupted",…}`: killed or
 //! crashed between the lock and the end of bootstrapping, `crate::state`).
 
 use std::io::Write;
@@ -95,10 +90,7 @@ use clap::Parser;
 use clap::builder::TypedValueParser as _;
 use tokio::signal::unix::{SignalKind, signal};
 
-const EXIT_RUNTIME: u8 = 1;
-const EXIT_CONFIG: u8 = 3;
-const EXIT_FAILED: u8 = 4;
-const EXIT_INCONSISTENT: u8 = 5;
+use crate::exit;
 
 /// The `--disk` choice.
 #[derive(Clone, Debug)]
@@ -121,7 +113,7 @@ fn parse_disk(s: &str) -> Result<DiskChoice, String> {
 
 /// The node bootstrapper: init server (aTLS, the node attests) and join client, racing for the node lock.
 #[derive(Parser, Debug)]
-#[command(name = "attest-bootstrapper", version)]
+#[command(name = "attest-bootstrapper", version, after_help = attest_util::exit::help(exit::TABLE))]
 struct Args {
     /// The node's hardware: TPM, SEV-SNP guest device, leaf certificate, event log.
     #[command(flatten)]
@@ -374,7 +366,7 @@ async fn join_service_trust(
 fn refuse_join_config(e: &str) -> ExitCode {
     tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
     event(&serde_json::json!({"event": "refused", "reason": e}));
-    ExitCode::from(EXIT_CONFIG)
+    ExitCode::from(exit::CONFIG.code)
 }
 
 /// The SNP, GCE and TDX verifiers the join service is checked with: AMD's, Google's and Intel's pinned roots
@@ -428,18 +420,18 @@ pub fn main() -> ExitCode {
     {
         tracing::error!(snp_device = %args.hardware.snp_device, test_roots = ?args.dangerous_test_roots,
             "bootstrapper: {TEST_ROOTS_REFUSED}");
-        return ExitCode::from(2);
+        return ExitCode::from(attest_util::exit::USAGE.code);
     }
     let node_name = args.node_name.clone().unwrap_or_else(host_name);
     if !crate::request::is_dns_name(&node_name) {
         tracing::error!(%node_name, "bootstrapper: the node name is not a DNS name (lower case, digits, '-', '.')");
-        return ExitCode::from(2);
+        return ExitCode::from(attest_util::exit::USAGE.code);
     }
     let secret_hash = match InitSecretHash::load(&args.init_secret_hash) {
         Ok(h) => h,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot load the init secret hash");
-            return ExitCode::from(EXIT_CONFIG);
+            return ExitCode::from(exit::CONFIG.code);
         }
     };
     // Configuration before the TPM: the node's network facts, the cluster backend and how the join service is
@@ -453,20 +445,20 @@ pub fn main() -> ExitCode {
         && !crate::ticket::is_endpoint(e)
     {
         tracing::error!(endpoint = %e, "bootstrapper: --control-plane-endpoint is not HOST:PORT");
-        return ExitCode::from(2);
+        return ExitCode::from(attest_util::exit::USAGE.code);
     }
     let backend = match select_backend(args.backend, &args.state_dir, &network) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: no cluster backend");
-            return ExitCode::from(EXIT_CONFIG);
+            return ExitCode::from(exit::CONFIG.code);
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot start the runtime");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     if let Some(cloud) = args.join_endpoints_from {
@@ -474,7 +466,7 @@ pub fn main() -> ExitCode {
             Ok(m) => args.metadata = Some(Arc::new(m)),
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: --join-endpoints-from");
-                return ExitCode::from(2);
+                return ExitCode::from(attest_util::exit::USAGE.code);
             }
         }
     }
@@ -505,7 +497,7 @@ pub fn main() -> ExitCode {
         Ok(v) => Arc::new(v),
         Err(e) => {
             tracing::error!(error = %e, tcti = %args.hardware.tpm, "bootstrapper: cannot open the node's attestation issuer");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     if issuer.is_simulated() {
@@ -524,7 +516,7 @@ pub fn main() -> ExitCode {
         Ok(l) => Arc::new(l.with_intent_dir(&args.runtime_dir)),
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot read PCR 15");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     let disk: Arc<dyn DiskSetup> = match &args.disk {
@@ -553,7 +545,7 @@ pub fn main() -> ExitCode {
             Ok(endpoint) => Some(endpoint),
             Err(e) => {
                 tracing::error!(error = %e, %addr, "bootstrapper: cannot serve /metrics");
-                return ExitCode::from(EXIT_RUNTIME);
+                return ExitCode::from(exit::RUNTIME.code);
             }
         },
         None => None,
@@ -562,12 +554,12 @@ pub fn main() -> ExitCode {
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot read the node state");
             event(&serde_json::json!({"event": "refused", "reason": e.to_string()}));
-            return ExitCode::from(EXIT_INCONSISTENT);
+            return ExitCode::from(exit::INCONSISTENT.code);
         }
         Ok(Err(e)) => {
             tracing::error!(error = %e, "bootstrapper: refusing init and join");
             event(&serde_json::json!({"event": "refused", "reason": e.to_string()}));
-            return ExitCode::from(EXIT_INCONSISTENT);
+            return ExitCode::from(exit::INCONSISTENT.code);
         }
         Ok(Ok(Startup::Bootstrapped(state))) => {
             let failed = state.phase == Phase::Failed;
@@ -576,7 +568,7 @@ pub fn main() -> ExitCode {
             event(&serde_json::json!({"event": "already-bootstrapped", "cluster_id": hex::encode(state.cluster_id),
                 "role": state.role.to_string(), "failed": failed, "dry_run": state.dry_run}));
             return if failed {
-                ExitCode::from(EXIT_FAILED)
+                ExitCode::from(exit::FAILED.code)
             } else {
                 crate::cmd_lifecycle::run_bootstrapped(
                     &(Arc::clone(&issuer) as _),
@@ -602,7 +594,7 @@ pub fn main() -> ExitCode {
                 "bootstrapper: bootstrapping was interrupted after the node lock in this boot; marked for reset");
             event(&serde_json::json!({"event": "interrupted", "cluster_id": hex::encode(cluster_id),
                 "state": state.is_some(), "marked_for_reset": true}));
-            return ExitCode::from(EXIT_FAILED);
+            return ExitCode::from(exit::FAILED.code);
         }
         Ok(Ok(Startup::Reset(state))) => match crate::lifecycle::reset(&node, &state) {
             Ok(lines) => {
@@ -613,7 +605,7 @@ pub fn main() -> ExitCode {
             }
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot reset the node");
-                return ExitCode::from(EXIT_RUNTIME);
+                return ExitCode::from(exit::RUNTIME.code);
             }
         },
         Ok(Ok(Startup::Fresh)) => {}
@@ -638,14 +630,14 @@ async fn run(
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot install the SIGTERM handler");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     let listener = match tokio::net::TcpListener::bind(args.init_listen).await {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(error = %e, addr = %args.init_listen, "bootstrapper: cannot bind the init server");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     // AK registration (credential activation) is the qemu-vtpm variant's way of trusting the AK.
@@ -663,7 +655,7 @@ async fn run(
         Ok(v) => v,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot start the init server");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     tracing::info!(%addr, "bootstrapper: init server listening");
@@ -678,7 +670,7 @@ async fn run(
             Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-                return ExitCode::from(EXIT_RUNTIME);
+                return ExitCode::from(exit::RUNTIME.code);
             }
         };
     let mut join_task = None;
@@ -758,7 +750,7 @@ async fn run(
             if let Some(v) = verify {
                 v.shutdown(grace).await;
             }
-            ExitCode::from(EXIT_FAILED)
+            ExitCode::from(exit::FAILED.code)
         }
     }
 }
@@ -886,5 +878,13 @@ mod tests {
     fn variant_flags_list_the_variant_table() {
         let checked = attest_trust::variant_arg::check_flags_list_the_table(&Args::command()).unwrap();
         assert_eq!(checked, 2, "--variant and --join-service-variant");
+    }
+
+    #[test]
+    fn help_prints_the_exit_status_table() {
+        let help = Args::command().render_long_help().to_string();
+        for status in exit::TABLE {
+            assert!(help.contains(&format!("  {}  {}", status.code, status.meaning)), "{}: {help}", status.code);
+        }
     }
 }

@@ -26,12 +26,6 @@ use crate::state::NodeState;
 use crate::verifysvc::{VerifyServers, serve_verify};
 use attest_atls::AttestationIssuer;
 
-/// Exit code: the rejoin was refused (the node's measurements changed, or the keys are another
-/// cluster's); the node stays down until an operator acts.
-pub(crate) const EXIT_REJOIN_REFUSED: u8 = 6;
-/// Exit code: the keys were right but the disk, PCR 15 or Kubernetes could not be brought back.
-pub(crate) const EXIT_REJOIN_FAILED: u8 = 7;
-
 /// A listen address that can be switched off: `ADDR` or `none`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Listen(pub(crate) Option<SocketAddr>);
@@ -134,7 +128,7 @@ pub(crate) async fn serve_until_signal(servers: VerifyServers, cluster_id: &[u8;
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot install the SIGTERM handler");
-            return ExitCode::from(1);
+            return ExitCode::from(crate::exit::RUNTIME.code);
         }
     };
     tokio::select! {
@@ -165,14 +159,14 @@ pub(crate) fn run_bootstrapped(
     if !life.serves_verify() {
         return ExitCode::SUCCESS;
     }
-    let Some(rt) = runtime() else { return ExitCode::from(1) };
+    let Some(rt) = runtime() else { return ExitCode::from(crate::exit::RUNTIME.code) };
     rt.block_on(async {
         match start_verify(issuer, life, metrics).await {
             Ok(Some(servers)) => serve_until_signal(servers, &cluster_id, life.grace).await,
             Ok(None) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-                ExitCode::from(1)
+                ExitCode::from(crate::exit::RUNTIME.code)
             }
         }
     })
@@ -187,7 +181,7 @@ pub(crate) fn run_rejoin(
     call: Option<AtlsCall>,
     life: &LifeArgs,
 ) -> ExitCode {
-    let Some(rt) = runtime() else { return ExitCode::from(1) };
+    let Some(rt) = runtime() else { return ExitCode::from(crate::exit::RUNTIME.code) };
     rt.block_on(async {
         tracing::info!(cluster_id = %hex::encode(state.cluster_id), disk_uuid = %state.disk_uuid,
             "bootstrapper: bootstrapped before a reboot; getting the state-disk key back");
@@ -195,7 +189,7 @@ pub(crate) fn run_rejoin(
             Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-                return ExitCode::from(1);
+                return ExitCode::from(crate::exit::RUNTIME.code);
             }
         };
         let recover = match life.recover {
@@ -203,7 +197,7 @@ pub(crate) fn run_rejoin(
                 Ok(l) => Some(l),
                 Err(e) => {
                     tracing::error!(error = %e, addr = %a, "bootstrapper: cannot bind the recovery endpoint");
-                    return ExitCode::from(1);
+                    return ExitCode::from(crate::exit::RUNTIME.code);
                 }
             },
             None => None,
@@ -213,7 +207,7 @@ pub(crate) fn run_rejoin(
             tracing::error!("bootstrapper: neither a join endpoint nor a recovery endpoint: the node cannot rejoin");
             event(&serde_json::json!({"event": "refused", "path": "rejoin",
                 "reason": "no join endpoint and no recovery endpoint configured"}));
-            return ExitCode::from(2);
+            return ExitCode::from(attest_util::exit::USAGE.code);
         }
         let setup = RejoinSetup { source, recover, config: JoinConfig::default() };
         let register = node.lock().register();
@@ -239,7 +233,7 @@ pub(crate) fn run_rejoin(
                 if let Some(v) = verify {
                     v.shutdown(life.grace).await;
                 }
-                ExitCode::from(if refused { EXIT_REJOIN_REFUSED } else { EXIT_REJOIN_FAILED })
+                ExitCode::from(if refused { crate::exit::REJOIN_REFUSED.code } else { crate::exit::REJOIN_FAILED.code })
             }
         }
     })

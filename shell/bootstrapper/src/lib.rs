@@ -68,6 +68,7 @@ pub mod disk;
 pub mod dryrun;
 pub mod endpoint_limits;
 pub mod endpoints;
+pub mod exit;
 pub mod files;
 pub mod init;
 pub mod join;

@@ -57,9 +57,8 @@
 //! and validators are swapped when it changes. SIGTERM or Ctrl-C stops accepting connections and lets
 //! in-flight calls finish for the grace period.
 //!
-//! Exit codes: 0 after a graceful shutdown, 1 when the service cannot run (bind failure, signal setup), 2 for a
-//! usage error (also test roots or a simulated device in a release build), 3 when the configuration cannot be
-//! loaded (measurements, salt, PKI, registry, Kubernetes settings or client, this node's attestation).
+//! Exit statuses: the table in [`crate::exit`] (0 stopped, 1 runtime, 2 usage — also test roots or a
+//! simulated device in a release build —, 3 configuration), printed by `--help`.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -91,10 +90,7 @@ use clap::builder::TypedValueParser as _;
 use clap::{Parser, ValueEnum};
 use tokio::signal::unix::{SignalKind, signal};
 
-/// Exit code: the service could not run.
-const EXIT_RUNTIME: u8 = 1;
-/// Exit code: the configuration could not be loaded.
-const EXIT_CONFIG: u8 = 3;
+use crate::exit;
 
 /// How bootstrap tokens are created.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -107,7 +103,7 @@ enum TokenIssuerKind {
 
 /// The join service: validates joining nodes over aTLS and issues their join tickets.
 #[derive(Parser, Debug)]
-#[command(name = "join-service", version)]
+#[command(name = "join-service", version, after_help = attest_util::exit::help(exit::TABLE))]
 struct Args {
     /// Address to serve join.API on (aTLS; the joining node attests).
     #[arg(long, default_value = "127.0.0.1:9090")]
@@ -458,14 +454,14 @@ pub fn main() -> ExitCode {
     if (args.dangerous_test_roots.is_some() || args.hardware.is_simulated()) && !cfg!(feature = "dangerous-test-roots")
     {
         tracing::error!("join service: {TEST_ROOTS_REFUSED}");
-        return ExitCode::from(2);
+        return ExitCode::from(attest_util::exit::USAGE.code);
     }
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "join service: cannot start the runtime");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     // Loading needs the runtime (the Kubernetes client's connector; the KDS client, when the store holds no
@@ -474,7 +470,7 @@ pub fn main() -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(error = %e, "join service: cannot load the configuration");
-            return ExitCode::from(EXIT_CONFIG);
+            return ExitCode::from(exit::CONFIG.code);
         }
     };
     // TDX collateral (the store, then Intel's PCS) before anything listens.
@@ -482,7 +478,7 @@ pub fn main() -> ExitCode {
         Ok(i) => i,
         Err(e) => {
             tracing::error!(error = %e, "join service: cannot load the TDX collateral");
-            return ExitCode::from(EXIT_CONFIG);
+            return ExitCode::from(exit::CONFIG.code);
         }
     };
     tracing::info!(
@@ -497,7 +493,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "join service: stopped with an error");
-            ExitCode::from(EXIT_RUNTIME)
+            ExitCode::from(exit::RUNTIME.code)
         }
     }
 }
@@ -606,5 +602,13 @@ mod tests {
         Args::command().debug_assert();
         let checked = attest_trust::variant_arg::check_flags_list_the_table(&Args::command()).unwrap();
         assert_eq!(checked, 2, "--variant and --node-variant");
+    }
+
+    #[test]
+    fn help_prints_the_exit_status_table() {
+        let help = Args::command().render_long_help().to_string();
+        for status in exit::TABLE {
+            assert!(help.contains(&format!("  {}  {}", status.code, status.meaning)), "{}: {help}", status.code);
+        }
     }
 }

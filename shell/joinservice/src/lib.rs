@@ -107,6 +107,7 @@
 pub mod cmd;
 pub mod config;
 pub mod error;
+pub mod exit;
 pub mod identity;
 pub mod keys;
 pub mod metrics;

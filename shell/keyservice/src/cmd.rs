@@ -22,9 +22,8 @@
 //! (useful with port 0); logs go to stderr. SIGTERM or Ctrl-C stops accepting connections and lets in-flight
 //! calls finish for the grace period.
 //!
-//! Exit codes: 0 after a graceful shutdown, 1 when the service cannot run (bind failure, signal setup), 2 for a
-//! usage error, 3 when the master secret or the TLS files cannot be loaded (unreadable, malformed, a master
-//! key shorter than 16 bytes, a key that does not match its certificate).
+//! Exit statuses: the table in [`crate::exit`] (0 stopped, 1 runtime, 2 usage, 3 master secret or TLS files),
+//! printed by `--help`.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -40,14 +39,11 @@ use attest_grpc::{Router, Server, ServerConfig};
 use clap::Parser;
 use tokio::signal::unix::{SignalKind, signal};
 
-/// Exit code: the service could not run.
-const EXIT_RUNTIME: u8 = 1;
-/// Exit code: the master secret or the TLS files could not be loaded.
-const EXIT_MASTER_SECRET: u8 = 3;
+use crate::exit;
 
 /// The key service: derives data keys from a master secret (HKDF-SHA256) and serves them over gRPC.
 #[derive(Parser, Debug)]
-#[command(name = "key-service", version)]
+#[command(name = "key-service", version, after_help = attest_util::exit::help(exit::TABLE))]
 struct Args {
     /// Address to listen on (gRPC over mutual TLS).
     #[arg(long, default_value = "127.0.0.1:9010")]
@@ -98,7 +94,7 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // The error names the file and what is wrong, never any byte of the secret.
             tracing::error!(error = %e, "key service: cannot load the master secret");
-            return ExitCode::from(EXIT_MASTER_SECRET);
+            return ExitCode::from(exit::MASTER_SECRET.code);
         }
     };
     tracing::info!(master_secret_file = %args.master_secret.display(), "key service: master secret loaded");
@@ -107,7 +103,7 @@ pub fn main() -> ExitCode {
         Ok(a) => Arc::new(a),
         Err(e) => {
             tracing::error!(error = %e, "key service: cannot load the TLS files");
-            return ExitCode::from(EXIT_MASTER_SECRET);
+            return ExitCode::from(exit::MASTER_SECRET.code);
         }
     };
     tracing::info!(allowed_clients = ?acceptor.allowed(), "key service: mutual TLS configured");
@@ -116,14 +112,14 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "key service: cannot start the runtime");
-            return ExitCode::from(EXIT_RUNTIME);
+            return ExitCode::from(exit::RUNTIME.code);
         }
     };
     match runtime.block_on(serve(&args, secret, acceptor)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "key service: stopped with an error");
-            ExitCode::from(EXIT_RUNTIME)
+            ExitCode::from(exit::RUNTIME.code)
         }
     }
 }
@@ -203,4 +199,18 @@ fn serve_metrics(listener: tokio::net::TcpListener, server: &Server) -> std::io:
     let endpoint = HttpEndpoint::serve(listener, metrics_limits(), metrics_handler(render))?;
     let _ = own.set(endpoint.admission());
     Ok(endpoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn help_prints_the_exit_status_table() {
+        let help = Args::command().render_long_help().to_string();
+        for status in exit::TABLE {
+            assert!(help.contains(&format!("  {}  {}", status.code, status.meaning)), "{}: {help}", status.code);
+        }
+    }
 }

@@ -33,6 +33,7 @@
 
 pub mod cmd;
 pub mod derive;
+pub mod exit;
 pub mod health;
 pub mod secret;
 pub mod tls;

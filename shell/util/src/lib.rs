@@ -2,7 +2,7 @@
 //!
 //! Small host helpers the services share: atomic file replacement ([`fs`]), the fault-injection points of
 //! the crash matrix ([`fault`]: inert unless a test build arms them), the service binaries' log output
-//! ([`init_service_logging`]), what the HTTP/1.1 clients share in their errors ([`http::Phase`]), and
+//! ([`init_service_logging`]) and their exit-status tables ([`exit`]), what the HTTP/1.1 clients share in their errors ([`http::Phase`]), and
 //! one-line error chains ([`error_chain`]).
 //!
 //! **May depend on:** the standard library and `tracing-subscriber`. **Must not depend on:** any other
@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod exit;
 pub mod fault;
 pub mod fs;
 pub mod http;
