@@ -191,7 +191,28 @@ pub trait TicketSource: Send + Sync + std::fmt::Debug {
 /// logged; the join attempts go ahead (the join service then decides whether it trusts this node's AK).
 pub trait PreJoin: Send + Sync + std::fmt::Debug {
     /// Runs the step; returns a line for the log.
-    fn run(&self) -> BoxFuture<'_, Result<String, String>>;
+    fn run(&self) -> BoxFuture<'_, Result<String, PreJoinError>>;
+}
+
+/// Why a pre-join step failed (logged; the join attempts go ahead).
+#[derive(Debug)]
+pub struct PreJoinError {
+    /// What the step was doing (e.g. `AK registration at 10.0.0.1:9004`).
+    pub what: String,
+    /// The error it met.
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for PreJoinError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.source)
+    }
+}
+
+impl std::error::Error for PreJoinError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.source.as_ref())
+    }
 }
 
 /// How the join client ended.

@@ -97,7 +97,7 @@ pub use backend::{ClusterBackend, InitParams, JoinParams};
 pub use disk::{DiskSetup, KeyFileDisk};
 pub use endpoints::AtlsTicketSource;
 pub use init::{DEFAULT_INIT_PORT, InitService};
-pub use join::{JoinClient, JoinConfig, JoinError, PreJoin, TicketSource};
+pub use join::{JoinClient, JoinConfig, JoinError, PreJoin, PreJoinError, TicketSource};
 pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
 pub use luks::LuksDisk;
 pub use node::{Node, NodeConfig, Outcome};

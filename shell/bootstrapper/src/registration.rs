@@ -10,7 +10,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::join::{BoxFuture, PreJoin};
+use super::join::{BoxFuture, PreJoin, PreJoinError};
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_grpc::{Channel, ChannelConfig};
 
@@ -30,14 +30,15 @@ impl AkRegistrationStep {
 }
 
 impl PreJoin for AkRegistrationStep {
-    fn run(&self) -> BoxFuture<'_, Result<String, String>> {
+    fn run(&self) -> BoxFuture<'_, Result<String, PreJoinError>> {
         Box::pin(async move {
-            let channel = Channel::connect(self.addr, ChannelConfig::default())
-                .await
-                .map_err(|e| format!("registration endpoint {}: {e}", self.addr))?;
+            let channel = Channel::connect(self.addr, ChannelConfig::default()).await.map_err(|e| PreJoinError {
+                what: format!("registration endpoint {}", self.addr),
+                source: Box::new(e),
+            })?;
             let digest = attest_attester::registration::register(&channel, &self.issuer, &self.ek_certificate)
                 .await
-                .map_err(|e| format!("AK registration at {}: {e}", self.addr))?;
+                .map_err(|e| PreJoinError { what: format!("AK registration at {}", self.addr), source: Box::new(e) })?;
             Ok(format!("AK {} registered at {}", hex::encode(digest), self.addr))
         })
     }
