@@ -47,7 +47,72 @@ pub const MAX_ENDPOINTS_FILE_SIZE: u64 = 64 * 1024;
 /// operator, a scale set that grew) is followed.
 pub trait EndpointSource: Send + Sync + std::fmt::Debug {
     /// The current endpoints (at most [`MAX_JOIN_ENDPOINTS`]).
-    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, String>>;
+    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, EndpointError>>;
+}
+
+/// Why a source named no join endpoints.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EndpointError {
+    /// A line of an endpoints file is not `HOST:PORT`.
+    Line {
+        /// The line number (from 1).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The endpoints file could not be read, or a line of it is wrong.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: Box<EndpointError>,
+    },
+    /// Reading a file failed.
+    Io(std::io::Error),
+    /// The cloud's metadata could not be read or names no endpoint.
+    Metadata {
+        /// The cloud (`aws`, `gcp`, `azure`).
+        cloud: &'static str,
+        /// The error.
+        source: crate::metadata::MetadataError,
+    },
+    /// Every source failed (their errors, in order).
+    AllFailed(Vec<EndpointError>),
+    /// The task reading the source stopped (a panic or the runtime shutting down).
+    Task(String),
+}
+
+impl std::fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Line { line, reason } => write!(f, "line {line}: {reason}"),
+            Self::File { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::Io(e) => write!(f, "{e}"),
+            Self::Metadata { cloud, source } => write!(f, "{cloud} metadata: {source}"),
+            Self::AllFailed(errors) => {
+                for (i, e) in errors.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                Ok(())
+            }
+            Self::Task(e) => write!(f, "reading the join endpoints: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EndpointError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::File { source, .. } => Some(source.as_ref()),
+            Self::Io(e) => Some(e),
+            Self::Metadata { source, .. } => Some(source),
+            Self::Line { .. } | Self::AllFailed(_) | Self::Task(_) => None,
+        }
+    }
 }
 
 /// A fixed list (`--join-service`, repeatable).
@@ -55,7 +120,7 @@ pub trait EndpointSource: Send + Sync + std::fmt::Debug {
 pub struct StaticEndpoints(pub Vec<SocketAddr>);
 
 impl EndpointSource for StaticEndpoints {
-    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, String>> {
+    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, EndpointError>> {
         let list = self.0.iter().copied().take(MAX_JOIN_ENDPOINTS).collect();
         Box::pin(async move { Ok(list) })
     }
@@ -66,7 +131,7 @@ impl EndpointSource for StaticEndpoints {
 pub struct FileEndpoints(pub PathBuf);
 
 /// Parses an endpoints file's text.
-pub fn parse_endpoints(text: &str) -> Result<Vec<SocketAddr>, String> {
+pub fn parse_endpoints(text: &str) -> Result<Vec<SocketAddr>, EndpointError> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -75,9 +140,9 @@ pub fn parse_endpoints(text: &str) -> Result<Vec<SocketAddr>, String> {
         }
         let addr = line
             .to_socket_addrs()
-            .map_err(|e| format!("line {}: {line:?} is not HOST:PORT ({e})", n + 1))?
+            .map_err(|e| EndpointError::Line { line: n + 1, reason: format!("{line:?} is not HOST:PORT ({e})") })?
             .next()
-            .ok_or_else(|| format!("line {}: {line:?} has no address", n + 1))?;
+            .ok_or_else(|| EndpointError::Line { line: n + 1, reason: format!("{line:?} has no address") })?;
         if out.len() == MAX_JOIN_ENDPOINTS {
             break;
         }
@@ -86,21 +151,24 @@ pub fn parse_endpoints(text: &str) -> Result<Vec<SocketAddr>, String> {
     Ok(out)
 }
 
-fn read_endpoints(path: &Path) -> Result<Vec<SocketAddr>, String> {
+fn read_endpoints(path: &Path) -> Result<Vec<SocketAddr>, EndpointError> {
     use std::io::Read;
+    let in_file = |e: EndpointError| EndpointError::File { path: path.to_owned(), source: Box::new(e) };
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_ENDPOINTS_FILE_SIZE).read_to_string(&mut text))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_endpoints(&text).map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| in_file(EndpointError::Io(e)))?;
+    parse_endpoints(&text).map_err(in_file)
 }
 
 impl EndpointSource for FileEndpoints {
-    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, String>> {
+    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, EndpointError>> {
         let path = self.0.clone();
-        Box::pin(
-            async move { tokio::task::spawn_blocking(move || read_endpoints(&path)).await.map_err(|e| e.to_string())? },
-        )
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || read_endpoints(&path))
+                .await
+                .map_err(|e| EndpointError::Task(e.to_string()))?
+        })
     }
 }
 
@@ -111,7 +179,7 @@ impl EndpointSource for FileEndpoints {
 pub struct CombinedEndpoints(pub Vec<Arc<dyn EndpointSource>>);
 
 impl EndpointSource for CombinedEndpoints {
-    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, String>> {
+    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, EndpointError>> {
         Box::pin(async move {
             let mut out: Vec<SocketAddr> = Vec::new();
             let mut errors = Vec::new();
@@ -127,7 +195,7 @@ impl EndpointSource for CombinedEndpoints {
             let mut seen = std::collections::HashSet::new();
             out.retain(|a| seen.insert(*a));
             out.truncate(MAX_JOIN_ENDPOINTS);
-            if out.is_empty() && !errors.is_empty() { Err(errors.join("; ")) } else { Ok(out) }
+            if out.is_empty() && !errors.is_empty() { Err(EndpointError::AllFailed(errors)) } else { Ok(out) }
         })
     }
 }
@@ -387,7 +455,7 @@ mod tests {
     fn endpoints_file() {
         let list = parse_endpoints("# control plane\n127.0.0.1:30090\n\n  127.0.0.2:30090  # second\n").unwrap();
         assert_eq!(list, ["127.0.0.1:30090".parse().unwrap(), "127.0.0.2:30090".parse().unwrap()]);
-        assert!(parse_endpoints("127.0.0.1\n").unwrap_err().contains("line 1"));
+        assert!(matches!(parse_endpoints("127.0.0.1\n"), Err(EndpointError::Line { line: 1, .. })));
         let many: String = (0..100).map(|i| format!("127.0.0.1:{}", 1000 + i)).collect::<Vec<_>>().join("\n");
         assert_eq!(parse_endpoints(&many).unwrap().len(), MAX_JOIN_ENDPOINTS);
     }

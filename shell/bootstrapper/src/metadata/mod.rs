@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 pub use error::MetadataError;
 pub use value::{Endpoint, MAX_METADATA_ENDPOINTS, parse_endpoint_list};
 
-use crate::endpoints::{EndpointSource, MAX_JOIN_ENDPOINTS};
+use crate::endpoints::{EndpointError, EndpointSource, MAX_JOIN_ENDPOINTS};
 use crate::join::BoxFuture;
 
 /// The join service's node port, where an entry names no port (as Constellation's `JoinServiceNodePort`).
@@ -190,10 +190,12 @@ impl MetadataEndpoints {
 }
 
 impl EndpointSource for MetadataEndpoints {
-    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, String>> {
-        Box::pin(
-            async move { self.endpoints_or_stale().await.map_err(|e| format!("{} metadata: {e}", self.cloud.name())) },
-        )
+    fn endpoints(&self) -> BoxFuture<'_, Result<Vec<SocketAddr>, EndpointError>> {
+        Box::pin(async move {
+            self.endpoints_or_stale()
+                .await
+                .map_err(|source| EndpointError::Metadata { cloud: self.cloud.name(), source })
+        })
     }
 }
 
