@@ -1,16 +1,10 @@
-//! The key service's master-secret file (`attest_keyservice::MasterSecret::from_file_contents`: a KMS URI,
-//! Constellation JSON or raw bytes) and the KMS URI of an init request: never panics, never accepts a key
-//! shorter than the floor, and what it accepts round-trips through both encodings it writes. The module is
-//! compiled in as it is (it needs only base64, percent-encoding and zeroize), keeping the service's gRPC and
-//! TLS stack out of the fuzz crate.
+//! The master-secret file (`attest_keys::MasterSecret::from_file_contents`: a KMS URI, Constellation JSON or
+//! raw bytes) and the KMS URI of an init request: never panics, never accepts a key shorter than the floor,
+//! and what it accepts round-trips through both encodings it writes. `attest-keys` carries no service stack.
 #![no_main]
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../shell/keyservice/src/secret.rs"]
-mod secret;
-
+use attest_keys::{MIN_MASTER_SECRET_LENGTH, MasterSecret};
 use libfuzzer_sys::fuzz_target;
-use secret::{MIN_MASTER_SECRET_LENGTH, MasterSecret};
 
 fn check(s: &MasterSecret) {
     assert!(s.key().len() >= MIN_MASTER_SECRET_LENGTH);

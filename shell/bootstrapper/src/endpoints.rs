@@ -74,8 +74,9 @@ pub enum EndpointError {
     Metadata {
         /// The cloud (`aws`, `gcp`, `azure`).
         cloud: &'static str,
-        /// The error.
-        source: crate::metadata::MetadataError,
+        /// The error (a `crate::metadata::MetadataError`; boxed so that this module, which the metadata
+        /// sources implement, does not import theirs).
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Every source failed (their errors, in order).
     AllFailed(Vec<EndpointError>),
@@ -109,7 +110,7 @@ impl std::error::Error for EndpointError {
         match self {
             Self::File { source, .. } => Some(source.as_ref()),
             Self::Io(e) => Some(e),
-            Self::Metadata { source, .. } => Some(source),
+            Self::Metadata { source, .. } => Some(source.as_ref()),
             Self::Line { .. } | Self::AllFailed(_) | Self::Task(_) => None,
         }
     }

@@ -38,7 +38,7 @@ use super::node::{Committed, Node, Outcome};
 use super::request::{InitSecretHash, RequestError, validate};
 use super::state::Role;
 use attest_grpc::{Request, Response, Router, Service, Status, Streaming};
-use attest_keyservice::{hkdf_sha256, measurement_secret, state_disk_key};
+use attest_keys::{hkdf_sha256, measurement_secret, state_disk_key};
 
 /// The init server's default port.
 pub const DEFAULT_INIT_PORT: u16 = 9000;
@@ -99,7 +99,7 @@ impl InitService {
         drop(message);
 
         let ms = measurement_secret(&v.master_secret);
-        let cluster_id = attest_keyservice::cluster_id(&ms, &v.measurement_salt);
+        let cluster_id = attest_keys::cluster_id(&ms, &v.measurement_salt);
         let owner = owner_id(&ms, &v.measurement_salt);
         drop(ms);
         let disk = Arc::clone(self.node.disk());
@@ -264,6 +264,6 @@ mod tests {
         let salt = [9u8; 32];
         let expected = hkdf_sha256(&ms, &salt, b"key-ownerID", 32).unwrap();
         assert_eq!(owner_id(&ms, &salt).as_slice(), expected.as_slice());
-        assert_ne!(owner_id(&ms, &salt), attest_keyservice::cluster_id(&ms, &salt));
+        assert_ne!(owner_id(&ms, &salt), attest_keys::cluster_id(&ms, &salt));
     }
 }

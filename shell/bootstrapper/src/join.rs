@@ -294,7 +294,7 @@ impl JoinClient {
         let (response, server) = self.source.issue(request, kubelet.private_key().clone()).await?;
         let ticket =
             check_ticket(response, &kubelet, &config.node_name, config.control_plane).map_err(AttemptError::Ticket)?;
-        let cluster_id = attest_keyservice::cluster_id(&ticket.measurement_secret, &ticket.measurement_salt);
+        let cluster_id = attest_keys::cluster_id(&ticket.measurement_secret, &ticket.measurement_salt);
         // The service must run on a node of the cluster whose keys it just handed out.
         server.check_cluster(&cluster_id)?;
         Ok((ticket, cluster_id))

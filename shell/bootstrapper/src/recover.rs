@@ -35,7 +35,7 @@ use super::rejoin::{KeySource, NodeKeys, RejoinError, Rejoiner};
 use super::request::{MAX_KMS_URI_LENGTH, MAX_STORAGE_URI_LENGTH};
 use attest_atls::{AtlsAcceptor, AttestationIssuer};
 use attest_grpc::{Request, Response, Router, Server, Service, Status};
-use attest_keyservice::{MasterSecret, measurement_secret, state_disk_key};
+use attest_keys::{MasterSecret, measurement_secret, state_disk_key};
 
 /// Constellation's recovery port.
 pub const DEFAULT_RECOVER_PORT: u16 = 9999;

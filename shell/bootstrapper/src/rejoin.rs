@@ -201,7 +201,7 @@ impl Rejoiner {
         if keys.measurement_secret.len() != TICKET_KEY_LENGTH {
             return Err(RejoinError::Malformed { field: "measurement_secret" });
         }
-        let found = attest_keyservice::cluster_id(&keys.measurement_secret, &self.state.measurement_salt);
+        let found = attest_keys::cluster_id(&keys.measurement_secret, &self.state.measurement_salt);
         if found == self.state.cluster_id {
             Ok(found)
         } else {

@@ -36,7 +36,7 @@ use std::path::Path;
 use attest_proto::init::InitRequest;
 
 use super::state::MEASUREMENT_SALT_LENGTH;
-use attest_keyservice::MasterSecret;
+use attest_keys::MasterSecret;
 
 /// Longest init secret accepted, in bytes.
 pub const MAX_INIT_SECRET_LENGTH: usize = 1024;

@@ -23,7 +23,7 @@ use super::{InitService, init};
 use attest_engine::crypto::default_provider;
 use attest_engine::variant::{LockRegister, Variant};
 use attest_grpc::{Code, Request, Status};
-use attest_keyservice::{MasterSecret, cluster_id, measurement_secret};
+use attest_keys::{MasterSecret, cluster_id, measurement_secret};
 
 const INIT_SECRET: &[u8] = b"the-init-secret-0123456789abcdef";
 /// Master key bytes 0x00..0x1f, salt 0x01.
@@ -166,7 +166,7 @@ async fn init_streams_logs_and_returns_kubeconfig_and_cluster_id() {
     assert_eq!(*t.node.outcome().borrow(), Some(Outcome::Initialized { cluster_id: id }));
     // The state disk key arrived in the key file and is the derivation for the disk UUID.
     let uuid = std::fs::read_to_string(t.dir.join("run/disk-uuid")).unwrap();
-    let key = attest_keyservice::state_disk_key(&master, uuid.trim()).unwrap();
+    let key = attest_keys::state_disk_key(&master, uuid.trim()).unwrap();
     assert_eq!(std::fs::read(t.dir.join("run/state-disk.key")).unwrap(), *key);
 
     // A second init: FAILED_PRECONDITION, nothing extended again.

@@ -2,15 +2,16 @@
 //!
 //! The key service: `kms.API/GetDataKey` (`docs/ARCHITECTURE.md`, "Keys").
 //!
-//! **May depend on:** `attest-grpc`, `attest-proto`, `attest-util`, aws-lc-rs (HKDF), OpenSSL (mutual TLS,
-//! [`tls`]). **Must not depend on:**
-//! aTLS, the attester side or another service; the join service and the bootstrapper use its derivations.
+//! **May depend on:** `attest-keys` (the derivations and the master secret, re-exported here), `attest-grpc`,
+//! `attest-proto`, `attest-util`, OpenSSL (mutual TLS, [`tls`]). **Must not depend on:** aTLS, the attester
+//! side or another service; nothing but its binary and tests should need this crate (the bootstrapper and
+//! the CLI take the derivations from `attest-keys`).
 //! The `key-service` command is [`cmd`]; the binary is a thin `main` over it.
 //!
 //! Every data key is HKDF-SHA256(IKM = master key, salt = master salt, info = `"key-"` + data key id,
 //! L = requested length) — deterministic, so the service keeps no state: the same master secret always gives the
 //! same keys, and a restarted service (or a second replica) answers identically. The derivations other services
-//! need (state-disk key, measurement secret, cluster id) are in [`derive`](mod@derive) and re-exported here.
+//! need (state-disk key, measurement secret, cluster id) are in `attest-keys` and re-exported here.
 //!
 //! Only callers holding a client certificate of the cluster's key-service CA reach it: the `key-service` binary
 //! serves over mutual TLS only ([`tls`]), never plaintext HTTP/2.
@@ -32,11 +33,11 @@
 #![forbid(unsafe_code)]
 
 pub mod cmd;
-pub mod derive;
 pub mod exit;
 pub mod health;
-pub mod secret;
 pub mod tls;
+
+pub use attest_keys::{derive, secret};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,12 +47,12 @@ use attest_proto::paths;
 
 use attest_grpc::{Request, Response, Router, Service, Status};
 
-pub use derive::{
+pub use attest_keys::{
     CLUSTER_ID_INFO, CLUSTER_ID_LENGTH, DATA_KEY_INFO_PREFIX, KeyRequestError, MAX_DATA_KEY_ID_LENGTH,
     MAX_DATA_KEY_LENGTH, MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_LENGTH, STATE_DISK_KEY_LENGTH, cluster_id,
     derive_data_key, hkdf_sha256, measurement_secret, state_disk_key, validate_request,
 };
-pub use secret::{MIN_MASTER_SECRET_LENGTH, MasterSecret, MasterSecretError};
+pub use attest_keys::{MIN_MASTER_SECRET_LENGTH, MasterSecret, MasterSecretError};
 
 /// The `kms.API` service over a master secret.
 #[derive(Debug)]
@@ -93,11 +94,10 @@ impl KeyService {
     }
 }
 
-impl From<KeyRequestError> for Status {
-    /// Every refusal is the caller's fault: `INVALID_ARGUMENT`, with the reason (never key material).
-    fn from(e: KeyRequestError) -> Status {
-        Status::invalid_argument(e.to_string())
-    }
+/// The gRPC status of a refused request: every refusal is the caller's fault, `INVALID_ARGUMENT` with the
+/// reason (never key material).
+pub fn refusal_status(e: &KeyRequestError) -> Status {
+    Status::invalid_argument(e.to_string())
 }
 
 /// At most the first 64 bytes of an id (on a char boundary), for logging refused requests with huge ids.
@@ -124,7 +124,7 @@ impl Service for KeyService {
                     ));
                 };
                 tracing::debug!(caller = %caller.name, "kms: call");
-                let answer = this.get_data_key(&request.message).map(Response::new).map_err(Status::from);
+                let answer = this.get_data_key(&request.message).map(Response::new).map_err(|e| refusal_status(&e));
                 // The crash matrix stops here: the key derived, not sent (attest_util::fault).
                 attest_util::fault::point("key-service.data-key");
                 answer

@@ -33,6 +33,8 @@ pub const MAX_ADMISSION_SIZE: usize = 4096;
 pub const MAX_ADMISSION_FILES: usize = 256;
 /// Length of an admission id, in bytes (hex in the payload).
 pub const ADMISSION_ID_LEN: usize = 16;
+/// Longest node name (a DNS-1123 subdomain), in an admission and in the cluster state.
+pub const MAX_NODE_NAME_LEN: usize = 253;
 
 /// A verified admission.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,7 +142,7 @@ impl Admission {
         let identity =
             NodeIdentity::parse(text("identity")?).ok_or_else(|| malformed("identity is not an identity"))?;
         let node_name = text("nodeName")?;
-        if node_name.is_empty() || node_name.len() > super::membership::MAX_NODE_NAME_LEN {
+        if node_name.is_empty() || node_name.len() > MAX_NODE_NAME_LEN {
             return Err(malformed("nodeName is empty or too long"));
         }
         let expires =

@@ -56,8 +56,8 @@ pub const MAX_DISKS_PER_NODE: usize = 4;
 pub const MAX_NAMES_PER_PLATFORM: usize = 64;
 /// Used admission ids remembered (the oldest forgotten first; an admission expires anyway).
 pub const MAX_USED_ADMISSIONS: usize = 10_000;
-/// Longest node name (a DNS-1123 subdomain).
-pub const MAX_NODE_NAME_LEN: usize = 253;
+/// Longest node name (a DNS-1123 subdomain); an admission names a node too, so it is defined there.
+pub use super::admission::MAX_NODE_NAME_LEN;
 
 /// Why the membership refuses a node — a typed refusal, never a secret in it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -194,7 +194,7 @@ impl EndpointSource for MetadataEndpoints {
         Box::pin(async move {
             self.endpoints_or_stale()
                 .await
-                .map_err(|source| EndpointError::Metadata { cloud: self.cloud.name(), source })
+                .map_err(|e| EndpointError::Metadata { cloud: self.cloud.name(), source: Box::new(e) })
         })
     }
 }
