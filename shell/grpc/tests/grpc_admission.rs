@@ -246,8 +246,16 @@ async fn idle_established_connections_give_way_busy_ones_do_not() {
                 let req = EchoRequest { payload: b"b".to_vec(), sleep_ms: 3000, ..Default::default() };
                 ch.unary::<_, EchoReply>(ECHO, req, Metadata::new(), None).await.map(|r| r.message.payload)
             }));
+            // A connection is established at its first request; until then it is pending, and two pending
+            // connections (max_handshakes) would make the next one shed the quieter: wait for each call.
+            let n = busy.len();
+            assert!(eventually(Duration::from_secs(10), || t.server.admission_stats().established_open == n).await);
         }
-        assert!(eventually(Duration::from_secs(10), || t.server.admission_stats().established_open == 4).await);
+        assert!(
+            eventually(Duration::from_secs(10), || t.server.admission_stats().established_open == 4).await,
+            "{:?}",
+            t.server.admission_stats()
+        );
         let mut refused = connect_from(loopback_peer(99), t.addr).await.unwrap();
         assert!(
             closed_by_server(&mut refused, Duration::from_secs(10)).await,
