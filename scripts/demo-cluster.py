@@ -1365,7 +1365,8 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
                      joining(join_addr, reg_addr))
     out2 = root / f"{n2.name}-reboot.out"
     event = json_event(out2, "rejoined", p2)
-    if event.get("via") != "rejoin" or event.get("cluster_id") != cluster_id or not event.get("pcr15_extended"):
+    if (event.get("via") != "rejoin" or event.get("cluster_id") != cluster_id or not event.get("lock_extended")
+            or event.get("lock_register") != "PCR 15"):
         raise Failure(f"{n2.name}: unexpected rejoin event {event}")
     disk_key = hkdf_sha256(key, salt, ("key-" + state["disk_uuid"]).encode())
     if not luks_key_opens(n2.disk_image, disk_key):
