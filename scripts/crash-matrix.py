@@ -118,7 +118,7 @@ class Cluster:
         expected = {**dc.expected_pcrs(dc.GOOD_IMAGE), 15: "00" * 32}
         self.measurements.write_text(json.dumps(
             {str(p): {"expected": v, "warnOnly": False} for p, v in sorted(expected.items())}))
-        self.pub, self.sig = dc.sign_measurements(root, self.measurements)
+        self.pub, self.sig = dc.sign_measurements(root, self.measurements, bins)
         self.master_secret = root / "master-secret.json"
         sh(bins["attest"], "secret", "new", "--out", self.master_secret)
         ms = json.loads(self.master_secret.read_text())
@@ -127,12 +127,6 @@ class Cluster:
         self.init_secret.write_bytes(secrets.token_bytes(32))
         self.init_secret_hash = root / "init-secret.sha256"
         self.init_secret_hash.write_text(hashlib.sha256(self.init_secret.read_bytes()).hexdigest() + "\n")
-        # One manufactured TPM state, copied into every machine (same EK and AK everywhere, as the hwtests
-        # harness does): manufacturing costs seconds, a copy nothing.
-        self.tpm_template = root / "tpm-template"
-        self.tpm_template.mkdir()
-        sh("swtpm_setup", "--tpm2", "--tpmstate", self.tpm_template, "--createek", "--create-ek-cert",
-           "--create-platform-cert", "--lock-nvram", "--overwrite", "--config", self.ca.setup_conf)
         self.cli_registry = root / "cli-ak-registry.json"
         self.ports = {"join": free_port(), "registration": free_port(), "kms": free_port()}
         self.cluster_id = None
@@ -192,7 +186,11 @@ class Cluster:
             "--ak-registry", self.root / "join-ak-registry.json", "--pki-dir", self.seed.state_dir / "pki",
             "--api-server-endpoint", "127.0.0.1:6443", "--kubernetes-config", kube, "--token-issuer", "dry-run",
             "--dry-run-dir", self.root / "tokens", "--kds-url", "offline",
-            "--ek-ca", self.ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", self.ca.dir / "issuercert.pem"],
+            "--ek-ca", self.ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", self.ca.dir / "issuercert.pem",
+            # The cluster state `attest init` wrote (disks and names bound to attested nodes, the measurements
+            # version): the join service's own copy survives its restarts, as on a cluster's volume.
+            "--cluster-state", self.root / "join-cluster-state.json",
+            "--cluster-state-seed", self.root / "cluster-seed" / "cluster-state.json"],
             env=env)
         self.join_log = self.root / f"{name}.log"
         dc.wait_for_lines(self.root / f"{name}.out", r"listening on (\S+)", 3, self.join)
@@ -231,13 +229,19 @@ class Machine:
 
     def __init__(self, c, name, control_plane=False, source=None):
         self.c, self.name, self.control_plane = c, name, control_plane
+        # A clone is the same machine rebooted: the same TPM (so the same attested identity) and the same node
+        # name, which the join service has bound to that identity.
+        self.node_name = source.node_name if source is not None else name
         self.dir = c.root / name
         self.tpm_dir, self.run_dir, self.mnt = self.dir / "tpm", self.dir / "run", self.dir / "mnt"
         self.img = self.dir / "disk.ext4"
         for d in (self.tpm_dir, self.run_dir, self.mnt):
             d.mkdir(parents=True)
         if source is None:
-            shutil.copy(c.tpm_template / "tpm2-00.permall", self.tpm_dir / "tpm2-00.permall")
+            # Its own manufactured TPM: every machine is its own attested node (its own EK and AK), as the
+            # join service binds names and disks to the attested identity.
+            sh("swtpm_setup", "--tpm2", "--tpmstate", self.tpm_dir, "--createek", "--create-ek-cert",
+               "--create-platform-cert", "--lock-nvram", "--overwrite", "--config", c.ca.setup_conf)
             with open(self.img, "wb") as f:
                 f.truncate(64 * 1024 * 1024)
             sh("mkfs.ext4", "-q", "-F", self.img)
@@ -350,7 +354,7 @@ class Machine:
 
     def bootstrapper(self, tag, faults=None, join=True, recover=True):
         argv = [self.c.bins["attest-bootstrapper"], "--tpm", self.tcti, "--state-dir", self.state_dir,
-                "--init-listen", "127.0.0.1:0", "--node-name", self.name,
+                "--init-listen", "127.0.0.1:0", "--node-name", self.node_name,
                 "--init-secret-hash", self.c.init_secret_hash, "--disk", f"luks-header:{self.disk_image}",
                 "--runtime-dir", self.run_dir, "--backend", "dry-run", "--variant", "qemu-vtpm",
                 "--recover-listen", "127.0.0.1:0" if recover else "none",
