@@ -10,6 +10,9 @@ setup:
 # VARIANT=azure-sev-snp | aws-sev-snp | gcp-sev-snp runs it on SIMULATED SEV-SNP hardware whose reports a test
 # root signs (scripts/demo_variants.py): those binaries are built with the feature dangerous-test-roots into a
 # target directory of their own, so the release binaries in target/release never trust a test root.
+# VARIANT=qemu-tdx | azure-tdx runs it on SIMULATED Intel TDX hardware the same way: a TD per node
+# (`attest-hwsim tdx serve`), its quotes signed through an Intel-like test root; qemu-tdx has no vTPM (the node
+# lock lives in RTMR3), azure-tdx's vTPM is provisioned by the simulated paravisor.
 VARIANT ?= qemu-vtpm
 SIMULATED_FEATURES = attest-cli/dangerous-test-roots,attest-joinservice/dangerous-test-roots,attest-bootstrapper/dangerous-test-roots
 demo: setup

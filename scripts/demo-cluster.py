@@ -5,6 +5,8 @@
     python3 scripts/demo-cluster.py target/release [--snp-attacks target/simulated/release] [--keep]
     make demo VARIANT=aws-sev-snp   (azure-sev-snp, aws-sev-snp, gcp-sev-snp: SIMULATED SNP hardware with a
     python3 scripts/demo-cluster.py target/simulated/release --variant aws-sev-snp   test root; demo_variants.py)
+    make demo VARIANT=qemu-tdx      (qemu-tdx, azure-tdx: SIMULATED Intel TDX, a TD per node, test root;
+    python3 scripts/demo-cluster.py target/simulated/release --variant qemu-tdx      demo_variants.py)
 
 A DRY RUN of Kubernetes: the nodes run the bootstrapper's dry-run backend (`--backend dry-run`: it writes
 the kubeadm configuration and the cluster PKI but runs no kubeadm) and the join service writes its bootstrap
@@ -218,6 +220,10 @@ class EkCa:
 
 
 class Node:
+    # False for a variant without a vTPM (qemu-tdx: demo_variants.TdxVariant): no swtpm is manufactured, started
+    # or measured; the node's hardware comes from its variant's simulator alone.
+    has_vtpm = True
+
     def __init__(self, name, root, image, control_plane, disk_image=False):
         self.name = name
         # A LUKS2 header on a file (`--disk luks-header:`): this machine has no device mapper, so the disk
@@ -238,17 +244,24 @@ class Node:
         self.outcome = None
         self.reason = None
         self.timing = None
+        self.on_reboot = None  # the variant's reboot of the node's other hardware (a TD: RTMR3 zero again)
+        self.read_lock = None  # the variant's read of the lock register where it is not PCR 15
 
     @property
     def tcti(self):
-        return f"swtpm:host=127.0.0.1,port={self.port}"
+        # Without a vTPM: a TCTI that leads nowhere (no issuer of such a variant opens a TPM).
+        return f"swtpm:host=127.0.0.1,port={self.port}" if self.port else "swtpm:host=127.0.0.1,port=1"
 
     def manufacture(self, ca):
+        if not self.has_vtpm:
+            return
         certs = ["--create-ek-cert", "--create-platform-cert"] if ca.certifies else []
         run(["swtpm_setup", "--tpm2", "--tpmstate", self.tpm_dir, "--createek", *certs, "--lock-nvram",
              "--overwrite", "--config", ca.setup_conf])
 
     def start_tpm(self, procs):
+        if not self.has_vtpm:
+            return
         for _ in range(5):
             self.port = free_port_pair()
             pid_file = self.tpm_dir / "swtpm.pid"
@@ -267,6 +280,8 @@ class Node:
 
     def measured_boot(self):
         """Extends the image digests into the PCRs, as firmware and boot loader would."""
+        if not self.has_vtpm:
+            return
         env = dict(os.environ, TPM2TOOLS_TCTI=self.tcti)
         for pcr, blob in sorted(self.image.items()):
             digest = hashlib.sha256(blob).hexdigest()
@@ -276,6 +291,35 @@ class Node:
 def expected_pcrs(image):
     """The PCR values a measured boot of `image` produces from all-zero PCRs."""
     return {pcr: hashlib.sha256(b"\0" * 32 + hashlib.sha256(blob).digest()).hexdigest() for pcr, blob in image.items()}
+
+
+def image_measurements(image, sim=None):
+    """The measurements file's values for `image`: the PCRs and PCR 15 = 0, or what the variant measures
+    instead (qemu-tdx: MRTD, RTMR0-2 and RTMR3 = 0)."""
+    tdx = sim.measurements(image) if sim is not None and hasattr(sim, "measurements") else None
+    return tdx if tdx is not None else {**expected_pcrs(image), 15: "00" * 32}
+
+
+def image_refusal(sim, pcr=r"\d+"):
+    """The join service's log line refusing a node for another image (its first group: the reason)."""
+    custom = sim.image_refusal() if sim is not None and hasattr(sim, "image_refusal") else None
+    return custom or rf"attestation refused.*reason=(PCR {pcr}: expected \w+, found \w+)"
+
+
+def lock_register(sim):
+    """The node lock's register: PCR 15, or the variant's (qemu-tdx: RTMR3)."""
+    return getattr(sim, "lock_register", "PCR 15")
+
+
+def lock_unbound(sim):
+    return getattr(sim, "lock_unbound", "00" * 32)
+
+
+def lock_bound(sim, cluster_id_hex):
+    """The lock register of a node bound to the cluster: one extend with the cluster id from zero."""
+    if sim is not None and hasattr(sim, "lock_bound"):
+        return sim.lock_bound(cluster_id_hex)
+    return hashlib.sha256(b"\0" * 32 + bytes.fromhex(cluster_id_hex)).hexdigest()
 
 
 def fingerprint(b):
@@ -322,7 +366,9 @@ def main():
         if variant != "qemu-vtpm":
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             import demo_variants
-            sim = demo_variants.SimulatedVariant(variant, root, bins, procs, sys.modules[__name__])
+            kind = demo_variants.TdxVariant if variant in demo_variants.TDX_VARIANTS else \
+                demo_variants.SimulatedVariant
+            sim = kind(variant, root, bins, procs, sys.modules[__name__])
         if snp_bins is not None or sim is not None:
             sys.path.insert(0, str(Path(__file__).resolve().parent))
         ok = demo(root, bins, procs, sim, None if sim else snp_bins)
@@ -363,18 +409,19 @@ class Cluster:
         self.__dict__.update(kw)
 
 
-def operator_inputs(root, bins):
+def operator_inputs(root, bins, sim=None):
     """What an operator prepares (also scripts/container-test.py's cluster): the signed measurements of the good
     image, the master secret and the init secret with its hash."""
     measurements = root / "measurements.json"
     # As the default join measurements: PCR 15 = 0 too (a node already bound to a cluster cannot join).
-    expected = {**expected_pcrs(GOOD_IMAGE), 15: "00" * 32}
+    expected = image_measurements(GOOD_IMAGE, sim)
     measurements.write_text(json.dumps(
         {str(pcr): {"expected": value, "warnOnly": False} for pcr, value in sorted(expected.items())},
         indent=2))
     pub, sig = sign_measurements(root, measurements, bins)
-    log(f"measurements: PCRs {sorted(expected)} enforced, PCR 15 = 0 ({measurements.name}, signed as version 1: "
-        f"{sig.name})")
+    what = "PCRs" if 15 in expected else "MRTD and RTMR0-3 (indices)"
+    log(f"measurements: {what} {sorted(expected)} enforced, {lock_register(sim)} = 0 ({measurements.name}, signed "
+        f"as version 1: {sig.name})")
 
     # Master secret and init secret, as an operator would create them.
     master_secret = root / "master-secret.json"
@@ -391,7 +438,7 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     log(f"work directory {root}")
     log("DRY RUN of Kubernetes: nodes use --backend dry-run (no kubeadm), the join service --token-issuer dry-run")
     ca = EkCa(root)
-    measurements, pub, sig, master_secret, init_secret, init_secret_hash = operator_inputs(root, bins)
+    measurements, pub, sig, master_secret, init_secret, init_secret_hash = operator_inputs(root, bins, sim)
 
     nodes = [Node("node-1", root, GOOD_IMAGE, True), Node("node-2", root, GOOD_IMAGE, False, disk_image=True),
              Node("node-3", root, GOOD_IMAGE, False), Node("node-bad", root, BAD_IMAGE, False)]
@@ -404,8 +451,11 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
         n.measured_boot()
         if sim:
             sim.provision(n)
-    log(f"{len(nodes)} swtpm TPMs manufactured " + ("with EK certificates from the local EK CA" if ca.certifies else
-        f"WITHOUT EK certificates (as {sim.variant if sim else ''}'s vTPM has none)") + " and booted")
+    if not Node.has_vtpm:
+        log(f"{len(nodes)} simulated TDs booted, each on a machine of its own (no vTPM: no swtpm)")
+    else:
+        log(f"{len(nodes)} swtpm TPMs manufactured " + ("with EK certificates from the local EK CA" if ca.certifies
+            else f"WITHOUT EK certificates (as {sim.variant if sim else ''}'s vTPM has none)") + " and booted")
 
     first = nodes[0]
     boot = bootstrapper_args(bins, first, init_secret_hash, sim, verify=False)
@@ -461,7 +511,7 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
     kube_config.write_text(json.dumps({"kubernetesVersion": "v1.31.1",
                                        "components": []}))
     join_argv = join_service_args(bins, root, first, kms_addr, pki, measurements, sig, pub, salt_file, kube_config, ca,
-                                  own=sim.join_service_args() if sim else None)
+                                  own=sim.join_service_args(first) if sim else None)
     if ca.certifies:  # AK registration (qemu-vtpm nodes) against the EK CA; a cloud without EK certificates has none
         join_argv += ["--registration-listen", "127.0.0.1:0",
                       "--ek-ca", ca.dir / "swtpm-localca-rootca-cert.pem", "--ek-ca", ca.dir / "issuercert.pem"]
@@ -491,8 +541,7 @@ def demo(root, bins, procs, sim=None, snp_bins=None):
 
     bad = nodes[3]
     p, t = started[bad.name]
-    m = wait_for_line(root / "join-service.log", r"attestation refused.*reason=(PCR \d+: expected \w+, found \w+)",
-                      join, timeout=REFUSAL_TIMEOUT)
+    m = wait_for_line(root / "join-service.log", image_refusal(sim), join, timeout=REFUSAL_TIMEOUT)
     bad.timing = time.monotonic() - t
     bad.outcome = "refused"
     bad.reason = m.group(1)
@@ -596,6 +645,9 @@ def hkdf_sha256(ikm, salt, info, length=32):
 
 
 def pcr15(node):
+    """The node lock's register: PCR 15 of its TPM, or what its variant reads instead (qemu-tdx: RTMR3)."""
+    if node.read_lock is not None:
+        return node.read_lock()
     env = dict(os.environ, TPM2TOOLS_TCTI=node.tcti)
     out = run(["tpm2_pcrread", "sha256:15"], env=env).stdout.decode()
     m = re.search(r"15\s*:\s*0x([0-9A-Fa-f]{64})", out)
@@ -615,7 +667,8 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
     problems = []
     if cluster_id != init["clusterId"]:
         problems.append(f"cluster id {init['clusterId']} is not HKDF(measurement secret, salt)")
-    locked_pcr15 = hashlib.sha256(b"\0" * 32 + bytes.fromhex(cluster_id)).hexdigest()
+    locked_pcr15 = lock_bound(sim, cluster_id)
+    register, unbound = lock_register(sim), lock_unbound(sim)
 
     issued = {}
     for line in (root / "join-service.log").read_text(errors="replace").splitlines():
@@ -632,23 +685,28 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
             ak = "-"
             checks = n.reason
             disk = "no key issued"
-            if state is not None or pcr != "0" * 64:
-                problems.append(f"{n.name}: refused but has node state or a set PCR 15")
-            lock = "unlocked (PCR 15 = 0)" if pcr == "0" * 64 else f"PCR 15 = {pcr[:16]}…"
+            if state is not None or pcr != unbound:
+                problems.append(f"{n.name}: refused but has node state or a set {register}")
+            lock = f"unlocked ({register} = 0)" if pcr == unbound else f"{register} = {pcr[:16]}…"
         else:
             if n is nodes[0]:
                 att = init["attestation"]
-                ak = (att["akDigest"] or "(HCL runtime)")[:16]
-                checks = f"{att['variant']}: PCRs {', '.join(str(c['pcr']) for c in att['pcrsChecked'])} matched"
+                ak = (att["akDigest"] or ("(HCL runtime)" if Node.has_vtpm else "(no vTPM)"))[:16]
+                if att.get("pcrsChecked"):
+                    checks = f"{att['variant']}: PCRs {', '.join(str(c['pcr']) for c in att['pcrsChecked'])} matched"
+                else:
+                    td = att.get("tdQuote") or {}
+                    checks = (f"{att['variant']}: TD registers {', '.join(td.get('registersChecked') or [])} matched, "
+                              f"TCB {td.get('tcbStatus')}")
                 if att.get("simulatedHardware"):
                     checks += f"; launch {att['launch']}, SIMULATED (test root)"
             else:
                 if n.name not in issued:
                     problems.append(f"{n.name}: the join service logged no ticket for it")
                 digest, token = issued.get(n.name, ("?", "?"))
-                ak = "(HCL runtime)" if digest == "none" else digest[:16]
-                checks = (f"{variant}: PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} matched; join service verified; "
-                          f"dry-run token {token}")
+                ak = ("(HCL runtime)" if Node.has_vtpm else "(no vTPM)") if digest == "none" else digest[:16]
+                measured = f"PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))}" if Node.has_vtpm else "MRTD, RTMR0-2"
+                checks = f"{variant}: {measured} matched; join service verified; dry-run token {token}"
                 if sim:
                     checks += f"; {sim.detected(n)}, SIMULATED (test root)"
                 # The kubelet certificate the join service signed: chains to node-1's cluster CA, for this node.
@@ -680,8 +738,8 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
                 if n.disk_image is not None and disk_key == expected:
                     disk += " (opens the LUKS2 keyslot of its disk image)"
             if pcr != locked_pcr15:
-                problems.append(f"{n.name}: PCR 15 {pcr} is not the cluster id extended")
-            lock = "locked (PCR 15 = cluster id ✓)" if pcr == locked_pcr15 else f"PCR 15 = {pcr[:16]}…"
+                problems.append(f"{n.name}: {register} {pcr} is not the cluster id extended")
+            lock = f"locked ({register} = cluster id ✓)" if pcr == locked_pcr15 else f"{register} = {pcr[:16]}…"
         rows.append((n.name, "control-plane" if n.control_plane else "worker", n.outcome or "-", n.timing or 0.0, ak,
                      checks, disk, lock))
 
@@ -690,10 +748,11 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
     print("=======")
     print(f"cluster id      {cluster_id}  (= HKDF(measurement secret, measurement salt) ✓)")
     ak_trust = sim.ak_trust() if sim else "every AK registered by TPM2 credential activation against the local EK CA"
-    print(f"measurements    PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} and 15 (= 0) enforced (signed file); {ak_trust}")
+    measured = (f"PCRs {', '.join(map(str, sorted(GOOD_IMAGE)))} and 15 (= 0)" if Node.has_vtpm else
+                "MRTD, RTMR0-2 and RTMR3 (= 0)")
+    print(f"measurements    {measured} enforced (signed file); {ak_trust}")
     if sim:
-        print(f"hardware        {variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {sim.roots}; launch "
-              f"MEASUREMENT pinned ({sim.policy.name})")
+        print(f"hardware        {sim.hardware_line()}")
         print(f"join service    {sim.join_service_trust()}")
     print("kubernetes      DRY RUN: no kubeadm ran (--backend dry-run); bootstrap tokens are files (--token-issuer dry-run)")
     print()
@@ -718,8 +777,10 @@ def check_and_summarize(root, nodes, init, master_secret_file, metrics_text, sim
         for p in problems:
             print(f"PROBLEM: {p}")
         return False
-    print("all checks passed: 1 node initialized, 2 joined, 1 refused for its PCR 9 (Kubernetes as a dry run)"
-          + (f" ({variant} on SIMULATED SNP hardware, test root)" if sim else ""))
+    hardware = "SIMULATED TDX hardware" if variant in ("qemu-tdx", "azure-tdx") else "SIMULATED SNP hardware"
+    image = "its PCR 9" if Node.has_vtpm else "its RTMR2"
+    print(f"all checks passed: 1 node initialized, 2 joined, 1 refused for {image} (Kubernetes as a dry run)"
+          + (f" ({variant} on {hardware}, test root)" if sim else ""))
     return True
 
 
@@ -752,6 +813,9 @@ def attack_section(c):
     for attack in (attack_unpinned_launch_at_start, attack_key_service_without_client_certificate,
                    attack_key_service_plaintext_h2c, attack_unsigned_measurements, attack_impostor_join_service,
                    attack_replayed_snp_report, attack_revoked_vcek,
+                   # Issue 23: the TDX attacks (simulated TDX hardware: make demo VARIANT=qemu-tdx|azure-tdx).
+                   attack_replayed_td_quote, attack_unbound_report_data, attack_debug_td, attack_outdated_tcb,
+                   attack_revoked_pck,
                    # Issue 24: an attested node that lies (node-3, rebooted: genuine, attested, a member).
                    attack_other_nodes_disk_key, attack_control_plane_as_worker, attack_other_nodes_name,
                    attack_unproven_csr_key, attack_rollback_on_reload, attack_rollback_at_restart,
@@ -953,7 +1017,7 @@ def attack_impostor_join_service(c):
     run([c.bins["attest"], "secret", "key-service-pki", "--out", impostor_pki])
     argv = join_service_args(c.bins, c.root, bad, "127.0.0.1:1", impostor_pki, c.measurements, c.sig, c.pub,
                              c.salt_file, c.kube_config, c.ca, tag="-impostor",
-                             own=c.sim.join_service_args() if c.sim else None)
+                             own=c.sim.join_service_args(bad) if c.sim else None)
     # Whatever the impostor holds (here even the cluster CA, and a key-service PKI of its own), the node refuses it
     # on its attestation before it asks for anything.
     argv[argv.index("--pki-dir") + 1] = c.nodes[0].state_dir / "pki"
@@ -980,13 +1044,13 @@ def attack_impostor_join_service(c):
             pass
         impostor.send_signal(signal.SIGTERM)
         impostor.wait(timeout=30)
-    unlocked = pcr15(victim) == "0" * 64
+    unlocked = pcr15(victim) == lock_unbound(c.sim)
     no_state = not (victim.state_dir / "node-state.json").exists()
     no_key = not (victim.dir / "run" / "state-disk.key").exists()
     no_ticket = "join ticket issued" not in (c.root / "join-service-impostor.log").read_text(errors="replace")
     ok = unlocked and no_state and no_key and no_ticket
     return ("impostor join service (valid TLS, attestation of a patched kernel)", ok,
-            f"{strip_log(m.group(1))}; node-victim: PCR 15 {'= 0' if unlocked else 'CHANGED'}, "
+            f"{strip_log(m.group(1))}; node-victim: {lock_register(c.sim)} {'= 0' if unlocked else 'CHANGED'}, "
             f"{'no node state' if no_state else 'NODE STATE WRITTEN'}, {'no disk key' if no_key else 'DISK KEY KEPT'}, "
             f"{'no ticket issued' if no_ticket else 'A TICKET WAS ISSUED'}")
 
@@ -1011,7 +1075,7 @@ def attacker(c):
     variant = c.sim.variant if c.sim else "qemu-vtpm"
     target = ["--variant", variant, "--tpm", n3.tcti]
     if c.sim:
-        target += ["--snp-leaf", c.sim.leaf] if c.sim.variant == "azure-sev-snp" else ["--snp-device", c.sim.device]
+        target += c.sim.attack_args(n3)
     return n3, hwsim, target
 
 
@@ -1087,7 +1151,8 @@ def rejoin_attacker(c):
     stop(p, f"{n3.name}'s bootstrapper")
     if event.get("via") != "rejoin":
         raise Failure(f"{n3.name}: unexpected rejoin event {event}")
-    return f"node-3 (the attacker's node) rejoined with its own disk: {event.get('via')}, PCR 15 re-extended"
+    return (f"node-3 (the attacker's node) rejoined with its own disk: {event.get('via')}, {lock_register(c.sim)} "
+            f"re-extended")
 
 
 def attack_rollback_on_reload(c):
@@ -1184,6 +1249,9 @@ def snp_attack(c, attack):
     if c.sim is None and c.snp_bins is None:
         return (attack.__name__, None, "needs simulated SNP hardware: pass --snp-attacks DIR (binaries built with "
                                        "the feature dangerous-test-roots), as make demo does")
+    import demo_variants
+    if c.sim is not None and c.sim.variant in demo_variants.TDX_VARIANTS:
+        return (attack.__name__, None, f"not applicable on {c.sim.variant}: no SNP report (a TDX variant)")
     if c.snp_ctx is None:
         c.snp_ctx = snp_attack_setup(c)
     r = attack(c.snp_ctx)
@@ -1234,6 +1302,49 @@ def attack_revoked_vcek(c):
     return snp_attack(c, demo_variants.attack_revoked_vcek)
 
 
+# ---- TDX attacks (simulated TDX hardware: make demo VARIANT=qemu-tdx|azure-tdx) -------------------------------
+# scripts/demo_variants.py runs them against the live join service: attack clients on simulated TDs of the test
+# PKI. On the other variants there is no TD quote: not applicable.
+
+def tdx_attack(c, attack):
+    import demo_variants
+    if c.sim is None or c.sim.variant not in demo_variants.TDX_VARIANTS:
+        on = c.sim.variant if c.sim else "qemu-vtpm"
+        return (attack.__name__, None, f"not applicable on {on}: no TD quote (make demo VARIANT=qemu-tdx|azure-tdx)")
+    r = attack(c.snp_ctx)
+    return (r["attack"], r["ok"], demo_variants.print_attack(r).split(":", 1)[1].strip())
+
+
+def attack_replayed_td_quote(c):
+    """A genuine TD's evidence recorded for an earlier nonce, replayed: refused, nothing issued."""
+    import demo_variants
+    return tdx_attack(c, demo_variants.attack_replayed_td_quote)
+
+
+def attack_unbound_report_data(c):
+    """A genuine TD's quote whose REPORTDATA does not bind this handshake's key: refused, nothing issued."""
+    import demo_variants
+    return tdx_attack(c, demo_variants.attack_unbound_report_data)
+
+
+def attack_debug_td(c):
+    """A TD with the DEBUG attribute: refused, nothing issued."""
+    import demo_variants
+    return tdx_attack(c, demo_variants.attack_debug_td)
+
+
+def attack_outdated_tcb(c):
+    """A TD on an out-of-date TDX module: refused, nothing issued."""
+    import demo_variants
+    return tdx_attack(c, demo_variants.attack_outdated_tcb)
+
+
+def attack_revoked_pck(c):
+    """A TD whose PCK certificate the collateral's CRL revokes: refused, nothing issued."""
+    import demo_variants
+    return tdx_attack(c, demo_variants.attack_revoked_pck)
+
+
 def luks_key_opens(image, key):
     """Whether `key` opens a keyslot of the LUKS2 header on `image` (cryptsetup, key on stdin; no mapping)."""
     r = subprocess.run(["cryptsetup", "open", "--test-passphrase", "--type", "luks2", "--key-file", "-", image],
@@ -1249,14 +1360,17 @@ def json_event(path, event, proc, timeout=JOIN_TIMEOUT):
 def reboot(node, procs):
     """Power-cycles a node's TPM: swtpm stopped and started again on the same state (PCRs reset), then the
     measured boot of its image again."""
-    pid = int((node.tpm_dir / "swtpm.pid").read_text().strip())
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    (node.tpm_dir / "swtpm.pid").unlink(missing_ok=True)
-    node.start_tpm(procs)
-    node.measured_boot()
+    if node.has_vtpm:
+        pid = int((node.tpm_dir / "swtpm.pid").read_text().strip())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (node.tpm_dir / "swtpm.pid").unlink(missing_ok=True)
+        node.start_tpm(procs)
+        node.measured_boot()
+    if node.on_reboot is not None:
+        node.on_reboot()
 
 
 def check_result_schema(root, name, out, accepted):
@@ -1366,16 +1480,17 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
     out2 = root / f"{n2.name}-reboot.out"
     event = json_event(out2, "rejoined", p2)
     if (event.get("via") != "rejoin" or event.get("cluster_id") != cluster_id or not event.get("lock_extended")
-            or event.get("lock_register") != "PCR 15"):
+            or event.get("lock_register") != lock_register(sim)):
         raise Failure(f"{n2.name}: unexpected rejoin event {event}")
     disk_key = hkdf_sha256(key, salt, ("key-" + state["disk_uuid"]).encode())
     if not luks_key_opens(n2.disk_image, disk_key):
         raise Failure(f"{n2.name}: the disk key HKDF(master, key-<uuid>) does not open its disk image")
     if luks_key_opens(n2.disk_image, bytes(32)):
         raise Failure(f"{n2.name}: a wrong key opens its disk image")
-    events.append(f"rejoin: node-2 rebooted (PCR 15 reset) and rejoined: rejoin ticket, same disk key "
+    reg = lock_register(sim)
+    events.append(f"rejoin: node-2 rebooted ({reg} reset) and rejoined: rejoin ticket, same disk key "
                   f"(cryptsetup open --test-passphrase on its disk image; no device mapper here, so not mapped), "
-                  f"PCR 15 re-extended")
+                  f"{reg} re-extended")
     log(events[-1])
 
     # attest verify --cluster-id against node-2's verify service (gRPC and HTTP); a wrong id is refused.
@@ -1388,11 +1503,11 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
         check_result_schema(root, f"verify-{service}", out, True)
     wrong = "ee" * 32
     rc, out, err = attest_verify(c, verify["grpc"], "grpc", wrong, registry)
-    if rc != 1 or "PCR 15" not in err:
+    if rc != 1 or (reg not in err and reg.lower() not in err):
         raise Failure(f"attest verify with a wrong cluster id was not refused ({rc}): {out} {err}")
     check_result_schema(root, "verify-wrong-cluster", out, False)
     events.append(f"verify: attest verify --cluster-id against node-2's verify service (gRPC {verify['grpc']}, "
-                  f"HTTP {verify['http']}) verified; a wrong cluster id refused (PCR 15)")
+                  f"HTTP {verify['http']}) verified; a wrong cluster id refused ({reg})")
     log(events[-1])
 
     # A rolling upgrade (issue 25): measurements rolled forward to a new image and back.
@@ -1426,7 +1541,7 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
     if rc != 0:
         raise Failure(f"node-1 after recovery: attest verify --cluster-id failed ({rc}): {err}")
     events.append(f"recover: join service stopped; node-1 rebooted, could not rejoin, and recovered through "
-                  f"attest recover ({recovery}): disk key back, PCR 15 = cluster id (verified)")
+                  f"attest recover ({recovery}): disk key back, {reg} = cluster id (verified)")
     log(events[-1])
 
     print()
@@ -1478,13 +1593,15 @@ def upgrade(c, join_addr, reg_addr, cluster_id, joining):
     root, bins, procs, sim = c.root, c.bins, c.procs, c.sim
     # The nodes' variant, and qemu-vtpm: the join service attests with node-1's TPM (a map-form file applied
     # to both; the list names each).
-    variants = [sim.variant, "qemu-vtpm"] if sim else ["qemu-vtpm"]
+    # A TDX join service attests as its node's variant alone (no qemu-vtpm entry: qemu-tdx's values are TD registers).
+    variants = ([sim.variant] if sim.variant in ("qemu-tdx", "azure-tdx") else [sim.variant, "qemu-vtpm"]) if sim \
+        else ["qemu-vtpm"]
     original = root / "measurements-v1.json"
     shutil.copy(c.measurements, original)
     shutil.copy(c.sig, original.with_name(original.name + ".sig"))
     v2 = root / "measurements-v2.json"
     v2.write_text(json.dumps({str(pcr): {"expected": value, "warnOnly": False} for pcr, value in
-                              sorted({**expected_pcrs(NEW_IMAGE), 15: "00" * 32}.items())}, indent=2))
+                              sorted(image_measurements(NEW_IMAGE, sim).items())}, indent=2))
     rollout = root / "measurements-rollout.json"
     run([bins["attest"], "measurements", "merge", f"{original}=v1", f"{v2}=v2",
          *[arg for v in variants for arg in ("--variant", v)], "-o", rollout])
@@ -1527,9 +1644,9 @@ def upgrade(c, join_addr, reg_addr, cluster_id, joining):
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=30)
     log_text = c.join_log.read_text(errors="replace")
-    reasons = re.findall(r"attestation refused.*reason=(PCR 9: expected \w+, found \w+)", log_text)
+    reasons = re.findall(image_refusal(sim, "9"), log_text)
     if len(re.findall(r"attestation refused", log_text)) <= refused_before or not reasons:
-        raise Failure(f"{old_node.name}: the join service did not refuse the old image for its PCR 9")
+        raise Failure(f"{old_node.name}: the join service did not refuse the old image ({image_refusal(sim, '9')})")
     if "rejoined" in (root / f"{old_node.name}-reboot.out").read_text(errors="replace"):
         raise Failure(f"{old_node.name}: rejoined with the old image after v1 was dropped")
     # Back to the v1 values: not by putting the old file back (a rollback, refused), but signed anew under the

@@ -1,4 +1,4 @@
-"""SIMULATED-hardware variants of the local cluster demo (`make demo VARIANT=…`) and the SNP attacks.
+"""SIMULATED-hardware variants of the local cluster demo (`make demo VARIANT=…`), the SNP and the TDX attacks.
 
 `qemu-vtpm` (the default) needs nothing of this module. This machine has no AMD SEV-SNP, Azure or GCE
 hardware, so the SNP variants run on simulated hardware from `attest-hwsim`:
@@ -15,11 +15,23 @@ hardware, so the SNP variants run on simulated hardware from `attest-hwsim`:
     the cargo feature `dangerous-test-roots` into their own target directory and started with
     `--dangerous-test-roots`: release binaries refuse it.
 
+The TDX variants (`TdxVariant`) run each node on a simulated TD of its own (`attest-hwsim tdx serve`, one
+process per node, all on one simulated platform file and so under one Intel-like test root, each on a machine
+of its own: its own PCK certificate and PPID, the TDX node identity):
+
+  * qemu-tdx: no vTPM — no swtpm at all; the node's image is measured into RTMR2 at the TD's boot, the
+    measurements file pins MRTD and RTMR0-2 (Constellation's TDX layout: 0 = MRTD, 1-4 = RTMR0-3) and RTMR3
+    = 0, and the node lock lives in RTMR3 (a reboot is a new TD: RTMR3 zero again);
+  * azure-tdx: each node's swtpm provisioned as Azure's paravisor provisions the vTPM (HCL report of TDX type
+    binding the AK), the TD quote from the node's stand-in of the paravisor's quote endpoint; PCRs measured,
+    the lock in PCR 15, MRTD pinned by the TDX policy file.
+
 Every line this module prints about attestation says that the hardware is simulated with a test root.
 
-The two SNP attacks at the end are functions for the demo's attack section (`attack_replayed_snp_report`,
-`attack_revoked_vcek`): each runs against the live join service of a running demo, returns a dict with its
-outcome, and checks that no token and no key was issued.
+The two SNP attacks (`attack_replayed_snp_report`, `attack_revoked_vcek`) and the five TDX attacks
+(`TDX_ATTACKS`: a replayed quote, a quote whose REPORTDATA does not bind the handshake, a TD with DEBUG, an
+out-of-date TCB, a revoked PCK) are functions for the demo's attack section: each runs against the live join
+service of a running demo, returns a dict with its outcome, and checks that no token and no key was issued.
 """
 
 import hashlib
@@ -107,13 +119,22 @@ class SimulatedVariant:
         default): the pinned launch and the test roots, no EK CA."""
         return self.hardware_args("--variant") + ["--snp-policy", self.policy, "--dangerous-test-roots", self.roots]
 
-    def join_service_args(self):
-        """The join service's own attestation: node-1's variant and hardware (its TPM comes separately)."""
+    def join_service_args(self, node=None):
+        """The join service's own attestation: node-1's variant and hardware (its TPM comes separately; the
+        SEV-SNP device is every node's)."""
         return self.hardware_args("--node-variant")
 
     def verifier_args(self):
         """Arguments of `attest init` and the join service: the variant, its pinned launch, the test roots."""
         return ["--variant", self.variant, "--snp-policy", self.policy, "--dangerous-test-roots", self.roots]
+
+    def attack_args(self, node):
+        """The hardware flags of the attack client playing `node`."""
+        return ["--snp-leaf", self.leaf] if self.variant == "azure-sev-snp" else ["--snp-device", self.device]
+
+    def hardware_line(self):
+        return (f"{self.variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {self.roots}; launch MEASUREMENT "
+                f"pinned ({self.policy.name})")
 
     def detected(self, node):
         """What the node's bootstrapper says it detected (or was told)."""
@@ -134,6 +155,166 @@ class SimulatedVariant:
                     "ROOT's VCEK")
         return (f"every AK and nonce bound by a FRESH SIMULATED SNP report per attestation, signed by the TEST "
                 f"ROOT's {self.signer.upper()}")
+
+
+TDX_VARIANTS = ("qemu-tdx", "azure-tdx")
+TDX_BANNER = "SIMULATED Intel TDX hardware: every TD quote is signed through a TEST ROOT (attest-hwsim's " \
+             "Intel-like PKI and collateral), which only binaries built with the cargo feature dangerous-test-roots trust"
+# The MRTD of the demo's TD image, pinned by every verifier.
+TD_MRTD = hashlib.sha384(b"attest-demo TD image v1").hexdigest()
+# What the simulated TD firmware measures at boot (attest-hwsim's TdConfig::new): RTMR0 its configuration and
+# HOB, RTMR1 a kernel and its command line. The node's image goes into RTMR2.
+TD_FIRMWARE = ((0, b"attest-hwsim TDVF configuration"), (0, b"attest-hwsim TD HOB"), (1, b"attest-hwsim kernel"),
+               (1, b"attest-hwsim kernel command line"))
+
+
+def td_rtmrs(image):
+    """RTMR0-3 of a TD booting `image` (its blobs measured into RTMR2 in PCR order), computed here."""
+    rtmrs = [bytes(48)] * 4
+    events = list(TD_FIRMWARE) + [(2, blob) for _, blob in sorted(image.items())]
+    for index, data in events:
+        rtmrs[index] = hashlib.sha384(rtmrs[index] + hashlib.sha384(data).digest()).digest()
+    return [r.hex() for r in rtmrs]
+
+
+class TdxVariant:
+    """The simulated hardware of one TDX variant (qemu-tdx, azure-tdx): a TD per node, and the arguments that
+    point the demo's processes at it. Same interface as SimulatedVariant."""
+
+    def __init__(self, variant, root, bins, procs, demo):
+        if variant not in TDX_VARIANTS:
+            raise demo.Failure(f"unknown simulated TDX variant {variant!r}")
+        self.variant = variant
+        self.root = root
+        self.bins = bins
+        self.procs = procs
+        self.demo = demo
+        self.roots = root / "test-roots"
+        self.platform = root / "tdx-platform.json"
+        self.policy = root / "tdx-policy.toml"
+        self.machine = json.loads(demo.run([bins["attest-hwsim"], "machine", "--variant", variant]).stdout)
+        self.signer = None
+        self.ek_certificate = self.machine["ek_certificate"]
+        self.vtpm = self.machine["vtpm"]
+        self.boots = 0
+        # The node lock's register: PCR 15 of the vTPM, or RTMR3 of a TD without one.
+        self.lock_register = "PCR 15" if self.vtpm else "RTMR3"
+        self.lock_unbound = "00" * (32 if self.vtpm else 48)
+        if not self.vtpm:
+            demo.Node.has_vtpm = False  # qemu-tdx: no swtpm anywhere
+
+    def log(self, msg):
+        self.demo.log(f"[SIMULATED, test root] {msg}")
+
+    def start(self):
+        """Writes the TDX policy (MRTD pinned); the first TD generates the platform and its test roots."""
+        self.demo.log(TDX_BANNER)
+        self.policy.write_text("# The demo's TD image, pinned (the TDX variants refuse an unpinned MRTD).\n"
+                               f'mrtd = ["{TD_MRTD}"]\n')
+        self.log(f"one simulated TDX platform ({self.platform.name}): a TD per node, each on a machine of its own "
+                 f"(PCK certificate and PPID), quotes signed through the Intel-like TEST ROOT in {self.roots.name}/")
+        self.log(f"MRTD pinned: {TD_MRTD[:24]}… ({self.policy.name})"
+                 + ("" if self.vtpm else "; no vTPM: the image in RTMR2, the node lock in RTMR3"))
+
+    def measurements(self, image):
+        """qemu-tdx's measurements of `image` (0 = MRTD, 1-3 = RTMR0-2, 4 = RTMR3 unbound); None for a variant
+        measured in PCRs."""
+        if self.vtpm:
+            return None
+        rtmrs = td_rtmrs(image)
+        return {0: TD_MRTD, 1: rtmrs[0], 2: rtmrs[1], 3: rtmrs[2], 4: self.lock_unbound}
+
+    def image_refusal(self, register=None):
+        """The join service's log line refusing another image (None: the PCR line of the vTPM variants)."""
+        if self.vtpm:
+            return None
+        return r'attestation refused.*reason="?(TDX policy check rtmr2: expected \w+, found \w+)'
+
+    def lock_bound(self, cluster_id_hex):
+        if self.vtpm:
+            return hashlib.sha256(bytes(32) + bytes.fromhex(cluster_id_hex)).hexdigest()
+        return hashlib.sha384(bytes(48) + hashlib.sha384(bytes.fromhex(cluster_id_hex)).digest()).hexdigest()
+
+    def provision(self, node):
+        """Boots the node's TD (again: a reboot, RTMR3 zero), on the machine named after the node (a node with
+        `td_machine = None`: the platform's own machine, whose PCK the revoking collateral revokes); for
+        azure-tdx the TD's paravisor provisions the node's swtpm and its quote endpoint starts."""
+        old = getattr(node, "td", None)
+        if old is not None:
+            old["proc"].terminate()
+            try:
+                old["proc"].wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                old["proc"].kill()
+        self.boots += 1
+        td_root = self.root / "tds" / node.name
+        argv = [self.bins["attest-hwsim"], "tdx", "serve", "--dir", self.roots, "--root", td_root,
+                "--platform", self.platform, "--mrtd", TD_MRTD]
+        machine = getattr(node, "td_machine", node.name)
+        if machine:
+            argv += ["--machine", machine]
+        if not self.vtpm:
+            argv += [a for _, blob in sorted(node.image.items()) for a in ("--measure", blob.decode())]
+        argv += getattr(node, "td_flags", [])
+        if self.vtpm:
+            argv += ["--azure-tpm", node.tcti, "--quote-listen", "127.0.0.1:0"]
+        name = f"{node.name}-td-{self.boots}"
+        p = self.procs.start(name, argv)
+        out = self.root / f"{name}.out"
+        self.demo.wait_for_line(out, r"serving sim:(\S+)", p)
+        endpoint = self.demo.wait_for_line(out, r"quote endpoint (\S+)", p).group(1) if self.vtpm else None
+        rtmrs = self.demo.wait_for_line(out, r"^rtmrs (.*)$", p).group(1).split()
+        if not self.vtpm and rtmrs != td_rtmrs(node.image):
+            raise self.demo.Failure(f"{node.name}: its TD booted with RTMRs {rtmrs}, not those of its image")
+        node.td = {"proc": p, "root": td_root, "endpoint": endpoint}
+        if not self.vtpm:
+            node.on_reboot = lambda: self.provision(node)
+            node.read_lock = lambda: self.rtmrs(node)[3]
+
+    def rtmrs(self, node):
+        """The RTMRs of the node's running TD, read back through its configfs-tsm interface."""
+        out = self.demo.run([self.bins["attest-hwsim"], "tdx", "registers", "--root", f"sim:{node.td['root']}"])
+        return json.loads(out.stdout)["rtmrs"]
+
+    def attack_args(self, node):
+        """The hardware flags of a process attesting as `node` (attack clients; the join service adds
+        --node-variant)."""
+        argv = ["--tdx-root", f"sim:{node.td['root']}"]
+        if node.td["endpoint"]:
+            argv += ["--tdx-quote-endpoint", node.td["endpoint"]]
+        return argv
+
+    def node_args(self, node):
+        """The bootstrapper's variant arguments, and how it verifies the join service (of its own variant):
+        the pinned MRTD and the test roots, no EK CA."""
+        return (["--variant", self.variant] + self.attack_args(node)
+                + ["--tdx-policy", self.policy, "--dangerous-test-roots", self.roots])
+
+    def join_service_args(self, node=None):
+        """The join service's own attestation: `node`'s variant and TD (its TPM comes separately)."""
+        return ["--node-variant", self.variant] + self.attack_args(node)
+
+    def verifier_args(self):
+        """Arguments of `attest init`, `attest verify`, `attest recover` and the join service."""
+        return ["--variant", self.variant, "--tdx-policy", self.policy, "--dangerous-test-roots", self.roots]
+
+    def hardware_line(self):
+        lock = "node lock in PCR 15 of the vTPM" if self.vtpm else "no vTPM: image in RTMR2, node lock in RTMR3"
+        return (f"{self.variant}: SIMULATED Intel TDX (attest-hwsim, a TD per node on a machine of its own), TEST "
+                f"ROOT in {self.roots}; MRTD pinned ({self.policy.name}); {lock}")
+
+    def detected(self, node):
+        return f"--variant {self.variant}"
+
+    def join_service_trust(self):
+        return (f"attested as {self.variant} with node-1's SIMULATED TD; verified with the {self.variant} validator "
+                f"(TEST ROOT), {self.lock_register} = the cluster id; no EK certificate configured")
+
+    def ak_trust(self):
+        if self.vtpm:
+            return ("every AK bound by its HCL report (runtime data) whose TD report a SIMULATED TD quote signed "
+                    "through the TEST ROOT's PCK certificate covers")
+        return "no vTPM: every nonce and key bound by a fresh SIMULATED TD quote's REPORTDATA (TEST ROOT's PCK)"
 
 
 def tokens(directory):
@@ -161,9 +342,13 @@ class AttackContext:
         self.join_addr, self.join_argv, self.join_log = join_addr, join_argv, join_log
         self.tokens_dir, self.metrics_addr = tokens_dir, metrics_addr
 
-    def attacker_node(self, name):
-        """A fresh node with a genuine image (the attack, not its PCRs, must be what is refused)."""
+    def attacker_node(self, name, td_flags=(), td_machine=True):
+        """A fresh node with a genuine image (the attack, not its PCRs, must be what is refused); TDX: a TD
+        booted with `td_flags`, on a machine of its own unless `td_machine` is False (the platform's)."""
         node = self.demo.Node(name, self.root, self.demo.GOOD_IMAGE, False)
+        node.td_flags = list(td_flags)
+        if not td_machine:
+            node.td_machine = None
         node.manufacture(self.ca)
         node.start_tpm(self.procs)
         node.measured_boot()
@@ -253,6 +438,131 @@ def attack_revoked_vcek(ctx):
     refused = client.get("outcome") == "refused"
     return {"attack": name, "applicable": True, "refused": refused, "reason": reason, "no_token": no_token,
             "no_key": no_key, "ok": refused and reason is not None and no_token and no_key}
+
+
+def _tdx_attack(ctx, name, node, mode, pattern, join=None):
+    """Runs the attack client as `node` against the join service (`join`: (address, log, tokens dir, metrics
+    address), the demo's by default); ok = refused, the join service logged a refusal matching `pattern`, and
+    nothing was issued."""
+    join_addr, log, tokens_dir, metrics_addr = join or (ctx.join_addr, ctx.join_log, ctx.tokens_dir,
+                                                       ctx.metrics_addr)
+    before_tokens = tokens(tokens_dir)
+    before_issued = _issued_counter(metrics_addr)
+    since = len(Path(log).read_text(errors="replace"))
+    args = ["join"] if mode is None else ["borrowed", "--mode", mode]
+    r = ctx.demo.run([ctx.bins["attest-hwsim"], "attack", *args, "--join-service", join_addr,
+                      "--variant", ctx.sim.variant, "--tpm", node.tcti, "--node-name", node.name,
+                      *ctx.sim.attack_args(node)])
+    client = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    reason = _handshake_refusal(log, since, pattern)
+    no_token = _no_ticket(log, node.name, before_tokens, tokens_dir)
+    no_key = _issued_counter(metrics_addr) == before_issued
+    refused = client.get("outcome") == "refused"
+    return {"attack": name, "applicable": True, "refused": refused, "reason": reason, "no_token": no_token,
+            "no_key": no_key, "ok": refused and reason is not None and no_token and no_key}
+
+
+def _handshake_refusal(log_file, since, pattern):
+    """The join service's refusal matching `pattern`, logged after byte `since`: a refused attestation (its
+    reason) or a handshake the aTLS layer refused after the document verified (its error: a key it does not
+    bind, a nonce it does not carry)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in Path(log_file).read_text(errors="replace")[since:].splitlines():
+            if ("attestation refused" in line or "aTLS handshake refused" in line) and re.search(pattern, line):
+                m = re.search(r"reason=(.*?) (?:launch|outcome)=", line) or re.search(r"error=(.*?) suppressed=", line)
+                text = m.group(1).strip('"') if m else line
+                return text if len(text) <= 160 else text[:157] + "..."
+        time.sleep(0.05)
+    return None
+
+
+def _not_tdx(ctx, name):
+    if ctx is None or ctx.sim is None or ctx.sim.variant not in TDX_VARIANTS:
+        return {"attack": name, "applicable": False, "ok": True, "why": "no TD quote (not a TDX variant)"}
+    return None
+
+
+def attack_replayed_td_quote(ctx):
+    """A genuine TD's evidence recorded for an earlier nonce (bound to the attacker's key) is replayed: qemu-tdx's
+    TD quote carries the old nonce in its REPORTDATA, azure-tdx's vTPM quote (which the TD quote's HCL binding
+    vouches for) the old nonce."""
+    name = "replayed TD quote"
+    skip = _not_tdx(ctx, name)
+    if skip:
+        return skip
+    node = ctx.attacker_node("attacker-replayed-quote")
+    pattern = r"report_data" if not ctx.sim.vtpm else r"nonce"
+    return _tdx_attack(ctx, name, node, "replayed", pattern)
+
+
+def attack_unbound_report_data(ctx):
+    """A genuine TD's evidence for this handshake's nonce, but bound to another key than the attacker's TLS key
+    (REPORTDATA, or the vTPM quote it vouches for, does not bind the handshake)."""
+    name = "REPORTDATA not binding the handshake"
+    skip = _not_tdx(ctx, name)
+    if skip:
+        return skip
+    node = ctx.attacker_node("attacker-relayed-quote")
+    return _tdx_attack(ctx, name, node, "relayed", r"binds key hash")
+
+
+def attack_debug_td(ctx):
+    """A genuine TD of the cluster's image booted with the DEBUG attribute (the host can read its memory)."""
+    name = "TD with DEBUG"
+    skip = _not_tdx(ctx, name)
+    if skip:
+        return skip
+    node = ctx.attacker_node("attacker-debug-td", td_flags=["--debug"])
+    return _tdx_attack(ctx, name, node, None, r"TDX policy check debug")
+
+
+def attack_outdated_tcb(ctx):
+    """A genuine TD of the cluster's image on an out-of-date TDX module (TEE_TCB_SVN at the collateral's
+    OutOfDate level)."""
+    name = "out-of-date TCB"
+    skip = _not_tdx(ctx, name)
+    if skip:
+        return skip
+    node = ctx.attacker_node("attacker-outdated-tcb", td_flags=["--outdated-tcb"])
+    return _tdx_attack(ctx, name, node, None, r"tcb_status")
+
+
+def attack_revoked_pck(ctx):
+    """The collateral's PCK CRL revokes the PCK certificate of the machine a genuine TD runs on; a join service
+    holding that collateral (a second instance of the demo's join service, started with a copy of the test
+    roots whose collateral is the revoking one) refuses it."""
+    name = "revoked PCK"
+    skip = _not_tdx(ctx, name)
+    if skip:
+        return skip
+    revoked = ctx.root / "test-roots-revoked"
+    shutil.rmtree(revoked, ignore_errors=True)
+    shutil.copytree(ctx.sim.roots, revoked)
+    shutil.copy(revoked / "tdx" / "collateral-revoking.json", revoked / "tdx" / "collateral.json")
+    tokens_dir = ctx.root / "tokens-revoked"
+    argv = _rewrite(ctx.join_argv, {"--dangerous-test-roots": revoked, "--dry-run-dir": tokens_dir,
+                                    "--listen": "127.0.0.1:0", "--metrics-listen": "127.0.0.1:0",
+                                    "--ak-registry": ctx.root / "revoked-ak-registry.json"})
+    if "--registration-listen" in argv:
+        argv = _rewrite(argv, {"--registration-listen": "127.0.0.1:0"})
+    p = ctx.procs.start("join-service-revoked", argv)
+    try:
+        join_addr, metrics_addr, _ = ctx.demo.join_service_addrs(ctx.root / "join-service-revoked.out", argv, p)
+        # The platform's own machine: the one whose PCK certificate the revoking collateral's CRL lists.
+        node = ctx.attacker_node("node-revoked-pck", td_machine=False)
+        return _tdx_attack(ctx, name, node, None, r"revoked",
+                           join=(join_addr, ctx.root / "join-service-revoked.log", tokens_dir, metrics_addr))
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+TDX_ATTACKS = (attack_replayed_td_quote, attack_unbound_report_data, attack_debug_td, attack_outdated_tcb,
+               attack_revoked_pck)
 
 
 def _rewrite(argv, values):

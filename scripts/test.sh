@@ -27,7 +27,7 @@ step "cargo test (engine, aws-lc-rs and ring providers)"
 cargo test -p attest-engine --features ring
 step "cargo test (engine, ring provider only)"
 cargo test -p attest-engine --no-default-features --features ring
-step "the main job on SIMULATED SEV-SNP hardware (test roots): azure-sev-snp, aws-sev-snp, gcp-sev-snp"
+step "the main job on SIMULATED SEV-SNP and TDX hardware (test roots): azure-sev-snp, aws-sev-snp, gcp-sev-snp, qemu-tdx, azure-tdx"
 # Debug binaries built with the feature dangerous-test-roots (the only builds that trust test roots), kept in
 # target/simulated-debug for the plain demo's SNP attacks, then rebuilt without it, so that target/debug is a
 # default build again.
@@ -37,7 +37,7 @@ cargo build -q --features "$simulated" --bin attest --bin key-service --bin join
 rm -rf target/simulated-debug && mkdir -p target/simulated-debug
 cp target/debug/attest target/debug/key-service target/debug/join-service target/debug/attest-bootstrapper \
   target/debug/attest-hwsim target/simulated-debug/
-for variant in azure-sev-snp aws-sev-snp gcp-sev-snp; do
+for variant in azure-sev-snp aws-sev-snp gcp-sev-snp qemu-tdx azure-tdx; do
   python3 scripts/demo-cluster.py target/simulated-debug --variant "$variant"
 done
 step "the main job: local attested cluster on loopback (scripts/demo-cluster.py, debug binaries)"

@@ -124,6 +124,8 @@ pub fn pem(der_bytes: &[u8]) -> String {
 pub struct PckSpec {
     /// Serial number content octets.
     pub serial: Vec<u8>,
+    /// PPID: the platform's (processor's) identity, which verifiers take as a TD's machine.
+    pub ppid: [u8; 16],
     /// FMSPC.
     pub fmspc: [u8; 6],
     /// PCE-ID.
@@ -142,6 +144,7 @@ impl Default for PckSpec {
     fn default() -> Self {
         Self {
             serial: vec![0x42, 1],
+            ppid: [0xAB; 16],
             fmspc: [0x00, 0x11, 0x22, 0x33, 0x44, 0x55],
             pce_id: [0, 0],
             components: [5, 5, 2, 2, 3, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0],
@@ -334,7 +337,7 @@ impl IntelPki {
         tcb.push(entry("2.18", &der::octet_string(&spec.components)));
         let tcb: Vec<&[u8]> = tcb.iter().map(Vec::as_slice).collect();
         let sgx = der::sequence(&[
-            &entry("1", &der::octet_string(&[0xAB; 16])),
+            &entry("1", &der::octet_string(&spec.ppid)),
             &entry("2", &der::sequence(&tcb)),
             &entry("3", &der::octet_string(&spec.pce_id)),
             &entry("4", &der::octet_string(&spec.fmspc)),

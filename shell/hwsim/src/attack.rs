@@ -8,13 +8,17 @@
 //!   AK. The join service must refuse (the report's REPORT_DATA binds the earlier quote nonce).
 //! - **Revoked VCEK**: a genuine node joins a join service whose CRL revokes the node's VCEK; the join
 //!   service must refuse. The client is [`attempt_join`] with the node's ordinary issuer.
+//! - **Borrowed evidence** ([`Borrowed`]): a genuine node's document that was not made for this handshake —
+//!   recorded for an earlier nonce (a replayed TD quote: its REPORTDATA binds the old nonce), or made for this
+//!   nonce but for another key than the one the attacker holds (relayed: its REPORTDATA, or the vTPM quote it
+//!   binds, does not bind this handshake's key). The join service must refuse both.
 //! - **An attested node that lies** (issue 24): a genuine node asks for what is not its own — another node's
 //!   disk key ([`attempt_rejoin`] with that disk's UUID), another node's name, control-plane files as a worker,
 //!   a kubelet certificate for a key it did not prove in the handshake ([`JoinClaim`]).
 
 use attest_atls::{AtlsConnector, AttestationIssuer, AttestationValidator, BoxError, nonce::Nonce};
 use attest_attester::issuer::snp::{SnpCertificates, snp_document};
-use attest_attester::issuer::{HwIssuerError, SnpIssuer};
+use attest_attester::issuer::{HwIssuerError, NodeIssuer, SnpIssuer};
 use attest_bootstrapper::ticket::KubeletKey;
 use attest_engine::variant::Variant;
 use attest_proto::join::IssueJoinTicketRequest;
@@ -64,6 +68,37 @@ impl AttestationIssuer for ReplayingIssuer {
         // … next to the old report.
         let doc = snp_document(self.inner.variant(), tpm, self.report.clone(), self.certs.clone())?;
         Ok(doc.encode_to_vec())
+    }
+}
+
+/// An attacker presenting a genuine node's evidence that was not made for its handshake.
+#[derive(Debug)]
+pub enum Borrowed {
+    /// The node's evidence for this handshake's nonce, but bound to another key than the attacker's.
+    Relayed(Arc<NodeIssuer>),
+    /// The node's evidence bound to the attacker's key, but recorded for an earlier nonce.
+    Replayed(Arc<NodeIssuer>),
+}
+
+/// The user data (key hash) a relayed document binds: not the attacker's handshake key.
+const RELAYED_USER_DATA: [u8; 32] = [0x6E; 32];
+/// The earlier nonce a replayed document was recorded for.
+const EARLIER_NONCE: [u8; 32] = [0xE0; 32];
+
+impl AttestationIssuer for Borrowed {
+    fn oid(&self) -> &str {
+        match self {
+            Borrowed::Relayed(genuine) | Borrowed::Replayed(genuine) => genuine.variant().oid(),
+        }
+    }
+
+    fn issue(&self, nonce: &Nonce, user_data: &[u8; 32]) -> Result<Vec<u8>, BoxError> {
+        use prost::Message as _;
+        let document = match self {
+            Borrowed::Relayed(genuine) => genuine.issue(nonce, &RELAYED_USER_DATA, &[])?,
+            Borrowed::Replayed(genuine) => genuine.issue(&EARLIER_NONCE, user_data, &[])?,
+        };
+        Ok(document.encode_to_vec())
     }
 }
 

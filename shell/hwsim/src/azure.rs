@@ -42,16 +42,19 @@ pub fn hcl_ak_jwk(ak_tpm2b_public: &[u8]) -> Result<String, HwIssuerError> {
     ))
 }
 
+/// The vmUniqueId of the VM whose HCL AK is `ak_tpm2b_public`. Each VM has its own (the node identity of the
+/// Azure variants): derived from the AK, so a re-provisioned VM keeps its id.
+pub fn vm_unique_id(ak_tpm2b_public: &[u8]) -> String {
+    let d = default_provider().digests.sha256(ak_tpm2b_public);
+    let h = hex::encode_upper(&d[..16]);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
 /// Provisions `tpm` as Azure's paravisor does, with the SNP report from `device`.
 pub fn provision(tpm: &mut Tpm, device: &SnpGuestDevice) -> Result<AzureVtpm, HwIssuerError> {
     let config = AkConfig { algorithm: AkAlgorithm::Rsa2048, storage: AkStorage::Persistent(AZURE_AK_HANDLE) };
     let ak = tpm.attestation_key(config)?;
-    // Each VM has its own vmUniqueId (the node identity of the Azure variants): derived from the AK, so a
-    // re-provisioned VM keeps its id.
-    let d = default_provider().digests.sha256(ak.tpm2b_public());
-    let h = hex::encode_upper(&d[..16]);
-    let vm_id = format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
-    let runtime = runtime_json_for_vm(&[&hcl_ak_jwk(ak.tpm2b_public())?], &vm_id);
+    let runtime = runtime_json_for_vm(&[&hcl_ak_jwk(ak.tpm2b_public())?], &vm_unique_id(ak.tpm2b_public()));
     let report_data = attest_engine::azure::hcl_report_data(default_provider(), &runtime);
     let (report, _) = device.ext_report(&report_data, 0)?;
     let report: [u8; attest_test_support::REPORT_LEN] = report.try_into().map_err(|_| HwIssuerError::Device {

@@ -3,8 +3,9 @@
 //! ```text
 //! attest-hwsim machine --variant VARIANT
 //! attest-hwsim snp serve --dir DIR --socket PATH [--signer vcek|vlek] [--measurement HEX]
-//! attest-hwsim tdx serve --dir DIR --root ROOT [--platform FILE] [--mrtd HEX]
-//!              [--azure-tpm TCTI --quote-listen 127.0.0.1:PORT]
+//! attest-hwsim tdx serve --dir DIR --root ROOT [--platform FILE [--machine NAME]] [--mrtd HEX]
+//!              [--measure TEXT …] [--debug] [--outdated-tcb] [--azure-tpm TCTI --quote-listen 127.0.0.1:PORT]
+//! attest-hwsim tdx registers --root ROOT
 //! attest-hwsim azure provision --tpm TCTI --snp-device sim:PATH
 //! attest-hwsim gce provision --tpm TCTI --dir DIR --instance NAME [--project ID] [--measure PCR=TEXT …]
 //!              --event-log-out FILE
@@ -13,6 +14,8 @@
 //! attest-hwsim attack join --join-service ADDR --variant V --tpm TCTI [--snp-device sim:PATH]
 //!              [--snp-leaf FILE] [--node-name NAME] [--tdx-root sim:ROOT] [--tdx-quote-endpoint URL]
 //!              [--disk-uuid UUID] [--control-plane] [--unproven-csr-key]
+//! attest-hwsim attack borrowed --mode replayed|relayed --join-service ADDR --variant V --tpm TCTI
+//!              [--snp-device sim:PATH] [--snp-leaf FILE] [--tdx-root sim:ROOT] [--tdx-quote-endpoint URL]
 //! attest-hwsim attack rejoin --join-service ADDR --variant V --tpm TCTI [--snp-device sim:PATH]
 //!              [--tdx-root sim:ROOT] [--tdx-quote-endpoint URL] --disk-uuid UUID
 //! ```
@@ -26,7 +29,12 @@
 //! `sim:ROOT` as their TDX root and the URL as Azure's quote endpoint. With `--platform FILE`, several `tdx
 //! serve` processes (one TD each, say one per node) share one platform and so one test root: the first
 //! generates it into DIR and saves its TEST keys to FILE (owner-only), the others — started once it printed
-//! `serving` — load it. The attack commands
+//! `serving` — load it; `--machine NAME` makes the TD's machine another one of that platform (its own PCK
+//! certificate and PPID, derived from NAME: the TDX node identity) under the same test root. `--measure TEXT`
+//! extends RTMR2 with the boot's image (the kernel and initrd a measured boot extends there); `--debug` and
+//! `--outdated-tcb` boot a TD with the DEBUG attribute or on an out-of-date TDX module (attack machines). Once
+//! serving it prints `rtmrs HEX HEX HEX HEX` (the boot's RTMR0–3). `tdx registers` prints a running TD's
+//! RTMRs, read back through its configfs-tsm interface (`{"rtmrs": [RTMR0, …, RTMR3]}`). The attack commands
 //! print one JSON object (`{"attack", "outcome": "refused"|"issued", "reason"?}`) and exit 0 when the
 //! attempt ran (whatever its outcome), 1 when it could not run. Every command says on stderr that the
 //! hardware is simulated.
@@ -36,7 +44,7 @@ use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice}
 use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
 use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::variant::{AkTrust, Variant};
-use attest_hwsim::attack::{JoinClaim, ReplayingIssuer, attempt_join, attempt_join_claiming, attempt_rejoin};
+use attest_hwsim::attack::{Borrowed, JoinClaim, ReplayingIssuer, attempt_join, attempt_join_claiming, attempt_rejoin};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, SimulatedSnp, SnpServer};
 use attest_hwsim::{BANNER, azure, gce, tdx};
 use attest_test_support::SigningKeyKind;
@@ -75,7 +83,7 @@ enum Command {
     /// A simulated GCE vTPM.
     #[command(subcommand)]
     Gce(GceCommand),
-    /// SNP attacks against a live join service.
+    /// Attacks against a live join service.
     #[command(subcommand)]
     Attack(AttackCommand),
 }
@@ -113,9 +121,21 @@ enum TdxCommand {
         /// that several TDs run on one platform under one test root. Without it: a platform of this TD alone.
         #[arg(long, value_name = "FILE")]
         platform: Option<PathBuf>,
+        /// The TD's machine on the platform: its own PCK certificate and PPID, derived from NAME.
+        #[arg(long, requires = "platform")]
+        machine: Option<String>,
         /// The TD's MRTD (96 hex digits).
         #[arg(long)]
         mrtd: Option<String>,
+        /// Extend RTMR2 with TEXT at boot (the image a measured boot extends there; repeatable, in order).
+        #[arg(long = "measure", value_name = "TEXT")]
+        measure: Vec<String>,
+        /// Boot the TD with the DEBUG attribute (a TD whose memory the host can read).
+        #[arg(long)]
+        debug: bool,
+        /// Boot the TD on an out-of-date TDX module (TEE_TCB_SVN at the collateral's OutOfDate level).
+        #[arg(long)]
+        outdated_tcb: bool,
         /// Provision this TPM as Azure's paravisor does (HCL report of TDX type, HCL AK); the TD then runs
         /// as an Azure TD partition (TDATTRIBUTES 0).
         #[arg(long, requires = "quote_listen")]
@@ -124,6 +144,18 @@ enum TdxCommand {
         #[arg(long)]
         quote_listen: Option<SocketAddr>,
     },
+    /// Print a running TD's RTMRs (JSON), read back through its configfs-tsm interface.
+    Registers {
+        /// The TD's system root (sim:/path or /path).
+        #[arg(long)]
+        root: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum BorrowMode {
+    Replayed,
+    Relayed,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -221,6 +253,18 @@ enum AttackCommand {
         #[arg(long)]
         unproven_csr_key: bool,
     },
+    /// One join attempt with a genuine node's evidence that was not made for this handshake: recorded for an
+    /// earlier nonce (`replayed`) or bound to another key (`relayed`).
+    Borrowed {
+        #[command(flatten)]
+        target: AttackTarget,
+        /// How the evidence is borrowed.
+        #[arg(long, value_enum)]
+        mode: BorrowMode,
+        /// The VCEK/VLEK (Azure: the VCEK) when the device's table has none.
+        #[arg(long)]
+        snp_leaf: Option<PathBuf>,
+    },
     /// One rejoin attempt by a genuine node for a disk UUID (e.g. another node's).
     Rejoin {
         #[command(flatten)]
@@ -295,7 +339,18 @@ fn run(command: Command) -> Result<(), String> {
             eprintln!("attest-hwsim: answered {} report request(s)", server.served());
             Ok(())
         }
-        Command::Tdx(TdxCommand::Serve { dir, root, platform, mrtd, azure_tpm, quote_listen }) => {
+        Command::Tdx(TdxCommand::Serve {
+            dir,
+            root,
+            platform,
+            machine,
+            mrtd,
+            measure,
+            debug,
+            outdated_tcb,
+            azure_tpm,
+            quote_listen,
+        }) => {
             let mrtd = match mrtd {
                 None => tdx::DEFAULT_MRTD,
                 Some(h) => hex::decode(h.trim())
@@ -303,12 +358,22 @@ fn run(command: Command) -> Result<(), String> {
                     .and_then(|b| <[u8; 48]>::try_from(b).ok())
                     .ok_or("--mrtd: expected 96 hex digits")?,
             };
-            let attributes = if azure_tpm.is_some() { tdx::AZURE_TD_ATTRIBUTES } else { tdx::TD_ATTRIBUTES };
-            let platform = match &platform {
+            let mut attributes = if azure_tpm.is_some() { tdx::AZURE_TD_ATTRIBUTES } else { tdx::TD_ATTRIBUTES };
+            if debug {
+                attributes |= tdx::DEBUG_ATTRIBUTE;
+            }
+            let mut platform = match &platform {
                 Some(file) => tdx::TdPlatform::open_or_generate(file, &dir).map_err(|e| e.to_string())?.0,
                 None => tdx::TdPlatform::generate(&dir).map_err(|e| e.to_string())?,
             };
-            let config = tdx::TdConfig::new(mrtd, attributes);
+            if let Some(name) = &machine {
+                platform = platform.for_machine(name);
+            }
+            let mut config = tdx::TdConfig::new(mrtd, attributes);
+            config.events.extend(measure.into_iter().map(|text| (2, text.into_bytes())));
+            if outdated_tcb {
+                config.tee_tcb_svn = tdx::OUTDATED_TEE_TCB_SVN;
+            }
             let td = Arc::new(tdx::SimulatedTd::boot(Arc::new(platform), &root, &config).map_err(|e| e.to_string())?);
             let _server = tdx::TdServer::start(&td).map_err(|e| e.to_string())?;
             let mut _endpoint = None;
@@ -323,8 +388,20 @@ fn run(command: Command) -> Result<(), String> {
             }
             println!("serving sim:{}", root.display());
             println!("mrtd {}", hex::encode(mrtd));
+            let rtmrs: Vec<String> = td.state().rtmrs.iter().map(hex::encode).collect();
+            println!("rtmrs {}", rtmrs.join(" "));
             wait_for_termination()?;
             eprintln!("attest-hwsim: produced {} TD quote(s)", td.quotes());
+            Ok(())
+        }
+        Command::Tdx(TdxCommand::Registers { root }) => {
+            let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+            config.tdx = TdxPaths::parse(&root)?;
+            let issuer =
+                NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).map_err(|e| e.to_string())?;
+            let guest = issuer.tdx_guest().ok_or("no TD guest")?;
+            let rtmrs: Vec<String> = guest.rtmrs().map_err(|e| e.to_string())?.iter().map(hex::encode).collect();
+            println!("{}", json!({"rtmrs": rtmrs}));
             Ok(())
         }
         Command::Azure(AzureCommand::Provision { tpm, snp_device }) => {
@@ -372,6 +449,18 @@ fn run(command: Command) -> Result<(), String> {
             let outcome = block_on(attempt_join_claiming(target.join_service, Arc::new(issuer), &claim))?;
             let mut v = outcome.to_json();
             v["attack"] = json!("join attempt");
+            println!("{v}");
+            Ok(())
+        }
+        Command::Attack(AttackCommand::Borrowed { target, mode, snp_leaf }) => {
+            let genuine = Arc::new(node_issuer(&target, snp_leaf)?);
+            let (borrowed, name) = match mode {
+                BorrowMode::Replayed => (Borrowed::Replayed(genuine), "replayed evidence"),
+                BorrowMode::Relayed => (Borrowed::Relayed(genuine), "relayed evidence"),
+            };
+            let outcome = block_on(attempt_join(target.join_service, Arc::new(borrowed), &target.node_name))?;
+            let mut v = outcome.to_json();
+            v["attack"] = json!(name);
             println!("{v}");
             Ok(())
         }

@@ -197,6 +197,22 @@ impl TdPlatform {
         Ok(Self::from_parts(pki, Pck { der: pck_der, key }, mac_secret))
     }
 
+    /// This platform's PKI with the PCK certificate of another machine, `name`: its own PPID and serial
+    /// number (both derived from the name, so that the machine keeps its identity across restarts) under the
+    /// same PCK CA, FMSPC and TCB, so that one test root and one collateral vouch for a cluster of machines
+    /// — each of which a verifier tells apart by its PPID (the TDX variants' node identity). The revoking
+    /// collateral revokes [`PCK_SERIAL`] only, never a named machine.
+    #[must_use]
+    pub fn for_machine(self, name: &str) -> Self {
+        let d = openssl::sha::sha256(format!("attest-hwsim TDX machine {name}").as_bytes());
+        let mut ppid = [0u8; 16];
+        ppid.copy_from_slice(&d[..16]);
+        // A positive serial of 9 octets, never PCK_SERIAL's 3.
+        let serial = [&[0x5A][..], &d[16..24]].concat();
+        let pck = self.pki.issue_pck(&PckSpec { serial, ppid, ..PckSpec::default() });
+        Self { pck, ..self }
+    }
+
     /// The platform at `path` when it exists, else a new one generated into the test-root directory `dir`
     /// and saved to `path`. Returns whether it was generated now.
     pub fn open_or_generate(path: &Path, dir: &Path) -> std::io::Result<(Self, bool)> {
@@ -467,7 +483,10 @@ impl SimulatedTd {
     pub fn provision_azure(&self, tpm: &mut Tpm) -> Result<Vec<u8>, HwIssuerError> {
         let config = AkConfig { algorithm: AkAlgorithm::Rsa2048, storage: AkStorage::Persistent(AZURE_AK_HANDLE) };
         let ak = tpm.attestation_key(config)?;
-        let runtime = attest_test_support::tpm::runtime_json(&[&crate::azure::hcl_ak_jwk(ak.tpm2b_public())?]);
+        let runtime = attest_test_support::tpm::runtime_json_for_vm(
+            &[&crate::azure::hcl_ak_jwk(ak.tpm2b_public())?],
+            &crate::azure::vm_unique_id(ak.tpm2b_public()),
+        );
         let report_data = attest_engine::azure::hcl_report_data(default_provider(), &runtime);
         let td_report = self.td_report(&report_data);
         let mut hcl = attest_test_support::intel::hcl_report_tdx(&report_data, &self.state().mr_td, &runtime);
