@@ -422,3 +422,50 @@ async fn attest_verify_checks_a_tds_cluster_id_in_rtmr3() {
     }
     servers.shutdown(std::time::Duration::from_secs(1)).await;
 }
+
+/// Machines of one simulated platform (`TdPlatform::for_machine`: the demo's nodes, one `tdx serve --machine`
+/// each): every machine its own PCK certificate and PPID — the TDX node identity — derived from its name, so the
+/// same after a restart, all under the one test root; the collateral revoking the platform's own PCK certificate
+/// refuses the platform's machine and leaves the named machines alone.
+#[test]
+fn machines_of_one_platform_have_identities_of_their_own_under_one_root() {
+    use attest_hwsim::tdx::{TdConfig, TdPlatform};
+    let dir = attest_test_support::TempDir::new("hwsim-tdx-machines");
+    let (roots, file) = (dir.path().join("roots"), dir.path().join("platform.json"));
+    TdPlatform::open_or_generate(&file, &roots).unwrap();
+    let revoked = dir.path().join("revoked");
+    std::fs::create_dir_all(revoked.join("tdx")).unwrap();
+    for f in [attest_kds::test_roots::MARKER, attest_kds::test_roots::files::TDX_ROOT] {
+        std::fs::copy(roots.join(f), revoked.join(f)).unwrap();
+    }
+    std::fs::copy(roots.join(REVOKING_COLLATERAL_FILE), revoked.join(attest_kds::test_roots::files::TDX_COLLATERAL))
+        .unwrap();
+    let identity = |machine: Option<&str>, verifier_roots: &Path| -> Result<String, Error> {
+        let mut platform = TdPlatform::load(&file).unwrap();
+        if let Some(name) = machine {
+            platform = platform.for_machine(name);
+        }
+        let root = dir.path().join(format!("td-{}", machine.unwrap_or("platform")));
+        let config_td = TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
+        let td = Arc::new(SimulatedTd::boot(Arc::new(platform), &root, &config_td).unwrap());
+        let _server = TdServer::start(&td).unwrap();
+        let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+        config.tdx = TdxPaths::under(&root);
+        let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+        let nonce = random32();
+        let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+        let v = validator(tdx_verifier(verifier_roots), Variant::QemuTdx, pinned());
+        validate(&v, &doc, &nonce).map(|ok| ok.node_identity().unwrap().to_string())
+    };
+    let (a, b, own) = (
+        identity(Some("node-a"), &roots).unwrap(),
+        identity(Some("node-b"), &roots).unwrap(),
+        identity(None, &roots).unwrap(),
+    );
+    assert!(a.starts_with("tdx-ppid:"), "{a}");
+    assert!(a != b && a != own && b != own, "{a} {b} {own}");
+    assert_eq!(identity(Some("node-a"), &roots).unwrap(), a, "a restarted machine keeps its identity");
+    let e = identity(None, &revoked).unwrap_err();
+    assert!(matches!(e, Error::Revoked { .. }), "{e}");
+    assert_eq!(identity(Some("node-a"), &revoked).unwrap(), a, "another machine's PCK certificate is not revoked");
+}
