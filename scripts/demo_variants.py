@@ -49,27 +49,47 @@ BANNER = "SIMULATED SEV-SNP hardware: every report is signed by a TEST ROOT (att
 LAUNCH_MEASUREMENT = hashlib.sha384(b"attest-demo guest image v1").hexdigest()
 
 
-class SimulatedVariant:
-    """The simulated hardware of one SNP variant, and the arguments that point the demo's processes at it.
+class _SimulatedHardware:
+    """What every simulated variant has: the demo's module, binaries and processes, the test-root directory, and
+    what a machine of the variant has (from the variant table). `demo` is the demo-cluster module (its log,
+    wait_for_line, run and Failure are used)."""
 
-    `demo` is the demo-cluster module (its log, wait_for_line, run and Failure are used)."""
+    KNOWN = ()
 
     def __init__(self, variant, root, bins, procs, demo):
-        if variant not in SNP_VARIANTS:
-            raise demo.Failure(f"unknown simulated variant {variant!r} (one of {', '.join(SNP_VARIANTS)})")
+        if variant not in self.KNOWN:
+            raise demo.Failure(f"unknown simulated variant {variant!r} (one of {', '.join(self.KNOWN)})")
         self.variant = variant
         self.root = root
         self.bins = bins
         self.procs = procs
         self.demo = demo
         self.roots = root / "test-roots"
-        self.socket = root / "sev-guest.sock"
-        self.policy = root / "snp-policy.toml"
-        # What a machine of the variant has (its vTPM's EK certificate, the SNP signer, Azure's paravisor), from
-        # the variant table.
+        # What a machine of the variant has (its vTPM's EK certificate, the SNP signer, Azure's paravisor, a vTPM
+        # at all), from the variant table.
         self.machine = json.loads(demo.run([bins["attest-hwsim"], "machine", "--variant", variant]).stdout)
         self.signer = self.machine["snp_signer"]
         self.ek_certificate = self.machine["ek_certificate"]
+
+    def log(self, msg):
+        self.demo.log(f"[SIMULATED, test root] {msg}")
+
+    def detected(self, node):
+        """What the node's bootstrapper says it detected (or was told)."""
+        text = (self.root / f"{node.name}.log").read_text(errors="replace")
+        m = re.search(r"attestation variant detected variant=(\S+)", text)
+        return f"detected {m.group(1)}" if m else f"--variant {self.variant}"
+
+
+class SimulatedVariant(_SimulatedHardware):
+    """The simulated hardware of one SNP variant, and the arguments that point the demo's processes at it."""
+
+    KNOWN = SNP_VARIANTS
+
+    def __init__(self, variant, root, bins, procs, demo):
+        super().__init__(variant, root, bins, procs, demo)
+        self.socket = root / "sev-guest.sock"
+        self.policy = root / "snp-policy.toml"
 
     @property
     def device(self):
@@ -78,9 +98,6 @@ class SimulatedVariant:
     @property
     def leaf(self):
         return self.roots / "snp" / "leaf.der"
-
-    def log(self, msg):
-        self.demo.log(f"[SIMULATED, test root] {msg}")
 
     def start(self):
         """Starts the simulated SEV-SNP device (it writes the test roots) and writes the launch policy."""
@@ -136,12 +153,6 @@ class SimulatedVariant:
         return (f"{self.variant}: SIMULATED SEV-SNP (attest-hwsim), TEST ROOT in {self.roots}; launch MEASUREMENT "
                 f"pinned ({self.policy.name})")
 
-    def detected(self, node):
-        """What the node's bootstrapper says it detected (or was told)."""
-        text = (self.root / f"{node.name}.log").read_text(errors="replace")
-        m = re.search(r"attestation variant detected variant=(\S+)", text)
-        return f"detected {m.group(1)}" if m else f"--variant {self.variant}"
-
     def join_service_trust(self):
         """How the nodes trusted the join service."""
         ek = "its vTPM has no EK certificate (as NitroTPM), none configured" if not self.ek_certificate else \
@@ -159,7 +170,8 @@ class SimulatedVariant:
 
 TDX_VARIANTS = ("qemu-tdx", "azure-tdx")
 TDX_BANNER = "SIMULATED Intel TDX hardware: every TD quote is signed through a TEST ROOT (attest-hwsim's " \
-             "Intel-like PKI and collateral), which only binaries built with the cargo feature dangerous-test-roots trust"
+             "Intel-like PKI and collateral), which only binaries built with the cargo feature " \
+             "dangerous-test-roots trust"
 # The MRTD of the demo's TD image, pinned by every verifier.
 TD_MRTD = hashlib.sha384(b"attest-demo TD image v1").hexdigest()
 # What the simulated TD firmware measures at boot (attest-hwsim's TdConfig::new): RTMR0 its configuration and
@@ -177,24 +189,16 @@ def td_rtmrs(image):
     return [r.hex() for r in rtmrs]
 
 
-class TdxVariant:
+class TdxVariant(_SimulatedHardware):
     """The simulated hardware of one TDX variant (qemu-tdx, azure-tdx): a TD per node, and the arguments that
     point the demo's processes at it. Same interface as SimulatedVariant."""
 
+    KNOWN = TDX_VARIANTS
+
     def __init__(self, variant, root, bins, procs, demo):
-        if variant not in TDX_VARIANTS:
-            raise demo.Failure(f"unknown simulated TDX variant {variant!r}")
-        self.variant = variant
-        self.root = root
-        self.bins = bins
-        self.procs = procs
-        self.demo = demo
-        self.roots = root / "test-roots"
+        super().__init__(variant, root, bins, procs, demo)
         self.platform = root / "tdx-platform.json"
         self.policy = root / "tdx-policy.toml"
-        self.machine = json.loads(demo.run([bins["attest-hwsim"], "machine", "--variant", variant]).stdout)
-        self.signer = None
-        self.ek_certificate = self.machine["ek_certificate"]
         self.vtpm = self.machine["vtpm"]
         self.boots = 0
         # The node lock's register: PCR 15 of the vTPM, or RTMR3 of a TD without one.
@@ -202,9 +206,6 @@ class TdxVariant:
         self.lock_unbound = "00" * (32 if self.vtpm else 48)
         if not self.vtpm:
             demo.Node.has_vtpm = False  # qemu-tdx: no swtpm anywhere
-
-    def log(self, msg):
-        self.demo.log(f"[SIMULATED, test root] {msg}")
 
     def start(self):
         """Writes the TDX policy (MRTD pinned); the first TD generates the platform and its test roots."""
@@ -302,9 +303,6 @@ class TdxVariant:
         lock = "node lock in PCR 15 of the vTPM" if self.vtpm else "no vTPM: image in RTMR2, node lock in RTMR3"
         return (f"{self.variant}: SIMULATED Intel TDX (attest-hwsim, a TD per node on a machine of its own), TEST "
                 f"ROOT in {self.roots}; MRTD pinned ({self.policy.name}); {lock}")
-
-    def detected(self, node):
-        return f"--variant {self.variant}"
 
     def join_service_trust(self):
         return (f"attested as {self.variant} with node-1's SIMULATED TD; verified with the {self.variant} validator "
@@ -407,20 +405,9 @@ def attack_revoked_vcek(ctx):
     name = "revoked VCEK" if ctx.sim is None or ctx.sim.signer == "vcek" else "revoked VLEK"
     if ctx.sim is None:
         return {"attack": name, "applicable": False, "ok": True, "why": "qemu-vtpm has no AMD certificate"}
-    revoked = ctx.root / "test-roots-revoked"
-    shutil.rmtree(revoked, ignore_errors=True)
-    shutil.copytree(ctx.sim.roots, revoked)
     crl = "crl-vlek.der" if ctx.sim.signer == "vlek" else "crl-vcek.der"
-    shutil.copy(revoked / "snp" / "crl-revoking.der", revoked / "snp" / crl)
-    tokens_dir = ctx.root / "tokens-revoked"
-    argv = _rewrite(ctx.join_argv, {"--dangerous-test-roots": revoked, "--dry-run-dir": tokens_dir,
-                                    "--listen": "127.0.0.1:0", "--metrics-listen": "127.0.0.1:0",
-                                    "--ak-registry": ctx.root / "revoked-ak-registry.json"})
-    if "--registration-listen" in argv:
-        argv = _rewrite(argv, {"--registration-listen": "127.0.0.1:0"})
-    p = ctx.procs.start("join-service-revoked", argv)
-    join_addr, metrics_addr, _ = ctx.demo.join_service_addrs(ctx.root / "join-service-revoked.out", argv, p)
-    log = ctx.root / "join-service-revoked.log"
+    p, join_addr, metrics_addr, log, tokens_dir = _revoking_join_service(
+        ctx, lambda revoked: shutil.copy(revoked / "snp" / "crl-revoking.der", revoked / "snp" / crl))
     node = ctx.attacker_node("node-revoked")
     argv = [ctx.bins["attest-hwsim"], "attack", "join", "--join-service", join_addr, "--variant", ctx.sim.variant,
             "--tpm", node.tcti, "--node-name", node.name]
@@ -483,49 +470,38 @@ def _not_tdx(ctx, name):
     return None
 
 
+def _td_attack(ctx, name, node_name, mode, pattern, td_flags=()):
+    """One TDX attack by a fresh attacker node (`td_flags`: how its TD boots) against the demo's join service;
+    not applicable without a TD quote."""
+    skip = _not_tdx(ctx, name)
+    return skip or _tdx_attack(ctx, name, ctx.attacker_node(node_name, td_flags=td_flags), mode, pattern)
+
+
 def attack_replayed_td_quote(ctx):
     """A genuine TD's evidence recorded for an earlier nonce (bound to the attacker's key) is replayed: qemu-tdx's
     TD quote carries the old nonce in its REPORTDATA, azure-tdx's vTPM quote (which the TD quote's HCL binding
     vouches for) the old nonce."""
-    name = "replayed TD quote"
-    skip = _not_tdx(ctx, name)
-    if skip:
-        return skip
-    node = ctx.attacker_node("attacker-replayed-quote")
-    pattern = r"report_data" if not ctx.sim.vtpm else r"nonce"
-    return _tdx_attack(ctx, name, node, "replayed", pattern)
+    pattern = r"nonce" if ctx is not None and ctx.sim is not None and getattr(ctx.sim, "vtpm", False) else \
+        r"report_data"
+    return _td_attack(ctx, "replayed TD quote", "attacker-replayed-quote", "replayed", pattern)
 
 
 def attack_unbound_report_data(ctx):
     """A genuine TD's evidence for this handshake's nonce, but bound to another key than the attacker's TLS key
     (REPORTDATA, or the vTPM quote it vouches for, does not bind the handshake)."""
-    name = "REPORTDATA not binding the handshake"
-    skip = _not_tdx(ctx, name)
-    if skip:
-        return skip
-    node = ctx.attacker_node("attacker-relayed-quote")
-    return _tdx_attack(ctx, name, node, "relayed", r"binds key hash")
+    return _td_attack(ctx, "REPORTDATA not binding the handshake", "attacker-relayed-quote", "relayed",
+                      r"binds key hash")
 
 
 def attack_debug_td(ctx):
     """A genuine TD of the cluster's image booted with the DEBUG attribute (the host can read its memory)."""
-    name = "TD with DEBUG"
-    skip = _not_tdx(ctx, name)
-    if skip:
-        return skip
-    node = ctx.attacker_node("attacker-debug-td", td_flags=["--debug"])
-    return _tdx_attack(ctx, name, node, None, r"TDX policy check debug")
+    return _td_attack(ctx, "TD with DEBUG", "attacker-debug-td", None, r"TDX policy check debug", ["--debug"])
 
 
 def attack_outdated_tcb(ctx):
     """A genuine TD of the cluster's image on an out-of-date TDX module (TEE_TCB_SVN at the collateral's
     OutOfDate level)."""
-    name = "out-of-date TCB"
-    skip = _not_tdx(ctx, name)
-    if skip:
-        return skip
-    node = ctx.attacker_node("attacker-outdated-tcb", td_flags=["--outdated-tcb"])
-    return _tdx_attack(ctx, name, node, None, r"tcb_status")
+    return _td_attack(ctx, "out-of-date TCB", "attacker-outdated-tcb", None, r"tcb_status", ["--outdated-tcb"])
 
 
 def attack_revoked_pck(ctx):
@@ -536,23 +512,13 @@ def attack_revoked_pck(ctx):
     skip = _not_tdx(ctx, name)
     if skip:
         return skip
-    revoked = ctx.root / "test-roots-revoked"
-    shutil.rmtree(revoked, ignore_errors=True)
-    shutil.copytree(ctx.sim.roots, revoked)
-    shutil.copy(revoked / "tdx" / "collateral-revoking.json", revoked / "tdx" / "collateral.json")
-    tokens_dir = ctx.root / "tokens-revoked"
-    argv = _rewrite(ctx.join_argv, {"--dangerous-test-roots": revoked, "--dry-run-dir": tokens_dir,
-                                    "--listen": "127.0.0.1:0", "--metrics-listen": "127.0.0.1:0",
-                                    "--ak-registry": ctx.root / "revoked-ak-registry.json"})
-    if "--registration-listen" in argv:
-        argv = _rewrite(argv, {"--registration-listen": "127.0.0.1:0"})
-    p = ctx.procs.start("join-service-revoked", argv)
+    revoking = lambda revoked: shutil.copy(revoked / "tdx" / "collateral-revoking.json",
+                                           revoked / "tdx" / "collateral.json")
+    p, join_addr, metrics_addr, log, tokens_dir = _revoking_join_service(ctx, revoking)
     try:
-        join_addr, metrics_addr, _ = ctx.demo.join_service_addrs(ctx.root / "join-service-revoked.out", argv, p)
         # The platform's own machine: the one whose PCK certificate the revoking collateral's CRL lists.
         node = ctx.attacker_node("node-revoked-pck", td_machine=False)
-        return _tdx_attack(ctx, name, node, None, r"revoked",
-                           join=(join_addr, ctx.root / "join-service-revoked.log", tokens_dir, metrics_addr))
+        return _tdx_attack(ctx, name, node, None, r"revoked", join=(join_addr, log, tokens_dir, metrics_addr))
     finally:
         p.terminate()
         try:
@@ -563,6 +529,24 @@ def attack_revoked_pck(ctx):
 
 TDX_ATTACKS = (attack_replayed_td_quote, attack_unbound_report_data, attack_debug_td, attack_outdated_tcb,
                attack_revoked_pck)
+
+
+def _revoking_join_service(ctx, revoke):
+    """A second instance of the demo's join service trusting a copy of the test roots that `revoke(dir)` made
+    revoking; returns its process, join.API and /metrics addresses, log file and token directory."""
+    revoked = ctx.root / "test-roots-revoked"
+    shutil.rmtree(revoked, ignore_errors=True)
+    shutil.copytree(ctx.sim.roots, revoked)
+    revoke(revoked)
+    tokens_dir = ctx.root / "tokens-revoked"
+    argv = _rewrite(ctx.join_argv, {"--dangerous-test-roots": revoked, "--dry-run-dir": tokens_dir,
+                                    "--listen": "127.0.0.1:0", "--metrics-listen": "127.0.0.1:0",
+                                    "--ak-registry": ctx.root / "revoked-ak-registry.json"})
+    if "--registration-listen" in argv:
+        argv = _rewrite(argv, {"--registration-listen": "127.0.0.1:0"})
+    p = ctx.procs.start("join-service-revoked", argv)
+    join_addr, metrics_addr, _ = ctx.demo.join_service_addrs(ctx.root / "join-service-revoked.out", argv, p)
+    return p, join_addr, metrics_addr, ctx.root / "join-service-revoked.log", tokens_dir
 
 
 def _rewrite(argv, values):

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_atls::{AtlsAcceptor, AttestationIssuer, BoxError, nonce::Nonce};
+use attest_atls::{AtlsAcceptor, AttestationIssuer};
 use attest_attester::issuer::gce::GceAkKind;
 use attest_attester::issuer::select::{HardwareConfig, IssuerKind, NodeIssuer, VariantChoice};
 use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
@@ -50,7 +50,7 @@ use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{AkBasis, AkTrust, Hardware, LockRegister, TABLE, Variant};
 use attest_engine::{LaunchPinning, SnpPolicy};
 use attest_grpc::{Router, Server, ServerConfig};
-use attest_hwsim::attack::ReplayingIssuer;
+use attest_hwsim::attack::{Borrowed, ReplayingIssuer};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, LEAF_FILE, SimulatedSnp, SnpServer};
 use attest_hwsim::tdx::{
     AZURE_TD_ATTRIBUTES, DEFAULT_MRTD, QuoteEndpointServer, SimulatedTd, TD_ATTRIBUTES, TdConfig, TdPlatform, TdServer,
@@ -63,7 +63,6 @@ use attest_registration::{EkCaBundle, FileAkRegistry, ak_digest};
 use attest_test_support::SigningKeyKind;
 use attest_test_support::gce::InstanceSpec;
 use attest_trust::{SignatureState, Trust, ValidatorFactory};
-use prost::Message as _;
 
 const KMS_URI: &str = "kms://cluster-kms?key=Q0NDQ0NDQ0NDQ0NDQ0NDQw==&salt=";
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -306,31 +305,6 @@ impl JoinServer {
 
     fn tokens(&self) -> usize {
         std::fs::read_dir(&self.fixture.tokens_dir).map_or(0, Iterator::count)
-    }
-}
-
-/// An impostor presenting a genuine node's evidence that was not made for it: `Relayed` — another node's
-/// hardware attesting for this handshake's nonce, but for another key (the one that node would use) than the
-/// certificate the impostor presents; `Replayed` — for this handshake's key, but recorded for an earlier nonce.
-#[derive(Debug)]
-enum Borrowed {
-    Relayed(Arc<NodeIssuer>),
-    Replayed(Arc<NodeIssuer>),
-}
-
-impl AttestationIssuer for Borrowed {
-    fn oid(&self) -> &str {
-        match self {
-            Borrowed::Relayed(genuine) | Borrowed::Replayed(genuine) => genuine.variant().oid(),
-        }
-    }
-
-    fn issue(&self, nonce: &Nonce, user_data: &[u8; 32]) -> Result<Vec<u8>, BoxError> {
-        let document = match self {
-            Borrowed::Relayed(genuine) => genuine.issue(nonce, &[0x6E; 32], &[])?,
-            Borrowed::Replayed(genuine) => genuine.issue(&[0xE0; 32], user_data, &[])?,
-        };
-        Ok(document.encode_to_vec())
     }
 }
 

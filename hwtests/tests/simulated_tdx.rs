@@ -58,6 +58,31 @@ fn validate<'a>(v: &Validator, doc: &'a AttestationDocument, nonce: &[u8]) -> Re
     v.validate(&document(doc, pcrs), nonce, now())
 }
 
+/// A `qemu-tdx` document for a fresh nonce (returned with it) from a TD of the default image booted on
+/// `platform` below `root`.
+fn attest_on(platform: attest_hwsim::tdx::TdPlatform, root: &Path) -> (AttestationDocument, Vec<u8>) {
+    let config_td = attest_hwsim::tdx::TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
+    let td = Arc::new(SimulatedTd::boot(Arc::new(platform), root, &config_td).unwrap());
+    let _server = TdServer::start(&td).unwrap();
+    let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
+    config.tdx = TdxPaths::under(root);
+    let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
+    let nonce = random32();
+    (issuer.issue(&nonce, b"user", &[]).unwrap(), nonce.to_vec())
+}
+
+/// A test-root directory at `dest` with the root of `roots` and its collateral whose PCK CRL revokes the
+/// platform's own PCK certificate.
+fn revoking_roots(roots: &Path, dest: &Path) -> PathBuf {
+    std::fs::create_dir_all(dest.join("tdx")).unwrap();
+    for f in [attest_kds::test_roots::MARKER, attest_kds::test_roots::files::TDX_ROOT] {
+        std::fs::copy(roots.join(f), dest.join(f)).unwrap();
+    }
+    std::fs::copy(roots.join(REVOKING_COLLATERAL_FILE), dest.join(attest_kds::test_roots::files::TDX_COLLATERAL))
+        .unwrap();
+    dest.to_owned()
+}
+
 #[test]
 fn qemu_tdx_attests_on_a_simulated_td() {
     let td = start(TD_ATTRIBUTES);
@@ -110,13 +135,7 @@ fn qemu_tdx_attests_on_a_simulated_td() {
     assert!(td.td.quotes() >= 4);
 
     // A revoked PCK certificate (the collateral whose PCK CRL lists it).
-    let revoked = td.roots.with_file_name("revoked");
-    std::fs::create_dir_all(revoked.join("tdx")).unwrap();
-    for f in [attest_kds::test_roots::MARKER, attest_kds::test_roots::files::TDX_ROOT] {
-        std::fs::copy(td.roots.join(f), revoked.join(f)).unwrap();
-    }
-    std::fs::copy(td.roots.join(REVOKING_COLLATERAL_FILE), revoked.join(attest_kds::test_roots::files::TDX_COLLATERAL))
-        .unwrap();
+    let revoked = revoking_roots(&td.roots, &td.roots.with_file_name("revoked"));
     let e = validate(&validator(tdx_verifier(&revoked), Variant::QemuTdx, pinned()), &doc, &nonce).unwrap_err();
     assert!(matches!(e, Error::Revoked { .. }), "{e}");
 }
@@ -334,7 +353,7 @@ fn a_td_on_an_out_of_date_tdx_module_is_refused() {
 /// a typed error, never a panic or a new platform.
 #[test]
 fn a_saved_platform_serves_tds_of_several_processes_under_one_test_root() {
-    use attest_hwsim::tdx::{TdConfig, TdPlatform};
+    use attest_hwsim::tdx::TdPlatform;
     use std::os::unix::fs::PermissionsExt as _;
     let dir = attest_test_support::TempDir::new("hwsim-tdx-platform");
     let (roots, file) = (dir.path().join("roots"), dir.path().join("platform.json"));
@@ -346,16 +365,7 @@ fn a_saved_platform_serves_tds_of_several_processes_under_one_test_root() {
         // As another process would: the platform from the file, not regenerated.
         let (platform, generated) = TdPlatform::open_or_generate(&file, &roots).unwrap();
         assert!(!generated, "{name}");
-        let root = dir.path().join(name);
-        let td = Arc::new(
-            SimulatedTd::boot(Arc::new(platform), &root, &TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES)).unwrap(),
-        );
-        let _server = TdServer::start(&td).unwrap();
-        let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
-        config.tdx = TdxPaths::under(&root);
-        let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
-        let nonce = random32();
-        let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+        let (doc, nonce) = attest_on(platform, &dir.path().join(name));
         validate(&v, &doc, &nonce).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     let oversized = vec![b'x'; 70 * 1024];
@@ -429,31 +439,18 @@ async fn attest_verify_checks_a_tds_cluster_id_in_rtmr3() {
 /// refuses the platform's machine and leaves the named machines alone.
 #[test]
 fn machines_of_one_platform_have_identities_of_their_own_under_one_root() {
-    use attest_hwsim::tdx::{TdConfig, TdPlatform};
+    use attest_hwsim::tdx::TdPlatform;
     let dir = attest_test_support::TempDir::new("hwsim-tdx-machines");
     let (roots, file) = (dir.path().join("roots"), dir.path().join("platform.json"));
     TdPlatform::open_or_generate(&file, &roots).unwrap();
-    let revoked = dir.path().join("revoked");
-    std::fs::create_dir_all(revoked.join("tdx")).unwrap();
-    for f in [attest_kds::test_roots::MARKER, attest_kds::test_roots::files::TDX_ROOT] {
-        std::fs::copy(roots.join(f), revoked.join(f)).unwrap();
-    }
-    std::fs::copy(roots.join(REVOKING_COLLATERAL_FILE), revoked.join(attest_kds::test_roots::files::TDX_COLLATERAL))
-        .unwrap();
+    let revoked = revoking_roots(&roots, &dir.path().join("revoked"));
     let identity = |machine: Option<&str>, verifier_roots: &Path| -> Result<String, Error> {
         let mut platform = TdPlatform::load(&file).unwrap();
         if let Some(name) = machine {
             platform = platform.for_machine(name);
         }
         let root = dir.path().join(format!("td-{}", machine.unwrap_or("platform")));
-        let config_td = TdConfig::new(DEFAULT_MRTD, TD_ATTRIBUTES);
-        let td = Arc::new(SimulatedTd::boot(Arc::new(platform), &root, &config_td).unwrap());
-        let _server = TdServer::start(&td).unwrap();
-        let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
-        config.tdx = TdxPaths::under(&root);
-        let issuer = NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap();
-        let nonce = random32();
-        let doc = issuer.issue(&nonce, b"user", &[]).unwrap();
+        let (doc, nonce) = attest_on(platform, &root);
         let v = validator(tdx_verifier(verifier_roots), Variant::QemuTdx, pinned());
         validate(&v, &doc, &nonce).map(|ok| ok.node_identity().unwrap().to_string())
     };
