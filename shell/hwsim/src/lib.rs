@@ -14,8 +14,10 @@
 //!
 //! Everything it writes for verifiers goes into one **test-root directory** (`attest_kds::test_roots` names
 //! the files): the test ARK and ASK/ASVK, ARK-signed CRLs, and the Google-like root. [`attack`] holds the
-//! clients of the SNP attacks run against a live join service (a replayed report; a node whose VCEK the
-//! join service's CRL revokes).
+//! clients of the attacks run against a live join service (a replayed SNP report; a node whose VCEK the
+//! join service's CRL revokes; a genuine node's evidence replayed for an earlier nonce or relayed under
+//! another key — the demo's replayed TD quote and REPORTDATA not binding the handshake; an attested node that
+//! asks for what is not its own).
 //!
 //! **May depend on:** everything an attester and a joining node use (engine, proto, attester with its
 //! `simulated-hardware` feature, aTLS, gRPC, the bootstrapper's ticket request), `attest-kds` for the
