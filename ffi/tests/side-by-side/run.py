@@ -9,7 +9,8 @@ random, empty). Each column reports its outcome — accepted / refused / malform
 exit 0 / 1 / 2 and the library's result code — and its result object (schema attest-result/1). The row
 passes when all columns give the row's expected outcome and failed check, C and Go the same result code,
 and every result object present the same schema, verifier, verdict, status, failed check, failure class
-and policy key.
+and policy key. Every result object of every column is then validated against
+schemas/result-v1.schema.json with the `jsonschema` library (from .venv; scripts/setup-python.sh).
 
     run.py --cli target/debug/attest --c DRIVER [--go DRIVER] [--testdata DIR]
 
@@ -334,6 +335,29 @@ def key_fields(result):
     return {k: result.get(k) for k in KEYS} | {f"failure.{k}": f.get(k) for k in FAILURE_KEYS}
 
 
+def validate(results, scratch):
+    """Validates every result object against the schema with `jsonschema` (.venv): a NOTICE without it,
+    a failure under CI=true."""
+    py = REPO / ".venv" / "bin" / "python"
+    ok = py.is_file() and subprocess.run([py, "-c", "import jsonschema"], capture_output=True).returncode == 0
+    if not ok:
+        if os.environ.get("CI") == "true":
+            sys.exit("side-by-side: no .venv with jsonschema (scripts/setup-python.sh); required under CI=true")
+        print("NOTICE: side-by-side: result objects not validated: no .venv with jsonschema (scripts/setup-python.sh)")
+        return []
+    files = []
+    for i, result in enumerate(results):
+        f = scratch / f"result-{i}.json"
+        f.write_text(json.dumps(result))
+        files.append(str(f))
+    p = subprocess.run(
+        [py, REPO / "schemas" / "validate_result.py", REPO / "schemas" / "result-v1.schema.json", *files],
+        capture_output=True,
+        text=True,
+    )
+    return [] if p.returncode == 0 else [f"result objects do not conform to the schema:\n{p.stderr}"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", required=True)
@@ -348,7 +372,7 @@ def main():
         print(f"NOTICE: side-by-side: skipped, testdata not found at {testdata} (set ATTEST_TESTDATA)")
         return
     columns = [("cli", None), ("c", a.c)] + ([("go", a.go)] if a.go else [])
-    wrong = []
+    wrong, results = [], []
     with tempfile.TemporaryDirectory(prefix="attest-side-by-side-") as scratch:
         inp = Inputs(testdata, Path(scratch))
         print(f"{'row':<60} {'expect':<10} " + " ".join(f"{c:<22}" for c, _ in columns))
@@ -398,12 +422,14 @@ def main():
             if EXIT.get(r["expect"]) is not None and r["expect"] != "misuse" and got["cli"][2] is None:
                 problems.append("cli: --json printed no result object")
             wrong += [f"{r['name']}: {p}" for p in problems]
+            results += [v[2] for v in got.values() if v[2] is not None]
+        wrong += validate(results, Path(scratch))
     if wrong:
         print("\nside-by-side: the CLI, C and Go disagree (or not as the table expects):", file=sys.stderr)
         for w in wrong:
             print("  " + w, file=sys.stderr)
         sys.exit(1)
-    print(f"side-by-side: {len(TABLE)} rows, {len(columns)} columns agree")
+    print(f"side-by-side: {len(TABLE)} rows, {len(columns)} columns agree ({len(results)} result objects)")
 
 
 if __name__ == "__main__":
