@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installable: `cargo install --path shell/cli` into a scratch root runs and prints its version and commit;
-# `cargo package` (with its verification build) succeeds for the crates meant for reuse. attest-ffi is not
-# packaged for crates.io (it depends on attest-trust and, through its service feature, on unpublished shell
-# crates; ffi/Cargo.toml says why): the C library installs from the tree (ffi/check-install.sh).
+# `cargo package` (with its verification build) succeeds for the crates meant for reuse: the engine,
+# measurements, proto, the validator factory and the C ABI (whose normal dependencies hold no HTTP client,
+# async runtime or service crate: checked below).
 #   scripts/check-packaging.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,8 +41,15 @@ while IFS= read -r cmd; do
 done < <(sed -e ':a' -e '/\\$/{N;s/\\\n//;ba' -e '}' <<<"$block")
 [ "$ran" -ge 3 ] || { echo "check-packaging: README's first report has $ran commands, expected 3" >&2; exit 1; }
 echo "check-packaging: README's first report ok ($ran commands)"
-cargo package --quiet --locked --allow-dirty -p attest-engine -p attest-measurements -p attest-proto
-for c in attest-engine attest-measurements attest-proto; do
+# The C library links the engine and the validator factory, never the services' side.
+service=$(cargo tree --locked -q -p attest-ffi -e normal --prefix none \
+  | grep -E '^(hyper|hyper-util|reqwest|tokio|clap|attest-(trust|kds|util|grpc|atls|attester)) ' | sort -u || true)
+[ -z "$service" ] || { echo "check-packaging: attest-ffi links service code:" >&2; echo "$service" >&2; exit 1; }
+crates=(attest-engine attest-measurements attest-proto attest-validators attest-ffi)
+args=()
+for c in "${crates[@]}"; do args+=(-p "$c"); done
+cargo package --quiet --locked --allow-dirty "${args[@]}"
+for c in "${crates[@]}"; do
   ls "target/package/$c-"*.crate >/dev/null
 done
-echo "check-packaging: cargo package ok (attest-engine, attest-measurements, attest-proto)"
+echo "check-packaging: cargo package ok (${crates[*]})"

@@ -64,7 +64,9 @@ step "ffi: make install + pkg-config, C program linked shared and static"
 ffi/check-install.sh
 step "ffi: Go module (cgo via pkg-config against the installed library, module mode, no module downloads)"
 ffi/go/test.sh
-step "installable: cargo install --path shell/cli (attest --version, README's first report), cargo package of engine, measurements, proto"
+step "side by side: one table of real, refused and malformed inputs through the CLI, C and Go (ffi/tests/side-by-side)"
+ffi/tests/side-by-side/run.sh
+step "installable: cargo install --path shell/cli (attest --version, README's first report), cargo package of engine, measurements, proto, validators, ffi"
 scripts/check-packaging.sh
 if [ -d benches/benches ]; then
   step "benchmark smoke run (each benchmark once)"

@@ -188,6 +188,18 @@ func bytesArg(b []byte) (*C.uint8_t, C.size_t) {
 	return (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b))
 }
 
+// noBytes backs evidenceArg's empty input.
+var noBytes [1]byte
+
+// evidenceArg passes evidence to C for one call: like bytesArg, but empty evidence is an empty input, never
+// NULL, so the library judges it (malformed, with its result object) as it judges every other input.
+func evidenceArg(b []byte) (*C.uint8_t, C.size_t) {
+	if len(b) == 0 {
+		return (*C.uint8_t)(unsafe.Pointer(&noBytes[0])), 0
+	}
+	return bytesArg(b)
+}
+
 // call runs f on the C verifier with the goroutine locked to its OS thread, so that the thread-local
 // detailed error read after a failure is this call's.
 func (v *Verifier) call(f func(p *C.attest_verifier) C.attest_result) error {
@@ -291,7 +303,7 @@ func (v *Verifier) VerifySNP(report, vcek []byte, opts ...SNPOption) (Verdict, e
 	for _, opt := range opts {
 		opt(&o)
 	}
-	rp, rn := bytesArg(report)
+	rp, rn := evidenceArg(report)
 	lp, ln := bytesArg(vcek)
 	cp, cn := bytesArg(o.chain)
 	dp, dn := bytesArg(o.reportData)
@@ -378,7 +390,7 @@ func (v *Verifier) VerifyTPMQuote(ak, attestBytes, signature []byte, format Sign
 		return Verdict{}, err
 	}
 	ap, an := bytesArg(ak)
-	tp, tn := bytesArg(attestBytes)
+	tp, tn := evidenceArg(attestBytes)
 	sp, sn := bytesArg(signature)
 	np, nn := bytesArg(nonce)
 	var out *C.attest_verdict
@@ -396,9 +408,9 @@ func (v *Verifier) VerifyAzureSNP(hclReport, vcek, attestBytes, signature []byte
 	if err != nil {
 		return Verdict{}, err
 	}
-	hp, hn := bytesArg(hclReport)
+	hp, hn := evidenceArg(hclReport)
 	vp, vn := bytesArg(vcek)
-	tp, tn := bytesArg(attestBytes)
+	tp, tn := evidenceArg(attestBytes)
 	sp, sn := bytesArg(signature)
 	np, nn := bytesArg(nonce)
 	var out *C.attest_verdict
@@ -415,7 +427,7 @@ func (v *Verifier) VerifyAzureSNP(hclReport, vcek, attestBytes, signature []byte
 func (v *Verifier) VerifyDocument(variant string, document, measurements, nonce []byte, t time.Time, opts ...VerifyOption) (Verdict, error) {
 	vb := []byte(variant)
 	vp, vn := bytesArg(vb)
-	dp, dn := bytesArg(document)
+	dp, dn := evidenceArg(document)
 	mp, mn := bytesArg(measurements)
 	np, nn := bytesArg(nonce)
 	var out *C.attest_verdict
@@ -436,7 +448,7 @@ func (v *Verifier) SetGCEPolicyJSON(policy []byte) error {
 // against Google's pinned EK/AK CA roots for nonce (the quotes' extraData; empty only with
 // AllowEmptyNonce) at time t (zero: now). The verdict's Instance names the VM.
 func (v *Verifier) VerifyGCE(attestation, nonce []byte, t time.Time, opts ...VerifyOption) (Verdict, error) {
-	ap, an := bytesArg(attestation)
+	ap, an := evidenceArg(attestation)
 	np, nn := bytesArg(nonce)
 	var out *C.attest_verdict
 	err := v.call(func(h *C.attest_verifier) C.attest_result {
@@ -453,9 +465,10 @@ func IgnoreUserData() VerifyOption {
 
 // VerifyAzureEvidence verifies Azure SNP vTPM evidence in trustee's JSON layouts (v0, v1, v2) for nonce
 // (the vTPM quote's extraData). userData is what v2 evidence's runtime user-data must hold (64 bytes; nil
-// for v0/v1, or with IgnoreUserData).
+// for v0/v1, or with IgnoreUserData; v2 evidence with neither is CodeInvalidParameter, before anything is
+// verified).
 func (v *Verifier) VerifyAzureEvidence(json, nonce, userData []byte, t time.Time, opts ...VerifyOption) (Verdict, error) {
-	jp, jn := bytesArg(json)
+	jp, jn := evidenceArg(json)
 	np, nn := bytesArg(nonce)
 	up, un := bytesArg(userData)
 	var out *C.attest_verdict
@@ -480,7 +493,7 @@ const (
 // VerifyTPMEvidence verifies a TPM quote in another tool's format by ak (SPKI DER/PEM, TPM2B_PUBLIC or
 // TPMT_PUBLIC; nil for TPMEvidenceTrusteeJSON, which carries it) with extraData = nonce.
 func (v *Verifier) VerifyTPMEvidence(format TPMEvidenceFormat, evidence, ak, nonce []byte, opts ...VerifyOption) (Verdict, error) {
-	ep, en := bytesArg(evidence)
+	ep, en := evidenceArg(evidence)
 	kp, kn := bytesArg(ak)
 	np, nn := bytesArg(nonce)
 	var out *C.attest_verdict

@@ -161,8 +161,9 @@ func TestVerifySNPRejections(t *testing.T) {
 	wantCode(t, err, CodeTrailingData)
 	_, err = v.VerifySNP(report, vcek, WithReportData(make([]byte, 32)), WithTime(t20250601))
 	wantCode(t, err, CodeMisuse)
+	// No report bytes are an empty report (malformed, as in the CLI and C), not a NULL parameter.
 	_, err = v.VerifySNP(nil, vcek)
-	wantCode(t, err, CodeNullParameter)
+	wantCode(t, err, CodeTruncated)
 	bad := append([]byte(nil), report...)
 	bad[0x50] ^= 1
 	_, err = v.VerifySNP(bad, vcek, WithTime(t20250601))

@@ -73,7 +73,7 @@ func (v *Verifier) SetTDXPolicyJSON(policy []byte) error {
 // and the TDX policy. reportData, when not nil, must be exactly 64 bytes and equal the quote's REPORTDATA;
 // t is the trusted time (zero: now).
 func (v *Verifier) VerifyTDQuote(quote, reportData []byte, t time.Time) (Verdict, error) {
-	qp, qn := bytesArg(quote)
+	qp, qn := evidenceArg(quote)
 	rp, rn := bytesArg(reportData)
 	var out *C.attest_verdict
 	err := v.call(func(h *C.attest_verifier) C.attest_result {

@@ -86,7 +86,7 @@ func TestVerifyTDQuote(t *testing.T) {
 	_, err = v.VerifyTDQuote(quote, nil, time.Date(2023, 7, 20, 0, 0, 0, 0, time.UTC))
 	wantCode(t, err, CodeCollateralExpired)
 	_, err = v.VerifyTDQuote(nil, nil, t20230701)
-	wantCode(t, err, CodeNullParameter)
+	wantCode(t, err, CodeTruncated)
 }
 
 func TestTDXRejections(t *testing.T) {

@@ -1511,9 +1511,10 @@ attest_result attest_verifier_verify_gce(const struct attest_verifier *verifier,
  * Verifies Azure SEV-SNP vTPM evidence in trustee's JSON layouts (`az-snp-vtpm` v0, v1, v2): as
  * `attest_verifier_verify_azure_snp` on the parts it carries, plus, for v2, the HCL runtime data's
  * `user-data`: `(user_data, 64)` is what it must hold; v2 evidence without it needs
- * `ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA` in `flags`. `nonce` is the vTPM quote's extraData (empty only
- * with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). Azure TDX evidence is `ATTEST_RESULT_INVALID_PARAMETER` (its TD
- * quote needs Intel's collateral). On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_AZURE_SNP`.
+ * `ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA` in `flags` (else `ATTEST_RESULT_INVALID_PARAMETER`, before
+ * anything is verified). `nonce` is the vTPM quote's extraData (empty only with
+ * `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). Azure TDX evidence is `ATTEST_RESULT_INVALID_PARAMETER` (its TD quote
+ * needs Intel's collateral). On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_AZURE_SNP`.
  */
 attest_result attest_verifier_verify_azure_evidence(const struct attest_verifier *verifier,
                                                     const uint8_t *json,

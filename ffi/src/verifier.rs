@@ -32,7 +32,7 @@ use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigS
 use attest_engine::variant::{AkBasis, PcrOutcome, StaticAkRegistry, Variant};
 use attest_engine::x509::pem::{certificates_from_pem_or_der, parse_pem};
 use attest_engine::{Error, LaunchPinning, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
-use attest_trust::{FactoryError, ValidatorFactory};
+use attest_validators::{FactoryError, ValidatorFactory};
 use serde_json::Map;
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
@@ -979,9 +979,10 @@ pub extern "C" fn attest_verifier_verify_gce(
 /// Verifies Azure SEV-SNP vTPM evidence in trustee's JSON layouts (`az-snp-vtpm` v0, v1, v2): as
 /// `attest_verifier_verify_azure_snp` on the parts it carries, plus, for v2, the HCL runtime data's
 /// `user-data`: `(user_data, 64)` is what it must hold; v2 evidence without it needs
-/// `ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA` in `flags`. `nonce` is the vTPM quote's extraData (empty only
-/// with `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). Azure TDX evidence is `ATTEST_RESULT_INVALID_PARAMETER` (its TD
-/// quote needs Intel's collateral). On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_AZURE_SNP`.
+/// `ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA` in `flags` (else `ATTEST_RESULT_INVALID_PARAMETER`, before
+/// anything is verified). `nonce` is the vTPM quote's extraData (empty only with
+/// `ATTEST_VERIFY_ALLOW_EMPTY_NONCE`). Azure TDX evidence is `ATTEST_RESULT_INVALID_PARAMETER` (its TD quote
+/// needs Intel's collateral). On success `*out` holds a verdict of kind `ATTEST_EVIDENCE_KIND_AZURE_SNP`.
 #[unsafe(no_mangle)]
 #[allow(unsafe_code)] // exported symbol; see handle.rs. No unsafe code in the body.
 #[allow(clippy::too_many_arguments)]
@@ -1015,6 +1016,14 @@ pub extern "C" fn attest_verifier_verify_azure_evidence(
         let want = match expected {
             Some(u) => UserData::Exactly(u),
             None if flags & ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA != 0 => UserData::DangerousIgnore,
+            // Asked before anything is verified, as the CLI does (`--user-data`): a usage error, not a refusal.
+            None if ev.version >= 2 => {
+                return Err(misuse(&format!(
+                    "v{} evidence binds its REPORT_DATA in the HCL runtime data's user-data: pass the 64 expected \
+                     bytes as user_data, or ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA in flags to skip that check",
+                    ev.version
+                )));
+            }
             None => UserData::NotRequired,
         };
         let pcrs = ev.quote.pcr_values()?;

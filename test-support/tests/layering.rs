@@ -27,13 +27,14 @@ const LAYERS: &[&[&str]] = &[
     &["attest-test-support"],
     // Wire contracts and expected values over the engine's types; reference values computed from images.
     &["attest-proto", "attest-measurements", "attest-reference"],
-    // gRPC (knows no attestation); certificate supply; Kubernetes client.
-    &["attest-grpc", "attest-kds", "attest-k8s"],
+    // gRPC (knows no attestation); certificate supply; Kubernetes client; the validator factory (sans-IO,
+    // over measurements: what the C ABI links instead of the trust layer).
+    &["attest-grpc", "attest-kds", "attest-k8s", "attest-validators"],
     // Attested TLS; the verifier side of AK trust; the key service; the verifier's trust inputs (signed
     // measurements, CRLs, launch pinning, waivers) shared by the services and the CLI.
     &["attest-atls", "attest-registration", "attest-keyservice", "attest-trust"],
     // The attester side (TPM, issuers): implements aTLS's issuer trait. The C ABI (over the engine and the
-    // trust layer's validator factory, built without its service part).
+    // validator factory; no service code).
     &["attest-attester", "attest-ffi"],
     // The node: bootstrapper (attests).
     &["attest-bootstrapper"],

@@ -115,6 +115,39 @@ static void azure_json(void) {
              ATTEST_RESULT_PCR_DIGEST_MISMATCH);
   }
   free(json);
+  /* v2 evidence (no real vector: v1 with its unsigned envelope's version set to 2, which the parser accepts
+   * and nothing signs) without user_data: a usage error before anything is verified, naming the parameter
+   * and the flag; with the waiver it verifies (user_data waived); with 64 other bytes it is refused. */
+  json = read_vector("trustee-az-snp-vtpm/evidence-v1.json", &len);
+  char *version = memmem(json, len, "\"version\": 1,", 13);
+  CHECK(version != NULL);
+  if (version) {
+    version[11] = '2';
+    CHECK_RC(v, attest_verifier_verify_azure_evidence(v, json, len, (const uint8_t *)"challenge", 9, NULL, 0,
+                                                      T_2025_06_01, 0, &vd),
+             ATTEST_RESULT_INVALID_PARAMETER);
+    char msg[1024];
+    size_t n = 0;
+    CHECK(attest_verifier_last_error(v, msg, sizeof msg, &n) == ATTEST_RESULT_OK);
+    CHECK(memmem(msg, n, "v2 evidence", 11) && memmem(msg, n, "user_data", 9) &&
+          memmem(msg, n, "ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA", 40));
+    CHECK(!memmem(msg, n, "::", 2) && !memmem(msg, n, "UserData", 8));
+    CHECK(attest_verifier_last_result_json(v, msg, sizeof msg, &n) == ATTEST_RESULT_OK && n == 0);
+    CHECK_RC(v, attest_verifier_verify_azure_evidence(v, json, len, (const uint8_t *)"challenge", 9, NULL, 0,
+                                                      T_2025_06_01, ATTEST_VERIFY_DANGEROUS_IGNORE_USER_DATA, &vd),
+             ATTEST_RESULT_OK);
+    if (vd) {
+      CHECK(outcome_of(vd, "user_data") == ATTEST_OUTCOME_WAIVED);
+      attest_verdict_free(vd);
+      vd = NULL;
+    }
+    uint8_t other[64];
+    memset(other, 0x11, sizeof other);
+    CHECK_RC(v, attest_verifier_verify_azure_evidence(v, json, len, (const uint8_t *)"challenge", 9, other, 64,
+                                                      T_2025_06_01, 0, &vd),
+             ATTEST_RESULT_RUNTIME_USER_DATA_MISMATCH);
+  }
+  free(json);
   /* Azure TDX evidence is not SNP evidence. */
   json = read_vector("trustee-az-tdx-vtpm/evidence-v1.json", &len);
   CHECK_RC(v, attest_verifier_verify_azure_evidence(v, json, len, (const uint8_t *)"challenge", 9, NULL, 0,

@@ -71,13 +71,22 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let nonce = a.nonce.bytes()?;
     let (ev, what, source) = match (&a.evidence, &a.hcl_report, &a.vcek, &a.quote.quote) {
         (Some(path), ..) => {
-            let ev = AzureVtpmEvidence::from_json(&input::read_file(path, "--evidence")?)
-                .map_err(|e| UsageError::new(format!("--evidence {}: {e}", path.display())))?;
+            let source = format!("--evidence {}", path.display());
+            let ev = match AzureVtpmEvidence::from_json(&input::read_file(path, "--evidence")?) {
+                Ok(ev) => ev,
+                // Not trustee's evidence: a malformed result (exit 2), as the C library reports it.
+                Err(e) => {
+                    let mut subject = Subject::new("azure", "azure-sev-snp-vtpm", "Azure SNP vTPM evidence", source);
+                    subject.structure_check = "evidence_structure";
+                    return output.report(&subject, Err(e.into()), nonce.as_deref());
+                }
+            };
             let what = format!("Azure SNP vTPM evidence (trustee v{})", ev.version);
-            (ev, what, format!("--evidence {}", path.display()))
+            (ev, what, source)
         }
         (None, Some(hcl), Some(vcek), Some(quote)) => {
-            let (quote, form) = a.quote.read(quote)?;
+            let (quote, form) =
+                a.quote.read(quote)?.map_err(|e| UsageError::new(format!("--quote {}: {e}", quote.display())))?;
             let vcek = input::read_certificates(vcek, "--vcek")?
                 .into_iter()
                 .next()

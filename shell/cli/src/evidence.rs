@@ -179,6 +179,10 @@ impl Subject {
     }
 }
 
+/// The fact (`input.format_error`) naming why the CLI recognized none of an input's forms; the engine's
+/// verdict on the bytes as given is then the result, and a text rejection prints this reason too.
+pub const FORMAT_ERROR: &str = "format_error";
+
 /// A refused verification: the error and the checks the verifier recorded before it stopped.
 #[derive(Debug)]
 pub struct Rejection {
@@ -260,6 +264,9 @@ fn rejection_text(subject: &Subject, appraisal: &Appraisal) -> String {
     let Some(f) = &appraisal.failure else { return String::new() };
     let head = if f.class == ErrorClass::Refused { "REJECTED" } else { "MALFORMED" };
     let mut s = format!("{head}: {} {}: {}\n", subject.what, subject.input, f.reason);
+    if let Some(Value::String(e)) = subject.facts.get(FORMAT_ERROR) {
+        let _ = writeln!(s, "  input:        {e}");
+    }
     let _ = writeln!(s, "  failed check: {}", f.check);
     if let Some(key) = f.policy_key {
         let _ =

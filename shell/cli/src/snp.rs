@@ -6,7 +6,7 @@
 //! only the engine call (parsing, chain, signature and policy), not file I/O. `chain` and `show` print
 //! their own JSON (`chain`: `{"accepted": …}`; `show`: the unverified fields).
 
-use super::evidence::{Rejection, Subject, print_value};
+use super::evidence::{FORMAT_ERROR, Rejection, Subject, print_value};
 use super::input::{self, ProductArg, ReportInput};
 use super::{Status, UsageError};
 use attest_engine::ear::{Appraisal, CheckOutcome};
@@ -175,8 +175,11 @@ fn read_chain(vcek: &Path, chain: Option<&Path>) -> Result<LeafAndChain, UsageEr
 }
 
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
-    // Everything that can be a usage error is resolved before the engine runs.
-    let report = input::read_report(&a.report)?;
+    // Everything that can be a usage error is resolved before the engine runs. Bytes that are none of the
+    // report forms go to the engine as they are (as the C library gets them): its verdict, malformed with the
+    // failed check, is the result in every output format, and the CLI's reason stays in `input`.
+    let raw = input::read_file(&a.report, "REPORT")?;
+    let report = input::detect_report(raw.clone()).map_err(|e| (raw, e));
     let (leaf, intermediate, root) = read_chain(&a.certs.vcek, a.certs.chain.as_deref())?;
     let policy = load_policy(a.policy.as_deref())?;
     let report_data = a.report_data.as_deref().map(input::parse_report_data).transpose()?;
@@ -197,11 +200,20 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let mut subject = Subject::new("snp", "sev-snp", "SEV-SNP report", format!("REPORT {}", a.report.display()));
     subject.structure_check = Check::ReportStructure.name();
     subject.policy_example = Some("examples/policies/snp.toml");
-    subject.facts.insert("format".into(), report.container.id().into());
-    subject.facts.insert("encoding".into(), report.encoding.id().into());
+    let bytes = match &report {
+        Ok(r) => {
+            subject.facts.insert("format".into(), r.container.id().into());
+            subject.facts.insert("encoding".into(), r.encoding.id().into());
+            r.data()
+        }
+        Err((raw, e)) => {
+            subject.facts.insert(FORMAT_ERROR.into(), e.as_str().into());
+            raw.as_slice()
+        }
+    };
     let start = Instant::now();
     let mut verdict = Verdict::default();
-    let result = match SnpEvidence::parse(report.data()) {
+    let result = match SnpEvidence::parse(bytes) {
         Ok(ev) => ev.verify(&verifier, &req, &policy, &mut verdict).map(|ok| {
             let mut a = Appraisal::from_snp(&ok);
             if ev.hcl().is_some() {
@@ -214,7 +226,8 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let us = micros(start);
     subject.facts.insert("micros".into(), us.into());
     if a.verbose && !a.output.is_json() {
-        eprintln!("input: {} ({})", a.report.display(), report.describe());
+        let described = report.as_ref().map_or_else(|(_, e)| format!("not recognized: {e}"), ReportInput::describe);
+        eprintln!("input: {} ({described})", a.report.display());
         eprintln!(
             "certificates: leaf from {}, intermediate {}, root {}",
             a.certs.vcek.display(),

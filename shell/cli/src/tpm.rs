@@ -75,7 +75,7 @@ pub struct QuoteFiles {
 impl QuoteFiles {
     /// Reads the quote at `quote` (this struct's `--quote`, once the caller has required it) with the
     /// `--signature` and `--pcrs` given ([`read_quote`]).
-    pub(crate) fn read(&self, quote: &Path) -> Result<(TpmQuoteParts, &'static str), UsageError> {
+    pub(crate) fn read(&self, quote: &Path) -> Result<Parsed<(TpmQuoteParts, &'static str)>, UsageError> {
         read_quote(quote, self.signature.as_deref(), self.pcrs.as_deref())
     }
 }
@@ -106,13 +106,30 @@ fn bad(path: &Path, what: &str, e: impl std::fmt::Display) -> UsageError {
     UsageError::new(format!("{what} {}: {e}", path.display()))
 }
 
+/// Evidence read from a file the user gave: its parsed form, or the engine's reason it is not that
+/// structure (reported as a malformed result, exit 2, in every output format, as the C library reports it).
+pub(crate) type Parsed<T> = Result<T, attest_engine::Error>;
+
+/// The subject of `attest tpm verify` for a quote of form `what` from `input`.
+fn quote_subject(what: &str, input: String) -> Subject {
+    let mut subject = Subject::new("tpm", "tpm-quote", format!("TPM quote ({what})"), input);
+    subject.structure_check = "quote_structure";
+    subject
+}
+
 fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
     let output = a.output.resolve()?;
     let nonce = a.nonce.bytes()?;
     let (ak, parts, what, input) = if let Some(path) = &a.evidence {
-        let ev =
-            TrusteeTpmEvidence::from_json(&read_file(path, "--evidence")?).map_err(|e| bad(path, "--evidence", e))?;
-        (Ak::Key(ev.ak), ev.quote, "trustee TPM evidence", format!("--evidence {}", path.display()))
+        let input = format!("--evidence {}", path.display());
+        let ev = match TrusteeTpmEvidence::from_json(&read_file(path, "--evidence")?) {
+            Ok(ev) => ev,
+            Err(e) => {
+                let subject = quote_subject("trustee TPM evidence", input);
+                return output.report(&subject, Err(e.into()), nonce.as_deref());
+            }
+        };
+        (Ak::Key(ev.ak), ev.quote, "trustee TPM evidence", input)
     } else {
         let ak = match (&a.ak, &a.ak_from_hcl) {
             (Some(p), _) => Ak::Key(AkKey::parse(&read_file(p, "--ak")?).map_err(|e| bad(p, "--ak", e))?),
@@ -120,11 +137,16 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             (None, None) => return Err(UsageError::new("give --evidence, or --ak (or --ak-from-hcl) and --quote")),
         };
         let quote = a.quote.quote.as_deref().ok_or_else(|| UsageError::new("--quote is required with --ak"))?;
-        let (parts, what) = a.quote.read(quote)?;
-        (ak, parts, what, format!("--quote {}", quote.display()))
+        let input = format!("--quote {}", quote.display());
+        let (parts, what) = match a.quote.read(quote)? {
+            Ok(read) => read,
+            Err(e) => {
+                return output.report(&quote_subject("unrecognized form", input), Err(e.into()), nonce.as_deref());
+            }
+        };
+        (ak, parts, what, input)
     };
-    let mut subject = Subject::new("tpm", "tpm-quote", format!("TPM quote ({what})"), input);
-    subject.structure_check = "quote_structure";
+    let mut subject = quote_subject(what, input);
     subject.facts.insert(
         "ak".into(),
         json!(match &ak {
@@ -163,7 +185,7 @@ fn read_quote(
     path: &Path,
     signature: Option<&Path>,
     pcrs: Option<&Path>,
-) -> Result<(TpmQuoteParts, &'static str), UsageError> {
+) -> Result<Parsed<(TpmQuoteParts, &'static str)>, UsageError> {
     let bytes = read_file(path, "--quote")?;
     let raw_attest = bytes.starts_with(&attest_engine::tpm::attest::TPM_GENERATED_VALUE.to_be_bytes());
     if !raw_attest && (signature.is_some() || pcrs.is_some()) {
@@ -176,20 +198,19 @@ fn read_quote(
         let sig = read_file(sig_path, "--signature")?;
         let values = read_pcrs(pcr_path)?;
         let tpmt = TpmSignature::parse(&sig).is_ok();
-        let mut parts =
-            TpmQuoteParts::new(bytes, sig, HashAlgorithm::Sha256, values).map_err(|e| bad(path, "--quote", e))?;
-        if !tpmt {
-            parts.raw_rsa = Some(SigScheme::RsaSsa(HashAlgorithm::Sha256));
-        }
-        return Ok((parts, if tpmt { "TPMS_ATTEST + TPMT_SIGNATURE" } else { "TPMS_ATTEST + RSA signature" }));
+        let form = if tpmt { "TPMS_ATTEST + TPMT_SIGNATURE" } else { "TPMS_ATTEST + RSA signature" };
+        return Ok(TpmQuoteParts::new(bytes, sig, HashAlgorithm::Sha256, values).map(|mut parts| {
+            if !tpmt {
+                parts.raw_rsa = Some(SigScheme::RsaSsa(HashAlgorithm::Sha256));
+            }
+            (parts, form)
+        }));
     }
     if bytes.trim_ascii_start().starts_with(b"{") {
-        return HexQuote::from_json(&bytes).map(|p| (p, "trustee hex JSON")).map_err(|e| bad(path, "--quote", e));
+        return Ok(HexQuote::from_json(&bytes).map(|p| (p, "trustee hex JSON")));
     }
-    AzureQuoteBin::parse(&bytes)
-        .and_then(|q| q.to_parts())
-        .map(|p| (p, "az-cvm-vtpm bincode"))
-        .map_err(|e| bad(path, "--quote (not TPMS_ATTEST, hex JSON or az-cvm-vtpm bincode)", e))
+    // Anything else is read as az-cvm-vtpm bincode, the C library's ATTEST_TPM_EVIDENCE_AZ_CVM_VTPM_BINCODE.
+    Ok(AzureQuoteBin::parse(&bytes).and_then(|q| q.to_parts()).map(|p| (p, "az-cvm-vtpm bincode")))
 }
 
 /// SHA-256 PCR values: a JSON array (PCR 0 first) or object, or raw concatenated 32-byte values.

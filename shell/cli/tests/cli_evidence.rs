@@ -332,3 +332,38 @@ fn usage_errors_exit_2() {
         assert_eq!(r.code, 2, "{c:?}: {r:?}");
     }
 }
+
+/// Azure evidence of version 2 binds its REPORT_DATA in the runtime data's user-data. There is no real v2
+/// vector: the v1 one with its envelope's `version` set to 2 is one (the parser accepts versions 1 and 2 and
+/// nothing signs the envelope; the CLI asks for the user-data right after parsing, before any signature).
+#[test]
+fn azure_v2_evidence_without_user_data_is_a_usage_error_naming_the_flags() {
+    let Some(testdata) = common::testdata() else { return };
+    let mut v2: Value =
+        serde_json::from_slice(&std::fs::read(testdata.join("trustee-az-snp-vtpm/evidence-v1.json")).unwrap()).unwrap();
+    assert_eq!(v2["version"], 1);
+    v2["version"] = 2.into();
+    let file = scratch("evidence-v2.json");
+    std::fs::write(&file, serde_json::to_vec(&v2).unwrap()).unwrap();
+    let path = file.display().to_string();
+    let verify = |extra: &[&str]| {
+        let mut a = vec!["azure", "verify", "--evidence", &path, "--nonce-text", "challenge", "--at", "2025-06-01"];
+        a.extend_from_slice(extra);
+        attest(Path::new("."), &a)
+    };
+    for extra in [&[][..], &["--json"]] {
+        let r = verify(extra);
+        assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{r:?}");
+        for needle in ["v2 evidence", "--user-data", "--dangerous-ignore-user-data", &path] {
+            assert!(r.stderr.contains(needle), "{needle}: {r:?}");
+        }
+        assert!(!r.stderr.contains("::") && !r.stderr.contains("UserData"), "no Rust names: {r:?}");
+    }
+    // The waiver verifies it (the user-data unchecked, said so); other user-data is a refusal.
+    let r = verify(&["--dangerous-ignore-user-data", "--json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("not checked (DANGEROUS waiver)"), "{r:?}");
+    let r = verify(&["--user-data", &"11".repeat(64)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let _ = std::fs::remove_file(file);
+}

@@ -312,16 +312,30 @@ fn usage_errors_exit_2() {
     let e = verify("@go-sev-guest/attestation.bin", &["--policy", &missing]);
     assert!(e.contains("--policy"), "{e}");
 
+    // A report in none of the forms: the engine judges the bytes as given (as the C library does), so even
+    // `--json` gets a result object, malformed (exit 2), with the CLI's reason in `input.format_error`.
+    let malformed = |report: &str| {
+        let run = attest(&dir, &["snp", "verify", report, "--vcek", "@go-sev-guest/vcek.testcer", "--json"]);
+        assert_eq!(run.code, 2, "{run:?}");
+        let v = run.json();
+        assert_eq!((&v["failure"]["class"], &v["failure"]["check"]), (&"malformed".into(), &"report_structure".into()));
+        v["input"]["format_error"].as_str().unwrap().to_owned()
+    };
     let garbage = scratch("garbage.bin");
     std::fs::write(&garbage, [0xA5u8; 1000]).unwrap();
-    let e = verify(garbage.to_str().unwrap(), &[]);
+    let e = malformed(garbage.to_str().unwrap());
     assert!(e.contains("not a recognized report format"), "{e}");
     let text = scratch("garbage.txt");
     std::fs::write(&text, "this is not a report!\n").unwrap();
-    let e = verify(text.to_str().unwrap(), &[]);
+    let e = malformed(text.to_str().unwrap());
     assert!(e.contains("neither hex nor base64"), "{e}");
     let tdx = "@azure-cvm-tooling/hcl-report-tdx.bin";
-    assert!(verify(tdx, &[]).contains("TDX"));
+    assert!(malformed(tdx).contains("TDX"));
+    // In text, the engine's reason and the CLI's.
+    let run = attest(&dir, &["snp", "verify", garbage.to_str().unwrap(), "--vcek", "@go-sev-guest/vcek.testcer"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.starts_with("MALFORMED: SEV-SNP report REPORT "), "{run:?}");
+    assert!(run.stderr.contains("input:        1000 bytes: not a recognized report format"), "{run:?}");
     // A certificate file that is neither PEM nor DER.
     let run = attest(&dir, &["snp", "verify", "@go-sev-guest/attestation.bin", "--vcek", text.to_str().unwrap()]);
     assert_eq!(run.code, 2, "{run:?}");

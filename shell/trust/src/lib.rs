@@ -3,11 +3,12 @@
 //! The verifier's trust inputs, one way for every consumer: the join service, the bootstrapper (verifying
 //! the join service it joins through), `attest init` / `attest verify` and the C ABI.
 //!
-//! **May depend on:** `attest-engine`, `attest-measurements`; with the feature `service` (default) also
+//! **May depend on:** `attest-engine`, `attest-measurements`, `attest-validators` (the validator factory,
+//! re-exported here); with the feature `service` (default) also
 //! `attest-kds` (CRL and TDX collateral supply), `attest-util` (atomic files), clap (the shared flags), tokio, tracing, base64 and hex. **Must not depend on:** gRPC, aTLS,
 //! any service or the attester side: it decides what a verifier trusts, never how it talks. Without
-//! `service` (the C ABI's build) it is the [`ValidatorFactory`] and the signed measurements only: no HTTP
-//! client, no async runtime.
+//! `service` it is the [`ValidatorFactory`] and the signed measurements only: no HTTP client, no async
+//! runtime.
 //!
 //! | input | default | refused at start | waiver (logged, in every verdict) |
 //! |---|---|---|---|
@@ -20,8 +21,8 @@
 //! node owns which disk and name, who is in the control plane, the measurements version accepted — the join
 //! service's state) and operator-signed one-time control-plane admissions (`admission`).
 //!
-//! [`ValidatorFactory`] builds the engine's validator of any variant from these inputs — the one place every
-//! consumer gets its validators from. `TrustArgs` are the flags; `Trust` is what a running consumer holds and
+//! [`ValidatorFactory`] (from `attest-validators`, where the C ABI takes it from too) builds the engine's
+//! validator of any variant from these inputs — the one place every consumer gets its validators from. `TrustArgs` are the flags; `Trust` is what a running consumer holds and
 //! reports (`Trust::waivers`, `Trust::to_json`); `variant_arg` gives clap the variant names, generated
 //! from the engine's variant table.
 
@@ -32,7 +33,6 @@ pub mod admission;
 #[cfg(feature = "service")]
 mod args;
 mod error;
-mod factory;
 pub mod measurements;
 #[cfg(feature = "service")]
 pub mod membership;
@@ -45,8 +45,8 @@ pub mod variant_arg;
 
 #[cfg(feature = "service")]
 pub use args::{TrustArgs, crl_wanted};
+pub use attest_validators::{Expected, FactoryError, ValidatorFactory};
 pub use error::TrustError;
-pub use factory::{Expected, FactoryError, ValidatorFactory};
 pub use measurements::{LoadedMeasurements, MeasurementsTrust, SignatureState};
 #[cfg(feature = "service")]
 pub use membership::{ClusterState, JoinClaim, NodeRecord, Refusal, StateError};

@@ -1,4 +1,16 @@
-//! The one validator factory ([`ValidatorFactory`]).
+//! # attest-validators
+//!
+//! The one validator factory ([`ValidatorFactory`]): the engine's [`Validator`] of any attestation variant,
+//! built from a measurements document and the operator's policies — the same way for the join service, the
+//! bootstrapper, the `attest` CLI (all through `attest-trust`, which re-exports it) and the C ABI.
+//!
+//! **May depend on:** `attest-engine`, `attest-measurements`. **Must not depend on:** any shell crate, an
+//! HTTP client, an async runtime or a command-line parser: it is sans-IO (it reads no file and keeps no
+//! state), so the C library and other embedders can link it without the services. Where trust inputs come
+//! from (signed measurements files, CRLs kept current, launch pinning checked at start, waivers) is
+//! `attest-trust`'s business.
+
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::sync::Arc;
