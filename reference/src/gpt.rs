@@ -70,7 +70,7 @@ pub fn event_data(disk: &[u8]) -> Result<Vec<u8>, Error> {
             found: u64::from(count),
         });
     }
-    if entry_len < 128 || entry_len > MAX_PARTITION_ENTRY_LEN || !entry_len.is_power_of_two() {
+    if !(128..=MAX_PARTITION_ENTRY_LEN).contains(&entry_len) || !entry_len.is_power_of_two() {
         return Err(bad("SizeOfPartitionEntry is not 128 × 2ⁿ (at most 4096)"));
     }
     let offset = entry_lba.checked_mul(BLOCK_SIZE).ok_or(bad("PartitionEntryLBA beyond any disk"))?;
