@@ -216,21 +216,42 @@ fn event_type_name(t: u32) -> &'static str {
 /// Largest number of ESP files of one kind read (the reference crate's limit).
 const MAX_ESP_FILES: usize = attest_reference::cpio::MAX_ESP_FILES;
 
+/// Bytes read from the start of a disk image for its GPT (the header at LBA 1, the entry array normally at
+/// LBA 2; a table beyond this is reported as truncated).
+const MAX_DISK_READ: u64 = 1 << 20;
+
+/// The first [`MAX_DISK_READ`] bytes of a raw disk image (any size: only its GPT is read).
+fn read_disk_start(path: &Path) -> Result<Vec<u8>, UsageError> {
+    use std::io::Read as _;
+    let err = |e: std::io::Error| UsageError::new(format!("cannot read disk image {}: {e}", path.display()));
+    let mut start = Vec::new();
+    std::fs::File::open(path).map_err(err)?.take(MAX_DISK_READ).read_to_end(&mut start).map_err(err)?;
+    Ok(start)
+}
+
+/// Most bytes of ESP files of one kind read together (as one image: the stub puts them in one archive).
+const MAX_ESP_FILES_SIZE: u64 = MAX_IMAGE_FILE_SIZE;
+
 /// Reads ESP files given on the command line: (file name, contents).
 fn read_esp_files(paths: &[PathBuf], what: &str) -> Result<Vec<(String, Vec<u8>)>, UsageError> {
     if paths.len() > MAX_ESP_FILES {
         return Err(UsageError::new(format!("more than {MAX_ESP_FILES} {what} files")));
     }
-    paths
-        .iter()
-        .map(|p| {
-            let name = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .ok_or_else(|| UsageError::new(format!("{what} {}: no UTF-8 file name", p.display())))?;
-            Ok((name.to_owned(), read_image(p, what)?))
-        })
-        .collect()
+    let mut total = 0u64;
+    let mut files = Vec::with_capacity(paths.len());
+    for p in paths {
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| UsageError::new(format!("{what} {}: no UTF-8 file name", p.display())))?;
+        let data = read_image(p, what)?;
+        total += data.len() as u64;
+        if total > MAX_ESP_FILES_SIZE {
+            return Err(UsageError::new(format!("{what} files: more than {MAX_ESP_FILES_SIZE} bytes together")));
+        }
+        files.push((name.to_owned(), data));
+    }
+    Ok(files)
 }
 
 fn esp_files(files: &[(String, Vec<u8>)]) -> Vec<EspFile<'_>> {
@@ -315,7 +336,7 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
                "credentials": file_names(&a.credentials), "globalCredentials": file_names(&a.global_credentials),
                "sysexts": file_names(&a.sysexts)});
         if td_registers(&a.variant) {
-            let disk = a.disk.as_ref().map(|d| read_image(d, "disk image")).transpose()?;
+            let disk = a.disk.as_ref().map(|d| read_disk_start(d)).transpose()?;
             let prediction = tdx::predict_rtmrs(provider, &uki, &config, disk.as_deref()).map_err(bad(path))?;
             for rtmr in tdx::PREDICTED_RTMRS {
                 put(&mut map, u32::from(tdx::cc_index(rtmr)), &prediction.rtmr(provider, rtmr))?;
