@@ -47,7 +47,10 @@
 //! predicted here, digest for digest, in the same order around the boot applications, and the predicted log
 //! replays through the engine's CCEL replay to the predicted values. That TD booted shim and GRUB, not a
 //! UKI; no real TD boot of a known UKI was available, so the UKI's own events are checked only as PCR 4's
-//! are (against a real vTPM boot) and the RTMR values are offered as computed.
+//! are (against a real vTPM boot) and the RTMR values are offered as computed. A second, newer OVMF log
+//! (trustee's sample, a direct kernel boot) shows the limits: that build logs RTMR1's separator into RTMR0,
+//! so RTMR1 depends on the TDVF build (the GCE build's behaviour is modelled), and its kernel (≥ 6.9) logs
+//! the PCR 9 events (same data) into RTMR2 — refused here, not guessed.
 
 use crate::boot::{self, BootConfig, Event, event_type};
 use crate::error::Error;

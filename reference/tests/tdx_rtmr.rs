@@ -3,7 +3,8 @@
 //! exit-boot-services actions — are predicted digest for digest and data for data (the disk rebuilt from
 //! the GPT the TD measured), in the same order around the boot applications; the predicted CC log replays
 //! through the engine's CCEL replay to the predicted RTMRs. That TD booted shim and GRUB, so its
-//! applications' hashes are not ours to compare: no real TD boot of a known UKI was available.
+//! applications' hashes are not ours to compare: no real TD boot of a known UKI was available. A newer
+//! OVMF's log (trustee's sample) shows what is not modelled.
 
 use attest_engine::crypto::default_provider;
 use attest_engine::tdx::ccel::{self, CcelTable};
@@ -98,4 +99,45 @@ fn firmware_events_and_structure_match_a_real_td_ccel() {
     ] {
         assert!(matches!(tdx::predict_rtmrs(p, &u, &refused, None), Err(Error::Unsupported { .. })));
     }
+}
+
+/// A newer OVMF's CC event log (trustee's sample: a direct kernel boot, no quote to replay against) shows
+/// what is not modelled, so that it stays refused or documented rather than guessed: its kernel (6.9 or
+/// later) measures its command line and initrd into RTMR2 as the very tagged events a kernel logs into
+/// PCR 9 with a TPM (same event data as predicted for PCR 9), and this firmware build logs RTMR1's
+/// separator into RTMR0 instead — RTMR1's separator depends on the TDVF build. Its exit-boot-services
+/// events are the predicted ones.
+#[test]
+fn a_newer_ovmf_log_shows_what_is_not_modelled() {
+    let Some(dir) = testdata::dir() else { return };
+    let Some(assets) = uki::assets() else { return };
+    let p = default_provider();
+    let area = testdata::read(&dir, "trustee-tdx/CCEL_data_ovmf");
+    let len = ccel::replay(p, &area).unwrap().log_len;
+    let mut as_tcg = area[..len].to_vec();
+    assert_eq!(as_tcg[0], 1, "TDVF writes the header at index 1");
+    as_tcg[0] = 0;
+    let log = EventLog::parse(&as_tcg).unwrap();
+    let of = |index: u8| -> Vec<(u32, Vec<u8>, Vec<u8>)> {
+        log.events()
+            .filter(|e| e.pcr_index() == u32::from(index) && e.is_extended())
+            .map(|e| (e.event_type().0, e.digest(AlgorithmId::SHA384).unwrap().to_vec(), e.data().to_vec()))
+            .collect()
+    };
+    let kernel = std::fs::read(&assets.kernel).unwrap();
+    let image =
+        uki::objcopy_uki(&assets.stub, &[(".cmdline", b"console=ttyS0"), (".linux", &kernel), (".initrd", b"x")]);
+    let u = Uki::parse(&image, None).unwrap();
+    let boot = attest_reference::boot::predict(p, &u, &BootConfig::default()).unwrap();
+    let pcr9: Vec<(u32, Vec<u8>)> =
+        boot.events.iter().filter(|e| e.pcr == 9).map(|e| (e.event_type, e.data.clone())).collect();
+    let rtmr2: Vec<(u32, Vec<u8>)> = of(cc_index(2)).into_iter().map(|e| (e.0, e.2)).collect();
+    assert_eq!(rtmr2, pcr9, "the kernel's tagged events in RTMR2 are PCR 9's");
+    let rtmr1 = of(cc_index(1));
+    assert!(rtmr1.iter().all(|e| e.0 != event_type::SEPARATOR), "no separator in this build's RTMR1");
+    let predicted = tdx::predict_rtmrs(p, &u, &BootConfig::default(), None).unwrap();
+    let tail = |events: &[(u32, Vec<u8>, Vec<u8>)]| events[events.len() - 2..].to_vec();
+    let ours: Vec<(u32, Vec<u8>, Vec<u8>)> =
+        predicted.events.iter().map(|e| (e.event_type, e.digests[0].as_bytes().to_vec(), e.data.clone())).collect();
+    assert_eq!(tail(&rtmr1), tail(&ours), "the exit-boot-services events");
 }
