@@ -10,7 +10,12 @@
 //!   follows PCR 9) and 11 (the .cmdline section) — and its prediction matches its boot too;
 //! * the first UKI booted through Debian's systemd-boot 252 (found as a type-2 entry in \EFI\Linux, so
 //!   started with its own .cmdline as load options): PCR 4 gains systemd-boot's Authenticode hash and PCR 12
-//!   the options, measured by systemd-boot and again by the stub — predicted with `--boot-loader`.
+//!   the options, measured by systemd-boot and again by the stub — predicted with `--boot-loader`. That UKI
+//!   also carries a `.pcrpkey` section (PCR 11, and appended to the initrd as a cpio), and its ESP holds two
+//!   credentials in the UKI's drop-in directory (`\EFI\Linux\uki.efi.extra.d\*.cred`), one
+//!   in `\loader\credentials` and a system extension image (`*.raw`): the stub measures their cpio
+//!   archives into PCR 12 and PCR 13 and appends them to the initrd (PCR 9) — predicted with
+//!   `--credential`, `--global-credential` and `--sysext`, through the CLI too.
 //!
 //! The three boots run side by side (≈ 40–90 s together on two busy cores). Without QEMU, OVMF, swtpm, mtools,
 //! dosfstools, systemd-stub, busybox or the kernel (scripts/setup.sh installs them all) the test prints a
@@ -19,7 +24,7 @@
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::tpm::eventlog::EventLog;
 use attest_reference::boot::{self, BootConfig, Prediction};
-use attest_reference::{Uki, pe};
+use attest_reference::{EspFile, Uki, pe};
 use attest_test_support::TempDir;
 use attest_test_support::uki::{self, Assets};
 use base64::Engine as _;
@@ -81,7 +86,14 @@ fn boot(files: &[(&str, &[u8])], dir: &Path) -> Booted {
     std::fs::create_dir_all(dir).unwrap();
     let esp = dir.join("esp.img");
     run(Command::new("mkfs.vfat").args(["-C", "-F", "32"]).arg(&esp).arg("65536"));
-    run(Command::new("mmd").arg("-i").arg(&esp).args(["::/EFI", "::/EFI/BOOT", "::/EFI/Linux", "::/loader"]));
+    let mut dirs: Vec<String> = ["/EFI", "/EFI/BOOT", "/EFI/Linux", "/loader"].map(str::to_owned).to_vec();
+    for (to, _) in files {
+        let parent = Path::new(to).parent().and_then(Path::to_str).unwrap_or("/").to_owned();
+        if !dirs.contains(&parent) {
+            dirs.push(parent);
+        }
+    }
+    run(Command::new("mmd").arg("-i").arg(&esp).args(dirs.iter().map(|d| format!("::{d}"))));
     for (i, (to, data)) in files.iter().enumerate() {
         let from = dir.join(format!("file-{i}"));
         std::fs::write(&from, data).unwrap();
@@ -219,17 +231,41 @@ fn compute_predicts_a_real_qemu_ovmf_swtpm_boot() {
     let initrd = uki::pcr_reporting_initrd(&std::fs::read(&assets.busybox).unwrap(), &[]);
     let first = build(&assets, &kernel, &initrd, b"console=ttyS0 quiet panic=-1");
     let second = build(&assets, &kernel, &initrd, b"console=ttyS0 quiet panic=-2");
+    let with_key = {
+        let key: &[u8] = b"-----BEGIN PUBLIC KEY-----\nattest measured boot test\n-----END PUBLIC KEY-----\n";
+        let mut image = uki::objcopy_uki(
+            &assets.stub,
+            &[
+                (".osrel", b"ID=attest-test\n"),
+                (".cmdline", b"console=ttyS0 quiet panic=-1"),
+                (".pcrpkey", key),
+                (".linux", &kernel),
+                (".initrd", &initrd),
+            ],
+        );
+        pe::set_timestamp(&mut image, 0).unwrap();
+        image
+    };
     let sd_boot = std::fs::read(uki::SYSTEMD_BOOT).expect("systemd-boot (systemd-boot-efi)");
     let tmp = TempDir::new("measured-boot");
     let dirs: [PathBuf; 3] = [tmp.path().join("first"), tmp.path().join("second"), tmp.path().join("sd-boot")];
+    // The ESP files of the systemd-boot boot, given in another order than the stub reads them.
+    let sysext: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let credentials: [(&str, &[u8]); 2] = [("zeta.cred", b"second by name\n"), ("alpha.cred", b"node secret 1")];
+    let global: [(&str, &[u8]); 1] = [("cluster.cred", b"global")];
+    let sysexts: [(&str, &[u8]); 1] = [("tools.raw", &sysext)];
     let (a, b, c) = std::thread::scope(|s| {
         let a = s.spawn(|| boot(&[("/EFI/BOOT/BOOTX64.EFI", &first)], &dirs[0]));
         let b = s.spawn(|| boot(&[("/EFI/BOOT/BOOTX64.EFI", &second)], &dirs[1]));
         let c = s.spawn(|| {
-            let files: [(&str, &[u8]); 3] = [
+            let files: [(&str, &[u8]); 7] = [
                 ("/EFI/BOOT/BOOTX64.EFI", &sd_boot),
-                ("/EFI/Linux/uki.efi", &first),
+                ("/EFI/Linux/uki.efi", &with_key),
                 ("/loader/loader.conf", b"timeout 0\n"),
+                ("/EFI/Linux/uki.efi.extra.d/zeta.cred", credentials[0].1),
+                ("/EFI/Linux/uki.efi.extra.d/alpha.cred", credentials[1].1),
+                ("/loader/credentials/cluster.cred", global[0].1),
+                ("/EFI/Linux/uki.efi.extra.d/tools.raw", sysexts[0].1),
             ];
             boot(&files, &dirs[2])
         });
@@ -237,10 +273,37 @@ fn compute_predicts_a_real_qemu_ovmf_swtpm_boot() {
     });
     check("first UKI", &predict(&first, None), &a);
     check("second UKI", &predict(&second, None), &b);
-    let through_loader = predict(&first, Some(&sd_boot));
-    check("first UKI through systemd-boot", &through_loader, &c);
+    fn esp<'a>(files: &[(&'a str, &'a [u8])]) -> Vec<EspFile<'a>> {
+        files.iter().map(|&(name, data)| EspFile { name, data }).collect()
+    }
+    let through_loader = boot::predict(
+        default_provider(),
+        &Uki::parse(&with_key, None).unwrap(),
+        &BootConfig {
+            threads: 2,
+            boot_loader: Some(&sd_boot),
+            credentials: esp(&credentials),
+            global_credentials: esp(&global),
+            sysexts: esp(&sysexts),
+            ..BootConfig::default()
+        },
+    )
+    .unwrap();
+    check("UKI with .pcrpkey through systemd-boot, with credentials and a sysext", &through_loader, &c);
     assert_ne!(c.pcrs[&12], [0; 32], "systemd-boot passed the .cmdline as load options");
-    assert_eq!((c.pcrs[&9].clone(), c.pcrs[&11].clone()), (a.pcrs[&9].clone(), a.pcrs[&11].clone()));
+    assert_ne!(c.pcrs[&13], [0; 32], "the stub measured the system extension");
+    assert_eq!(c.pcrs[&8], [0; 32], "no compatibility measurement of the credentials into PCR 8");
+    assert_ne!(c.pcrs[&11], a.pcrs[&11], "the .pcrpkey section");
+    assert_ne!(c.pcrs[&9], a.pcrs[&9], "the stub appended the archives to the initrd");
+    // Without the ESP files the same boot's PCR 12 would lack the two archive events, PCR 13 would be zero
+    // and the initrd would carry only the .pcrpkey archive.
+    let bare = predict(&with_key, Some(&sd_boot));
+    let p = default_provider();
+    assert_eq!(through_loader.events.iter().filter(|e| e.pcr == 12).count(), 4);
+    assert_eq!(bare.events.iter().filter(|e| e.pcr == 12).count(), 2);
+    assert_eq!(bare.pcr(p, HashAlgorithm::Sha256, 13).unwrap().as_bytes(), [0; 32]);
+    assert_ne!(bare.pcr(p, HashAlgorithm::Sha256, 9).unwrap().as_bytes(), c.pcrs[&9].as_slice());
+    assert_ne!(bare.pcr(p, HashAlgorithm::Sha256, 9).unwrap().as_bytes(), a.pcrs[&9].as_slice());
 
     let changed: Vec<u8> = (0..24u8).filter(|i| a.pcrs[i] != b.pcrs[i]).collect();
     assert_eq!(changed, [4, 9, 10, 11], "one byte of command line");
@@ -266,8 +329,39 @@ fn compute_predicts_a_real_qemu_ovmf_swtpm_boot() {
     assert_eq!(attest_cli::measurements::run(cmd).expect("compute"), attest_cli::Status::Accepted);
     let doc = attest_measurements::parse_document(&std::fs::read(&out).unwrap()).unwrap();
     let set = doc.sets_for_variant(attest_engine::variant::Variant::QemuVtpm).unwrap();
+    assert_eq!(set[0].measurements.len(), boot::PREDICTED_PCRS.len());
     for (index, m) in set[0].measurements.iter() {
         assert_eq!(m.expected(), a.pcrs[&index.get()].as_slice(), "file PCR {index}");
+    }
+    // The CLI with the ESP files (named as on the ESP) predicts the systemd-boot boot's PCRs.
+    let esp_dir = tmp.path().join("esp-files");
+    std::fs::create_dir_all(&esp_dir).unwrap();
+    let key_path = tmp.path().join("with-key.efi");
+    std::fs::write(&key_path, &with_key).unwrap();
+    let mut args: Vec<String> =
+        ["attest", "measurements", "compute", "--variant", "qemu-vtpm", "--uki"].map(str::to_owned).to_vec();
+    args.push(key_path.display().to_string());
+    let loader_path = esp_dir.join("systemd-bootx64.efi");
+    std::fs::write(&loader_path, &sd_boot).unwrap();
+    args.extend(["--boot-loader".to_owned(), loader_path.display().to_string()]);
+    for (flag, files) in
+        [("--credential", &credentials[..]), ("--global-credential", &global[..]), ("--sysext", &sysexts[..])]
+    {
+        for (name, data) in files {
+            let path = esp_dir.join(name);
+            std::fs::write(&path, data).unwrap();
+            args.extend([flag.to_owned(), path.display().to_string()]);
+        }
+    }
+    let out_c = tmp.path().join("measurements-c.json");
+    args.extend(["-o".to_owned(), out_c.display().to_string()]);
+    let cli = <attest_cli::Cli as clap::Parser>::try_parse_from(&args).expect("arguments parse");
+    let attest_cli::Command::Measurements(cmd) = cli.command else { panic!("a measurements command") };
+    assert_eq!(attest_cli::measurements::run(cmd).expect("compute"), attest_cli::Status::Accepted);
+    let doc = attest_measurements::parse_document(&std::fs::read(&out_c).unwrap()).unwrap();
+    let set = doc.sets_for_variant(attest_engine::variant::Variant::QemuVtpm).unwrap();
+    for (index, m) in set[0].measurements.iter() {
+        assert_eq!(m.expected(), c.pcrs[&index.get()].as_slice(), "file PCR {index} with ESP files");
     }
     eprintln!("measured boot: three boots checked in {:.1} s", started.elapsed().as_secs_f64());
 }

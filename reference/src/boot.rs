@@ -13,20 +13,31 @@
 //!  PCR 12 EV_IPL H(UTF-16LE(load options) ‖ 0x0000)                       systemd-boot and systemd-stub, only when
 //!                                                                         load options replace .cmdline (systemd-
 //!                                                                         boot passes a type-2 UKI its .cmdline)
+//!         EV_IPL H(cpio of <uki>.efi.extra.d/*.cred)                      systemd-stub ("Credentials initrd")
+//!         EV_IPL H(cpio of \loader\credentials\*.cred)                    systemd-stub ("Global credentials initrd")
+//!  PCR 13 EV_IPL H(cpio of <uki>.efi.extra.d/*.raw)                       systemd-stub ("System extension initrd")
 //!  PCR 9  EV_EVENT_TAG 0x8F3B22ED H(UTF-16LE(command line) ‖ 0x0000)      the kernel's EFI stub (Linux ≥ 6.1):
-//!         EV_EVENT_TAG 0x8F3B22EC H(initrd)                               LoadOptions, then the initrd it loads
+//!         EV_EVENT_TAG 0x8F3B22EC H(initrd ‖ pad4 ‖ the stub's cpios)      LoadOptions, then the initrd it loads
 //! ```
+//!
+//! The events are listed in the order they happen (systemd-boot's PCR 12 event before the UKI's PCR 4
+//! one, the kernel's PCR 4 event after the stub's), which matters where several PCRs share one register
+//! (a TD's RTMRs, [`crate::tdx`]). The initrd the kernel measures is the one the stub hands it: `.initrd`
+//! padded to 4 bytes, then the archives ([`crate::cpio`]) of the credentials, global credentials, system
+//! extensions, `.pcrsig` and `.pcrpkey`, whichever exist.
 //!
 //! Every event's digest is computed in every bank asked for; a PCR's value is the replay of its events
 //! from zero (`PCR ← H(PCR ‖ digest)`). PCRs 0–3 and 5–7 depend on the firmware build, its variables and the
-//! machine's devices, not on the image, and are not predicted; PCR 12 is predicted as all zeros when nothing
-//! is measured into it (no load options, no credentials, no system extensions).
+//! machine's devices, not on the image, and are not predicted; PCRs 12 and 13 are predicted as all zeros
+//! when nothing is measured into them (no load options, credentials or system extensions), so a file
+//! dropped on the ESP changes a predicted value.
 //!
-//! What is **not** modelled (and refused or left out rather than guessed): credentials and system
-//! extensions that systemd-stub picks up from the ESP (they change PCR 12 and 13), secure boot changing
-//! whether load options are honoured (give no load options for a secure-boot image with `.cmdline`),
-//! kernels older than 6.1 (whose EFI stub measures less), and non-ASCII command lines.
+//! What is **not** modelled (and refused or left out rather than guessed): secure boot changing whether
+//! load options are honoured (give no load options for a secure-boot image with `.cmdline`), kernels older
+//! than 6.1 (whose EFI stub measures less), non-ASCII command lines, and ESP file names the stub would skip
+//! (refused, see [`crate::cpio`]).
 
+use crate::cpio::{self, EspFile};
 use crate::error::Error;
 use crate::jobs::{self, Job};
 use crate::pe::PeImage;
@@ -37,6 +48,8 @@ use attest_engine::crypto::{CryptoProvider, Digest, HashAlgorithm};
 pub mod event_type {
     /// EV_SEPARATOR.
     pub const SEPARATOR: u32 = 0x0000_0004;
+    /// EV_EFI_GPT_EVENT.
+    pub const EFI_GPT_EVENT: u32 = 0x8000_0006;
     /// EV_EVENT_TAG.
     pub const EVENT_TAG: u32 = 0x0000_0006;
     /// EV_IPL.
@@ -70,13 +83,29 @@ pub struct BootConfig<'a> {
     /// With a `boot_loader` and none given, systemd-boot's own choice for a type-2 entry applies: the UKI's
     /// `.cmdline` (measured into PCR 12 by systemd-boot and again by the stub).
     pub load_options: Option<&'a str>,
+    /// Credentials in the UKI's drop-in directory (`<uki>.efi.extra.d/*.cred`): measured into PCR 12 and
+    /// added to the initrd (PCR 9).
+    pub credentials: Vec<EspFile<'a>>,
+    /// Credentials in `\loader\credentials\*.cred` on the UKI's ESP: the same, after the UKI's own.
+    pub global_credentials: Vec<EspFile<'a>>,
+    /// System extension images in the UKI's drop-in directory (`*.raw`): measured into PCR 13 and added to
+    /// the initrd.
+    pub sysexts: Vec<EspFile<'a>>,
     /// Threads to hash on (1 = the calling thread only).
     pub threads: usize,
 }
 
 impl Default for BootConfig<'_> {
     fn default() -> Self {
-        Self { banks: vec![HashAlgorithm::Sha256], boot_loader: None, load_options: None, threads: 1 }
+        Self {
+            banks: vec![HashAlgorithm::Sha256],
+            boot_loader: None,
+            load_options: None,
+            credentials: Vec::new(),
+            global_credentials: Vec::new(),
+            sysexts: Vec::new(),
+            threads: 1,
+        }
     }
 }
 
@@ -104,14 +133,14 @@ pub struct Prediction {
     pub banks: Vec<HashAlgorithm>,
     /// The events in measurement order.
     pub events: Vec<Event>,
-    /// The PCRs this prediction decides (4, 9, 11, 12).
+    /// The PCRs this prediction decides (4, 9, 11, 12, 13).
     pub pcrs: Vec<u8>,
     /// The stub whose behaviour was modelled.
     pub stub: StubVersion,
 }
 
 /// The PCRs a UKI boot decides.
-pub const PREDICTED_PCRS: [u8; 4] = [4, 9, 11, 12];
+pub const PREDICTED_PCRS: [u8; 5] = [4, 9, 11, 12, 13];
 
 impl Prediction {
     /// The value of `pcr` in `alg`'s bank: its events replayed from zero (`None` for a bank not computed).
@@ -187,6 +216,25 @@ impl<'a> JobList<'a, '_> {
     }
 }
 
+/// Zero bytes that pad `.initrd` to 4 bytes in the stub's combined initrd.
+static PAD_ZEROS: [u8; 3] = [0; 3];
+
+/// An ASCII description as systemd's EV_IPL events carry it: UTF-16LE with its NUL.
+fn utf16_description(text: &str) -> Vec<u8> {
+    text.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect()
+}
+
+/// Load options as systemd-boot or systemd-stub measure them into PCR 12.
+fn load_options_event<'a>(jobs: &mut JobList<'a, '_>, options: &'a [u8], who: &str) -> Pending {
+    Pending {
+        pcr: 12,
+        event_type: event_type::IPL,
+        jobs: jobs.add(&[options]),
+        data: options.to_vec(),
+        description: format!("load options, measured by {who}"),
+    }
+}
+
 /// The firmware's measurement of an EFI application it starts.
 fn application<'a>(jobs: &mut JobList<'a, '_>, image: &PeImage<'a>, what: &str) -> Pending {
     Pending {
@@ -240,10 +288,28 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
         (None, None) => None,
     };
 
+    // The archives systemd-stub builds: measured ones (PCR 12, 13) and the unmeasured ones of its own
+    // sections; all of them end up in the initrd the kernel measures.
+    let credentials = cpio::stub_archive(cpio::CREDENTIALS, &config.credentials)?;
+    let global_credentials = cpio::stub_archive(cpio::GLOBAL_CREDENTIALS, &config.global_credentials)?;
+    let sysexts = cpio::stub_archive(cpio::SYSEXTS, &config.sysexts)?;
+    let literal = |section: &[u8], name: &str| {
+        uki.section(section)
+            .filter(|s| !s.loaded().is_empty())
+            .map(|s| cpio::literal(name, &s.loaded().to_contiguous()))
+    };
+    let pcrsig = literal(b".pcrsig", "tpm2-pcr-signature.json");
+    let pcrpkey = literal(b".pcrpkey", "tpm2-pcr-public-key.pem");
+    let appended: Vec<&[u8]> = [&credentials, &global_credentials, &sysexts, &pcrsig, &pcrpkey]
+        .into_iter()
+        .flatten()
+        .map(Vec::as_slice)
+        .collect();
+
     let mut jobs = JobList { banks: &banks, jobs: Vec::new() };
     let mut pending = Vec::new();
 
-    // PCR 4.
+    // PCR 4: the firmware, then systemd-boot's PCR 12 measurement before it starts the UKI.
     pending.push(Pending {
         pcr: 4,
         event_type: event_type::EFI_ACTION,
@@ -260,9 +326,11 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
     });
     if let Some(l) = &loader {
         pending.push(application(&mut jobs, l, "the boot loader"));
+        if let Some(o) = &load_options {
+            pending.push(load_options_event(&mut jobs, o, "systemd-boot"));
+        }
     }
     pending.push(application(&mut jobs, uki.pe(), "the UKI"));
-    pending.push(application(&mut jobs, &kernel, "the kernel (.linux)"));
 
     // PCR 11 (systemd-stub), remembering the .initrd data job for PCR 9.
     let mut initrd_jobs = None;
@@ -273,12 +341,11 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
         .collect();
     for ((name, _), (_, name_nul)) in uki.measured_sections().into_iter().zip(&names) {
         let section = uki.section(name.as_bytes()).map(crate::pe::Section::loaded);
-        let description_utf16: Vec<u8> = name_nul.iter().flat_map(|&b| u16::from(b).to_le_bytes()).collect();
         pending.push(Pending {
             pcr: 11,
             event_type: event_type::IPL,
             jobs: jobs.add(&[name_nul]),
-            data: description_utf16.clone(),
+            data: utf16_description(name),
             description: format!("section name {name}"),
         });
         let data_jobs = jobs.add(&section.map(|s| s.parts()).unwrap_or_default());
@@ -289,24 +356,34 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
             pcr: 11,
             event_type: event_type::IPL,
             jobs: data_jobs,
-            data: description_utf16,
+            data: utf16_description(name),
             description: format!("section {name} ({} bytes)", section.map_or(0, |s| s.len())),
         });
     }
 
-    // PCR 12: load options, measured by systemd-boot when it passes them and again by the stub.
+    // PCR 12: the load options as the stub measures them, then the credential archives; PCR 13: the
+    // system extensions.
     if let Some(o) = &load_options {
-        let measurers: &[&str] = if loader.is_some() { &["systemd-boot", "systemd-stub"] } else { &["systemd-stub"] };
-        for who in measurers {
+        pending.push(load_options_event(&mut jobs, o, "systemd-stub"));
+    }
+    for (pcr, archive, description, what) in [
+        (12, &credentials, "Credentials initrd", "credentials from <uki>.efi.extra.d"),
+        (12, &global_credentials, "Global credentials initrd", "credentials from \\loader\\credentials"),
+        (13, &sysexts, "System extension initrd", "system extensions from <uki>.efi.extra.d"),
+    ] {
+        if let Some(a) = archive {
             pending.push(Pending {
-                pcr: 12,
+                pcr,
                 event_type: event_type::IPL,
-                jobs: jobs.add(&[o.as_slice()]),
-                data: o.clone(),
-                description: format!("load options, measured by {who}"),
+                jobs: jobs.add(&[a.as_slice()]),
+                data: utf16_description(description),
+                description: format!("cpio archive of the {what} ({} bytes)", a.len()),
             });
         }
     }
+
+    // PCR 4: the firmware measures the kernel the stub starts with LoadImage.
+    pending.push(application(&mut jobs, &kernel, "the kernel (.linux)"));
 
     // PCR 9: the kernel's EFI stub.
     if let Some(c) = &cmdline_for_kernel {
@@ -318,13 +395,28 @@ pub fn predict(provider: &CryptoProvider, uki: &Uki<'_>, config: &BootConfig<'_>
             description: "kernel command line (LoadOptions, UTF-16LE with its NUL)".to_owned(),
         });
     }
-    if let Some(j) = initrd_jobs {
+    let initrd_len = uki.section(b".initrd").map_or(0, |s| s.loaded().len());
+    let initrd_event = if appended.is_empty() {
+        initrd_jobs.map(|j| (j, "initrd (loaded by the kernel through LoadFile2)".to_owned()))
+    } else {
+        // The stub's combined initrd: .initrd, zero-padded to 4 bytes, then the archives.
+        let mut parts = uki.section(b".initrd").map(|s| s.loaded().parts()).unwrap_or_default();
+        let pad = initrd_len.next_multiple_of(4) - initrd_len;
+        parts.push(&PAD_ZEROS[..pad as usize]);
+        parts.extend(appended.iter().copied());
+        let total = initrd_len + pad + appended.iter().map(|a| a.len() as u64).sum::<u64>();
+        Some((
+            jobs.add(&parts),
+            format!("initrd: .initrd and the stub's {} cpio archives ({total} bytes)", appended.len()),
+        ))
+    };
+    if let Some((j, description)) = initrd_event {
         pending.push(Pending {
             pcr: 9,
             event_type: event_type::EVENT_TAG,
             jobs: j,
             data: tagged_event_data(LINUX_INITRD_TAG, "Linux initrd"),
-            description: "initrd (loaded by the kernel through LoadFile2)".to_owned(),
+            description,
         });
     }
 

@@ -153,3 +153,55 @@ fn merge_rolls_forward_and_drops() {
         "{out}"
     );
 }
+
+#[test]
+fn a_uki_in_a_td_predicts_rtmr1_and_rtmr2_and_refuses_what_no_rtmr_would_cover() {
+    let Some(assets) = attest_test_support::uki::assets() else { return };
+    let tmp = scratch("td");
+    let dir = tmp.path();
+    let p = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let kernel = std::fs::read(&assets.kernel).unwrap();
+    let image =
+        attest_test_support::uki::objcopy_uki(&assets.stub, &[(".cmdline", b"console=ttyS0"), (".linux", &kernel)]);
+    std::fs::write(dir.join("uki.efi"), &image).unwrap();
+    std::fs::write(dir.join("node.cred"), b"secret").unwrap();
+    let td = ["measurements", "compute", "--variant", "qemu-tdx", "--pcr15-zero"];
+    let (uki, log, file) = (p("uki.efi"), p("ccel.bin"), p("m.json"));
+    let mut argv = td.to_vec();
+    argv.extend(["--uki", &uki, "--event-log", &log, "-o", &file, "--json"]);
+    let (code, out, err) = attest(&argv);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let events = v["tdRtmrs"]["events"].as_array().unwrap();
+    // The firmware's action and separator, the UKI and its kernel, the two exit-boot-services actions.
+    assert_eq!(events.len(), 6, "{events:?}");
+    assert!(events.iter().all(|e| e["register"] == "RTMR1" && e["ccIndex"] == 2 && e["digests"]["sha384"].is_string()));
+    assert_eq!(v["tdRtmrs"]["rtmrs"]["RTMR2"], "0".repeat(96));
+    assert!(v["tdRtmrs"]["notPredicted"]["RTMR0"].is_string());
+    // The file: RTMR1 and RTMR2 as measurements 2 and 3, the unbound lock register RTMR3 as 4.
+    let doc = attest_measurements::parse_document(&std::fs::read(&file).unwrap()).unwrap();
+    let sets = doc.sets_for_variant(attest_engine::variant::Variant::QemuTdx).unwrap();
+    let indices: Vec<u8> = sets[0].measurements.iter().map(|(i, _)| i.get()).collect();
+    assert_eq!(indices, [2, 3, 4]);
+    let rtmr1 = sets[0].measurements.iter().find(|(i, _)| i.get() == 2).unwrap().1.expected().to_vec();
+    assert_eq!(hex::encode(&rtmr1), v["tdRtmrs"]["rtmrs"]["RTMR1"]);
+    // The CC event log replays through the engine to the same RTMR1.
+    let replay =
+        attest_engine::tdx::ccel::replay(attest_engine::crypto::default_provider(), &std::fs::read(&log).unwrap())
+            .unwrap();
+    assert_eq!(replay.rtmrs[1].to_vec(), rtmr1);
+
+    for (extra, reason) in [
+        (vec!["--uki", &uki, "--credential", &p("node.cred")], "no RTMR would cover them"),
+        (vec!["--uki", &uki, "--load-options", "console=ttyS1"], "unmeasured"),
+        (vec!["--uki", &uki, "--disk", &p("node.cred")], "GPT header"),
+    ] {
+        let mut argv = td.to_vec();
+        argv.extend(extra.iter().copied());
+        let (code, _, err) = attest(&argv);
+        assert_eq!(code, 2, "{argv:?}: {err}");
+        assert!(err.contains(reason), "{argv:?}: {err}");
+    }
+    let (code, _, err) = attest(&["measurements", "compute", "--variant", "qemu-vtpm", "--uki", &uki, "--disk", &uki]);
+    assert_eq!(code, 2, "{err}");
+}

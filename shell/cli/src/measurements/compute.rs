@@ -2,7 +2,9 @@
 //! accepted sets of a rolling upgrade.
 //!
 //! ```text
-//!  compute: UKI (+ systemd-boot, load options) ─► attest-reference ─► PCRs 4, 9, 11, 12 (+ 15 = 0)  ┐
+//!  compute: UKI (+ systemd-boot, load options,                                                     ┐
+//!           credentials, sysexts)             ─► attest-reference ─► PCRs 4, 9, 11, 12, 13 (+ 15 = 0)│
+//!           UKI in a TD (+ systemd-boot, disk) ─► RTMR1, RTMR2 (qemu-tdx: measurements 2, 3; + 4)     │
 //!           OVMF + vCPUs + vCPU type + VMM    ─► SEV-SNP launch MEASUREMENT (for the SNP policy)    ├─► list-form file,
 //!           TDVF                              ─► MRTD (qemu-tdx: measurement 0)                     ┘   one entry for
 //!                                                                                                      (CSP, variant, image)
@@ -21,7 +23,7 @@ use attest_measurements::{
 };
 use attest_reference::boot::{self, BootConfig};
 use attest_reference::snp::{self, KernelHashes, SnpLaunch, Vmm};
-use attest_reference::{Ovmf, StubVersion, Uki};
+use attest_reference::{EspFile, Event, Ovmf, StubVersion, Uki, tdx};
 use clap::Args;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -50,6 +52,21 @@ pub struct ComputeArgs {
     /// Load options the UKI is started with (they replace .cmdline and are measured into PCR 12).
     #[arg(long)]
     pub load_options: Option<String>,
+    /// A credential systemd-stub finds in the UKI's drop-in directory (`<uki>.efi.extra.d/NAME.cred`;
+    /// repeatable): measured into PCR 12 and the initrd.
+    #[arg(long = "credential")]
+    pub credentials: Vec<PathBuf>,
+    /// A credential in the ESP's `\loader\credentials\NAME.cred` (repeatable).
+    #[arg(long = "global-credential")]
+    pub global_credentials: Vec<PathBuf>,
+    /// A system extension image in the UKI's drop-in directory (`NAME.raw`; repeatable): measured into
+    /// PCR 13 and the initrd.
+    #[arg(long = "sysext")]
+    pub sysexts: Vec<PathBuf>,
+    /// TD variants: the raw boot disk image, whose GPT the firmware measures into RTMR1 (without it, a boot
+    /// device with no GPT is assumed).
+    #[arg(long)]
+    pub disk: Option<PathBuf>,
     /// The stub's version when its .sdmagic does not say (252).
     #[arg(long)]
     pub stub: Option<String>,
@@ -187,12 +204,81 @@ fn hex_u64(what: &str, text: &str) -> Result<u64, UsageError> {
 fn event_type_name(t: u32) -> &'static str {
     match t {
         boot::event_type::SEPARATOR => "EV_SEPARATOR",
+        boot::event_type::EFI_GPT_EVENT => "EV_EFI_GPT_EVENT",
         boot::event_type::EVENT_TAG => "EV_EVENT_TAG",
         boot::event_type::IPL => "EV_IPL",
         boot::event_type::EFI_BOOT_SERVICES_APPLICATION => "EV_EFI_BOOT_SERVICES_APPLICATION",
         boot::event_type::EFI_ACTION => "EV_EFI_ACTION",
         _ => "unknown",
     }
+}
+
+/// Largest number of ESP files of one kind read (the reference crate's limit).
+const MAX_ESP_FILES: usize = attest_reference::cpio::MAX_ESP_FILES;
+
+/// Bytes read from the start of a disk image for its GPT (the header at LBA 1, the entry array normally at
+/// LBA 2; a table beyond this is reported as truncated).
+const MAX_DISK_READ: u64 = 1 << 20;
+
+/// The first [`MAX_DISK_READ`] bytes of a raw disk image (any size: only its GPT is read).
+fn read_disk_start(path: &Path) -> Result<Vec<u8>, UsageError> {
+    use std::io::Read as _;
+    let err = |e: std::io::Error| UsageError::new(format!("cannot read disk image {}: {e}", path.display()));
+    let mut start = Vec::new();
+    std::fs::File::open(path).map_err(err)?.take(MAX_DISK_READ).read_to_end(&mut start).map_err(err)?;
+    Ok(start)
+}
+
+/// Most bytes of ESP files of one kind read together (as one image: the stub puts them in one archive).
+const MAX_ESP_FILES_SIZE: u64 = MAX_IMAGE_FILE_SIZE;
+
+/// Reads ESP files given on the command line: (file name, contents).
+fn read_esp_files(paths: &[PathBuf], what: &str) -> Result<Vec<(String, Vec<u8>)>, UsageError> {
+    if paths.len() > MAX_ESP_FILES {
+        return Err(UsageError::new(format!("more than {MAX_ESP_FILES} {what} files")));
+    }
+    let mut total = 0u64;
+    let mut files = Vec::with_capacity(paths.len());
+    for p in paths {
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| UsageError::new(format!("{what} {}: no UTF-8 file name", p.display())))?;
+        let data = read_image(p, what)?;
+        total += data.len() as u64;
+        if total > MAX_ESP_FILES_SIZE {
+            return Err(UsageError::new(format!("{what} files: more than {MAX_ESP_FILES_SIZE} bytes together")));
+        }
+        files.push((name.to_owned(), data));
+    }
+    Ok(files)
+}
+
+fn esp_files(files: &[(String, Vec<u8>)]) -> Vec<EspFile<'_>> {
+    files.iter().map(|(name, data)| EspFile { name, data }).collect()
+}
+
+fn file_names(paths: &[PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// Every event with its index under `key` (`pcr`, or `ccIndex` in a CC log), its register's name, type,
+/// description and digest in every bank, for `--json`.
+fn events_json(banks: &[HashAlgorithm], events: &[Event], key: &str, register: impl Fn(u8) -> String) -> Value {
+    events
+        .iter()
+        .map(|e| {
+            let digests: Map<String, Value> = banks
+                .iter()
+                .zip(&e.digests)
+                .map(|(b, d)| (b.name().to_owned(), json!(hex::encode(d.as_bytes()))))
+                .collect();
+            let mut v = json!({"register": register(e.pcr), "type": event_type_name(e.event_type),
+                   "typeCode": format!("{:#010x}", e.event_type), "description": e.description, "digests": digests});
+            v[key] = json!(e.pcr);
+            v
+        })
+        .collect()
 }
 
 fn write_out(path: &Path, data: &[u8]) -> Result<(), UsageError> {
@@ -215,9 +301,6 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
     };
 
     if let Some(path) = &a.uki {
-        if td_registers(&a.variant) {
-            return Err(UsageError::new(format!("{} has no vTPM: give --tdvf, not --uki", a.variant)));
-        }
         let bytes = read_image(path, "UKI")?;
         let stub = match &a.stub {
             Some(s) => {
@@ -230,62 +313,86 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
             Some(p) => Some((read_image(p, "boot loader")?, p)),
             None => None,
         };
+        let credentials = read_esp_files(&a.credentials, "credential")?;
+        let global_credentials = read_esp_files(&a.global_credentials, "global credential")?;
+        let sysexts = read_esp_files(&a.sysexts, "system extension")?;
         let config = BootConfig {
             banks: banks.clone(),
             boot_loader: loader.as_ref().map(|(b, _)| b.as_slice()),
             load_options: a.load_options.as_deref(),
+            credentials: esp_files(&credentials),
+            global_credentials: esp_files(&global_credentials),
+            sysexts: esp_files(&sysexts),
             threads,
         };
-        let prediction = boot::predict(provider, &uki, &config).map_err(bad(path))?;
-        for &pcr in &prediction.pcrs {
-            let value = prediction
-                .pcr(provider, banks[0], pcr)
-                .unwrap_or_else(|| attest_engine::crypto::Digest::zero(banks[0]));
-            put(&mut map, u32::from(pcr), value.as_bytes())?;
-        }
-        if let Some(out) = &a.event_log {
-            write_out(out, &prediction.to_event_log())?;
-        }
-        let events: Vec<Value> = prediction
-            .events
-            .iter()
-            .map(|e| {
-                let digests: Map<String, Value> = prediction
-                    .banks
-                    .iter()
-                    .zip(&e.digests)
-                    .map(|(b, d)| (b.name().to_owned(), json!(hex::encode(d.as_bytes()))))
-                    .collect();
-                json!({"pcr": e.pcr, "type": event_type_name(e.event_type), "typeCode": format!("{:#010x}", e.event_type),
-                       "description": e.description, "digests": digests})
-            })
-            .collect();
-        let pcrs: Map<String, Value> = prediction
-            .banks
-            .iter()
-            .map(|&b| {
-                let values: Map<String, Value> = prediction
-                    .pcrs
-                    .iter()
-                    .filter_map(|&p| {
-                        prediction.pcr(provider, b, p).map(|v| (p.to_string(), json!(hex::encode(v.as_bytes()))))
-                    })
-                    .collect();
-                (b.name().to_owned(), Value::Object(values))
-            })
-            .collect();
         let sections: Vec<Value> = uki
             .pe()
             .sections()
             .iter()
             .map(|s| json!({"name": s.name().to_string(), "virtualAddress": s.virtual_address(), "size": s.loaded().len()}))
             .collect();
-        explain.insert(
-            "uki".into(),
-            json!({"file": path.display().to_string(), "stub": uki.stub().name(), "sections": sections,
-                   "bootLoader": loader.as_ref().map(|(_, p)| p.display().to_string()),
-                   "loadOptions": a.load_options, "events": events, "pcrs": pcrs}),
-        );
+        let mut described = json!({"file": path.display().to_string(), "stub": uki.stub().name(), "sections": sections,
+               "bootLoader": loader.as_ref().map(|(_, p)| p.display().to_string()), "loadOptions": a.load_options,
+               "credentials": file_names(&a.credentials), "globalCredentials": file_names(&a.global_credentials),
+               "sysexts": file_names(&a.sysexts)});
+        if td_registers(&a.variant) {
+            let disk = a.disk.as_ref().map(|d| read_disk_start(d)).transpose()?;
+            let prediction = tdx::predict_rtmrs(provider, &uki, &config, disk.as_deref()).map_err(bad(path))?;
+            for rtmr in tdx::PREDICTED_RTMRS {
+                put(&mut map, u32::from(tdx::cc_index(rtmr)), &prediction.rtmr(provider, rtmr))?;
+            }
+            if let Some(out) = &a.event_log {
+                write_out(out, &prediction.to_cc_event_log())?;
+            }
+            let rtmrs: Map<String, Value> = tdx::PREDICTED_RTMRS
+                .iter()
+                .map(|&r| (format!("RTMR{r}"), json!(hex::encode(prediction.rtmr(provider, r)))))
+                .collect();
+            described["disk"] = json!(a.disk.as_ref().map(|d| d.display().to_string()));
+            described["events"] = events_json(&[HashAlgorithm::Sha384], &prediction.events, "ccIndex", |i| {
+                format!("RTMR{}", i.saturating_sub(1))
+            });
+            described["rtmrs"] = Value::Object(rtmrs);
+            described["notPredicted"] = json!({
+                "RTMR0": "the VMM's configuration (TD HOB, ACPI tables, UEFI variables, boot order), not the image's: pin it from a booted TD",
+                "RTMR3": "left to the OS: the node lock (--pcr15-zero expects it unbound)",
+                "MRTD": "the firmware (--tdvf)"});
+            explain.insert("tdRtmrs".into(), described);
+        } else {
+            if a.disk.is_some() {
+                return Err(UsageError::new("--disk applies to TD variants (qemu-tdx): PCR 5 is not predicted"));
+            }
+            let prediction = boot::predict(provider, &uki, &config).map_err(bad(path))?;
+            for &pcr in &prediction.pcrs {
+                let value = prediction
+                    .pcr(provider, banks[0], pcr)
+                    .unwrap_or_else(|| attest_engine::crypto::Digest::zero(banks[0]));
+                put(&mut map, u32::from(pcr), value.as_bytes())?;
+            }
+            if let Some(out) = &a.event_log {
+                write_out(out, &prediction.to_event_log())?;
+            }
+            let pcrs: Map<String, Value> = prediction
+                .banks
+                .iter()
+                .map(|&b| {
+                    let values: Map<String, Value> = prediction
+                        .pcrs
+                        .iter()
+                        .filter_map(|&p| {
+                            prediction.pcr(provider, b, p).map(|v| (p.to_string(), json!(hex::encode(v.as_bytes()))))
+                        })
+                        .collect();
+                    (b.name().to_owned(), Value::Object(values))
+                })
+                .collect();
+            described["events"] = events_json(&prediction.banks, &prediction.events, "pcr", |i| format!("PCR{i}"));
+            described["pcrs"] = Value::Object(pcrs);
+            explain.insert("uki".into(), described);
+        }
+    } else if !(a.credentials.is_empty() && a.global_credentials.is_empty() && a.sysexts.is_empty()) || a.disk.is_some()
+    {
+        return Err(UsageError::new("--credential, --global-credential, --sysext and --disk need --uki"));
     }
     if a.pcr15_zero {
         // The node lock's register of the variant (PCR 15 with a vTPM; qemu-tdx: RTMR3, measurement 4).
@@ -352,7 +459,7 @@ pub fn compute(a: &ComputeArgs) -> Result<Status, UsageError> {
     if let Some(path) = &a.tdvf {
         let bytes = read_image(path, "TDVF")?;
         let tdvf = Ovmf::parse(&bytes).map_err(bad(path))?;
-        let mrtd = attest_reference::tdx::mrtd(provider, &tdvf).map_err(bad(path))?;
+        let mrtd = tdx::mrtd(provider, &tdvf).map_err(bad(path))?;
         if td_registers(&a.variant) {
             put(&mut map, 0, &mrtd)?;
         }
