@@ -61,35 +61,68 @@
 #![forbid(unsafe_code)]
 
 pub use attest_util::fs as atomic;
-pub mod backend;
+
+#[path = "cmd/cmd.rs"]
 pub mod cmd;
+#[path = "cmd/cmd_lifecycle.rs"]
 mod cmd_lifecycle;
-pub mod disk;
-pub mod dryrun;
-pub mod endpoint_limits;
-pub mod endpoints;
+#[path = "cmd/exit.rs"]
 pub mod exit;
-pub mod files;
-pub mod init;
-pub mod join;
-pub mod kubeadm;
+
+#[path = "life/lifecycle.rs"]
 pub mod lifecycle;
+#[path = "life/lock.rs"]
 pub mod lock;
-pub mod luks;
-pub mod metadata;
+#[path = "life/node.rs"]
 pub mod node;
-pub mod node_metrics;
-pub mod pki;
-pub mod process;
+#[path = "life/recover.rs"]
 pub mod recover;
-pub mod registration;
+#[path = "life/rejoin.rs"]
 pub mod rejoin;
-pub mod request;
-pub mod server_trust;
+#[path = "life/state.rs"]
 pub mod state;
+
+#[path = "disk/disk.rs"]
+pub mod disk;
+#[path = "disk/luks.rs"]
+pub mod luks;
+
+#[path = "cluster/backend.rs"]
+pub mod backend;
+#[path = "cluster/dryrun.rs"]
+pub mod dryrun;
+#[path = "cluster/files.rs"]
+pub mod files;
+#[path = "cluster/kubeadm.rs"]
+pub mod kubeadm;
+#[path = "cluster/pki.rs"]
+pub mod pki;
+#[path = "cluster/process.rs"]
+pub mod process;
+
+#[path = "join/endpoints.rs"]
+pub mod endpoints;
+#[path = "join/join.rs"]
+pub mod join;
+#[path = "join/registration.rs"]
+pub mod registration;
+#[path = "join/server_trust.rs"]
+pub mod server_trust;
+#[path = "join/ticket.rs"]
 pub mod ticket;
+
+#[path = "serve/endpoint_limits.rs"]
+pub mod endpoint_limits;
+#[path = "serve/init.rs"]
+pub mod init;
+#[path = "serve/node_metrics.rs"]
+pub mod node_metrics;
+#[path = "serve/request.rs"]
+pub mod request;
+#[path = "serve/verifysvc.rs"]
 pub mod verifysvc;
 
+pub mod metadata;
 #[cfg(test)]
 mod tests;
 
