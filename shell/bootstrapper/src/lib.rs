@@ -145,7 +145,7 @@ pub use node_metrics::NodeMetrics;
 pub use recover::DEFAULT_RECOVER_PORT;
 pub use request::{InitSecretHash, InitSecretHashError};
 pub use server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
-pub use state::{NodeState, Phase, Role, StateError, StateStore, Startup, StartupError};
+pub use state::{NodeState, Phase, Role, Startup, StartupError, StateError, StateStore};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -39,7 +39,8 @@ pub(crate) const REJOIN_FAILED: ExitStatus = ExitStatus {
 };
 
 /// Every status, in order.
-pub(crate) const TABLE: &[ExitStatus] = &[DONE, RUNTIME, USAGE, CONFIG, FAILED, INCONSISTENT, REJOIN_REFUSED, REJOIN_FAILED];
+pub(crate) const TABLE: &[ExitStatus] =
+    &[DONE, RUNTIME, USAGE, CONFIG, FAILED, INCONSISTENT, REJOIN_REFUSED, REJOIN_FAILED];
 
 #[cfg(test)]
 mod tests {

@@ -319,7 +319,11 @@ impl std::fmt::Display for StartupError {
 impl std::error::Error for StartupError {}
 
 /// Combines the lock register's value `pcr` (of `register`) and the stored state (table in the module docs).
-pub(crate) fn check_startup(register: LockRegister, pcr: &Digest, state: Option<NodeState>) -> Result<Startup, StartupError> {
+pub(crate) fn check_startup(
+    register: LockRegister,
+    pcr: &Digest,
+    state: Option<NodeState>,
+) -> Result<Startup, StartupError> {
     let locked = *pcr != register.unbound();
     match (locked, state) {
         (false, None) => Ok(Startup::Fresh),
