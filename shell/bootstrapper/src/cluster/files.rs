@@ -22,7 +22,7 @@ pub(crate) const KUBELET_KEY_NAME: &str = "kubelet.key";
 /// A control-plane file name that is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileNameError {
-    /// The name (cut to [`MAX_FILE_NAME_LENGTH`] bytes, escaped by `Debug` when printed).
+    /// The name (cut to `MAX_FILE_NAME_LENGTH` bytes, escaped by `Debug` when printed).
     pub name: String,
     /// Why.
     pub reason: &'static str,
@@ -99,7 +99,7 @@ pub(crate) fn write_join_files(
     Ok(written)
 }
 
-/// Why [`write_join_files`] wrote nothing (a bad name) or stopped (a write failed). The backends turn it into
+/// Why `write_join_files` wrote nothing (a bad name) or stopped (a write failed). The backends turn it into
 /// their `BackendError` (this module stays below the backend trait).
 #[derive(Debug)]
 pub enum JoinFilesError {

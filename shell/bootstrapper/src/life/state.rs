@@ -96,7 +96,7 @@ pub enum Phase {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeState {
-    /// [`STATE_FORMAT_VERSION`].
+    /// `STATE_FORMAT_VERSION`.
     pub version: u32,
     /// The node's role.
     pub role: Role,
@@ -149,7 +149,7 @@ mod hex32 {
 pub enum StateError {
     /// Reading or writing failed.
     File(FileError),
-    /// The file is larger than [`MAX_STATE_FILE_SIZE`].
+    /// The file is larger than `MAX_STATE_FILE_SIZE`.
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -205,7 +205,7 @@ pub struct StateStore {
 }
 
 impl StateStore {
-    /// The store of `state_dir` ([`STATE_FILE_NAME`] in it).
+    /// The store of `state_dir` (`STATE_FILE_NAME` in it).
     pub fn new(state_dir: &Path) -> StateStore {
         StateStore { path: state_dir.join(STATE_FILE_NAME) }
     }
