@@ -1,4 +1,4 @@
-//! An aTLS server produces at most `MAX_CONCURRENT_ISSUES` attestations at once (issue 28): a flood of
+//! An aTLS server produces at most `MAX_CONCURRENT_ISSUES` attestations at once: a flood of
 //! ClientHellos — each asks the server for a fresh attestation, a TPM quote — queues handshakes as waiting
 //! futures, not as quotes, and the ones shed by admission (the listener's pending cap) never cost a quote.
 //!

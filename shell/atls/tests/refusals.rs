@@ -67,7 +67,7 @@ fn accept_one(
 }
 
 /// A raw OpenSSL client capped at TLS 1.2.
-async fn tls12_client(addr: std::net::SocketAddr) -> Result<(), String> {
+async fn tls12_client(addr: std::net::SocketAddr) -> Result<(), openssl::ssl::Error> {
     let mut b = SslConnector::builder(SslMethod::tls()).unwrap();
     b.set_verify(SslVerifyMode::NONE);
     b.set_max_proto_version(Some(SslVersion::TLS1_2)).unwrap();
@@ -75,7 +75,7 @@ async fn tls12_client(addr: std::net::SocketAddr) -> Result<(), String> {
     ssl.set_hostname(&attest_atls::nonce::encode(&[7; 32])).unwrap();
     let tcp = TcpStream::connect(addr).await.unwrap();
     let mut s = tokio_openssl::SslStream::new(ssl, tcp).unwrap();
-    Pin::new(&mut s).connect().await.map_err(|e| e.to_string())
+    Pin::new(&mut s).connect().await
 }
 
 #[tokio::test]

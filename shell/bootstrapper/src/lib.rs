@@ -24,36 +24,42 @@
 //!                                  Outcome (init: streamed to the client; join: logged) → the process exits
 //! ```
 //!
-//! | module | concept |
-//! |---|---|
-//! | [`lock`] | the one-way node lock, persisted by extending the variant's lock register (PCR 15, or a TD's RTMR3) with the cluster id |
-//! | [`state`] | node state (role, salt, cluster id, disk UUID, phase), atomic JSON, the start-up table |
-//! | [`disk`], [`luks`] | [`DiskSetup`]: LUKS2 via cryptsetup (key on stdin, integrity where available, node state in a header token), header-only, or a 0600 key file |
-//! | [`backend`], [`kubeadm`], [`dryrun`], [`pki`] | [`ClusterBackend`]: real kubeadm, or a dry run that creates kubeadm's PKI |
-//! | [`process`] | running a command with its output streamed line by line |
-//! | [`files`] | writing ticket files under checked names |
-//! | [`request`] | init secret hash and InitRequest checks |
-//! | [`init`] | the `init.API` service |
-//! | [`ticket`] | kubelet key/CSR and join ticket checks |
-//! | [`join`] | the join client with back-off |
-//! | [`server_trust`] | verifying the join service before a ticket is believed (mutual aTLS, credential activation, cluster binding) |
-//! | [`registration`] | the pre-join AK registration step |
-//! | [`node`] | the shared node and the steps after the lock |
-//! | [`endpoints`] | join endpoints (flags, file, a metadata source) with failover |
-//! | [`metadata`] | join endpoints from AWS IMDSv2, the GCP metadata server or Azure IMDS |
-//! | [`lifecycle`], [`rejoin`], [`recover`] | after a reboot: rejoin ticket or recovery endpoint, disk reopen, PCR 15, restart; reset of a node marked for it |
-//! | [`verifysvc`] | the verify service (gRPC `verify.API`, HTTP `/?nonce=`) |
-//! | [`endpoint_limits`], [`node_metrics`] | fair-admission limits of the node's endpoints (init, recovery, verify, `/metrics`) and their export |
-//! | [`atomic`] | atomic file writes |
+//! The files sit in folders by concern — `cmd/` (the command), `life/` (the node's life: lock, state, reboot),
+//! `disk/`, `cluster/` (the cluster backends), `join/` (the join client and its trust in the join service),
+//! `serve/` (the node's endpoints), `metadata/` —; the modules stay at the crate root. Public are the modules
+//! whose items tests, the hardware tests, other crates and node-image builders use; the rest is crate-private
+//! and its public types are re-exported below.
+//!
+//! | module | file | concept |
+//! |---|---|---|
+//! | [`lock`] | `life/lock.rs` | the one-way node lock, persisted by extending the variant's lock register (PCR 15, or a TD's RTMR3) with the cluster id |
+//! | `state` | `life/state.rs` | node state (role, salt, cluster id, disk UUID, phase), atomic JSON, the start-up table |
+//! | `node` | `life/node.rs` | the shared node and the steps after the lock |
+//! | [`lifecycle`], [`rejoin`], `recover` | `life/` | after a reboot: rejoin ticket or recovery endpoint, disk reopen, PCR 15, restart; reset of a node marked for it |
+//! | [`disk`], [`luks`] | `disk/` | [`DiskSetup`]: LUKS2 via cryptsetup (key on stdin, integrity where available, node state in a header token), header-only, or a 0600 key file |
+//! | `backend`, [`kubeadm`], [`dryrun`], [`pki`] | `cluster/` | [`ClusterBackend`]: real kubeadm, or a dry run that creates kubeadm's PKI |
+//! | [`process`] | `cluster/process.rs` | running a command with its output streamed line by line |
+//! | `files` | `cluster/files.rs` | writing ticket files under checked names |
+//! | `join` | `join/join.rs` | the join client with back-off |
+//! | [`ticket`] | `join/ticket.rs` | kubelet key/CSR and join ticket checks |
+//! | `server_trust` | `join/server_trust.rs` | verifying the join service before a ticket is believed (mutual aTLS, credential activation, cluster binding) |
+//! | `registration` | `join/registration.rs` | the pre-join AK registration step |
+//! | [`endpoints`] | `join/endpoints.rs` | join endpoints (flags, file, a metadata source) with failover |
+//! | [`metadata`] | `metadata/` | join endpoints from AWS IMDSv2, the GCP metadata server or Azure IMDS |
+//! | `init`, `request` | `serve/` | the `init.API` service; init secret hash and InitRequest checks |
+//! | [`verifysvc`] | `serve/verifysvc.rs` | the verify service (gRPC `verify.API`, HTTP `/?nonce=`) |
+//! | [`endpoint_limits`], `node_metrics` | `serve/` | fair-admission limits of the node's endpoints (init, recovery, verify, `/metrics`) and their export |
+//! | [`cmd`], `exit` | `cmd/` | the `attest-bootstrapper` command and its exit statuses |
+//! | [`atomic`] | `attest_util::fs` | atomic file writes |
 //!
 //! # After bootstrapping
 //!
 //! The init server and the join client exist only until the node is bootstrapped; the process then keeps
-//! serving the node's attestation (the verify service, [`verifysvc`]) until it is stopped (a systemd
-//! `Type=simple` unit). A restarted bootstrapper in the same boot only serves. After a reboot (PCR 15 = 0,
+//! serving the node's attestation (the verify service, [`verifysvc`]) until it is stopped: a systemd
+//! `Type=simple` unit (the process does not notify systemd of readiness). A restarted bootstrapper in the same boot only serves. After a reboot (PCR 15 = 0,
 //! the node state says bootstrapped) it gets its disk key back through a rejoin ticket or the recovery
 //! endpoint and re-extends PCR 15 ([`lifecycle`]); a node whose bootstrap failed after the lock is reset
-//! at its next boot. The table is in [`state`].
+//! at its next boot. The table is in `state` ([`Startup`]).
 //!
 //! No secret (master secret, measurement secret, disk key, init secret, bootstrap token) is ever logged or put
 //! into an error or status message; they live in zeroizing buffers.
@@ -61,49 +67,85 @@
 #![forbid(unsafe_code)]
 
 pub use attest_util::fs as atomic;
-pub mod backend;
+
+#[path = "cmd/cmd.rs"]
 pub mod cmd;
+#[path = "cmd/cmd_lifecycle.rs"]
 mod cmd_lifecycle;
-pub mod disk;
-pub mod dryrun;
-pub mod endpoint_limits;
-pub mod endpoints;
-pub mod exit;
-pub mod files;
-pub mod init;
-pub mod join;
-pub mod kubeadm;
+#[path = "cmd/exit.rs"]
+pub(crate) mod exit;
+
+#[path = "life/lifecycle.rs"]
 pub mod lifecycle;
+#[path = "life/lock.rs"]
 pub mod lock;
-pub mod luks;
-pub mod metadata;
-pub mod node;
-pub mod node_metrics;
-pub mod pki;
-pub mod process;
-pub mod recover;
-pub mod registration;
+#[path = "life/node.rs"]
+pub(crate) mod node;
+#[path = "life/recover.rs"]
+pub(crate) mod recover;
+#[path = "life/rejoin.rs"]
 pub mod rejoin;
-pub mod request;
-pub mod server_trust;
-pub mod state;
+#[path = "life/state.rs"]
+pub(crate) mod state;
+
+#[path = "disk/disk.rs"]
+pub mod disk;
+#[path = "disk/luks.rs"]
+pub mod luks;
+
+#[path = "cluster/backend.rs"]
+pub(crate) mod backend;
+#[path = "cluster/dryrun.rs"]
+pub mod dryrun;
+#[path = "cluster/files.rs"]
+pub(crate) mod files;
+#[path = "cluster/kubeadm.rs"]
+pub mod kubeadm;
+#[path = "cluster/pki.rs"]
+pub mod pki;
+#[path = "cluster/process.rs"]
+pub mod process;
+
+#[path = "join/endpoints.rs"]
+pub mod endpoints;
+#[path = "join/join.rs"]
+pub(crate) mod join;
+#[path = "join/registration.rs"]
+pub(crate) mod registration;
+#[path = "join/server_trust.rs"]
+pub(crate) mod server_trust;
+#[path = "join/ticket.rs"]
 pub mod ticket;
+
+#[path = "serve/endpoint_limits.rs"]
+pub mod endpoint_limits;
+#[path = "serve/init.rs"]
+pub(crate) mod init;
+#[path = "serve/node_metrics.rs"]
+pub(crate) mod node_metrics;
+#[path = "serve/request.rs"]
+pub(crate) mod request;
+#[path = "serve/verifysvc.rs"]
 pub mod verifysvc;
 
+pub mod metadata;
 #[cfg(test)]
 mod tests;
 
-pub use backend::{ClusterBackend, InitParams, JoinParams};
+pub use backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
 pub use disk::{DiskSetup, KeyFileDisk};
 pub use endpoints::AtlsTicketSource;
+pub use files::{FileNameError, JoinFilesError};
 pub use init::{DEFAULT_INIT_PORT, InitService};
-pub use join::{JoinClient, JoinConfig, JoinError, PreJoin, PreJoinError, TicketSource};
+pub use join::{AttemptError, BoxFuture, JoinClient, JoinConfig, JoinError, PreJoin, PreJoinError, TicketSource};
 pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
 pub use luks::LuksDisk;
-pub use node::{Node, NodeConfig, Outcome};
-pub use request::InitSecretHash;
+pub use node::{CommitError, Committed, Node, NodeConfig, Outcome};
+pub use node_metrics::NodeMetrics;
+pub use recover::DEFAULT_RECOVER_PORT;
+pub use request::{InitSecretHash, InitSecretHashError};
 pub use server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
-pub use state::{NodeState, Phase, Role, Startup, StartupError};
+pub use state::{NodeState, Phase, Role, Startup, StartupError, StateError, StateStore};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

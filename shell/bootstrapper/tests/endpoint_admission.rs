@@ -1,4 +1,4 @@
-//! Issue 28's third attack and its variants against a node's verify service (`attest_bootstrapper::verifysvc`,
+//! Slow and idle callers against a node's verify service (`attest_bootstrapper::verifysvc`,
 //! limits in `endpoint_limits`): slow-loris HTTP headers (one byte every 2 s) on more connections than the
 //! service's limit, from one address and from many, and idle sockets and unfinished HTTP/2 requests on its
 //! gRPC side — while a genuine caller's `GET /?nonce=` and `GetAttestation` are served, every one of them.
@@ -48,16 +48,16 @@ async fn servers() -> VerifyServers {
 }
 
 /// A genuine `GET /?nonce=` from 127.0.0.1: the answer carries this nonce.
-async fn genuine_get(addr: SocketAddr, i: u8) -> Result<(), String> {
+async fn genuine_get(addr: SocketAddr, i: u8) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let nonce = [i; 32];
     let query = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(nonce);
-    let mut tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let mut tcp = TcpStream::connect(addr).await?;
     let request = format!("GET /?nonce={query} HTTP/1.1\r\nHost: node\r\n\r\n");
-    tcp.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
+    tcp.write_all(request.as_bytes()).await?;
     let mut out = String::new();
-    tcp.read_to_string(&mut out).await.map_err(|e| e.to_string())?;
+    tcp.read_to_string(&mut out).await?;
     if !out.starts_with("HTTP/1.1 200") {
-        return Err(format!("not served: {out:?}"));
+        return Err(format!("not served: {out:?}").into());
     }
     let body: serde_json::Value = serde_json::from_str(out.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
     let doc = base64::engine::general_purpose::STANDARD.decode(body["attestation"].as_str().unwrap()).unwrap();
@@ -65,8 +65,8 @@ async fn genuine_get(addr: SocketAddr, i: u8) -> Result<(), String> {
 }
 
 /// A genuine `verify.API/GetAttestation` on a fresh connection from 127.0.0.1.
-async fn genuine_grpc(addr: SocketAddr, i: u8) -> Result<(), String> {
-    let ch = Channel::connect(addr, ChannelConfig::default()).await.map_err(|e| e.to_string())?;
+async fn genuine_grpc(addr: SocketAddr, i: u8) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let ch = Channel::connect(addr, ChannelConfig::default()).await?;
     let r = ch
         .unary::<_, GetAttestationResponse>(
             paths::VERIFY_GET_ATTESTATION,
@@ -74,8 +74,7 @@ async fn genuine_grpc(addr: SocketAddr, i: u8) -> Result<(), String> {
             Metadata::new(),
             Some(Duration::from_secs(30)),
         )
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     if r.message.attestation == [i; 32] { Ok(()) } else { Err("another nonce's document".into()) }
 }
 

@@ -1,4 +1,4 @@
-//! Fault injection (the crash matrix, issue 28) is not reachable in production builds: an
+//! Fault injection (the crash matrix) is not reachable in production builds: an
 //! `attest-bootstrapper` built without the cargo feature `fault-injection` ignores `ATTEST_FAULT_POINTS`
 //! and says so; only a build with the feature announces the points armed.
 

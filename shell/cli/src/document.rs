@@ -61,25 +61,26 @@ struct Input {
 }
 
 /// A certificate's attestation extension and SPKI hash, after its self-signature verified.
-fn from_certificate(der: &[u8]) -> Result<Input, String> {
-    let x509 = openssl::x509::X509::from_der(der).map_err(|e| format!("not a certificate: {e}"))?;
-    let key = x509.public_key().map_err(|e| e.to_string())?;
+fn from_certificate(der: &[u8]) -> Result<Input, UsageError> {
+    let x509 = openssl::x509::X509::from_der(der).map_err(|e| UsageError(format!("not a certificate: {e}")))?;
+    let key = x509.public_key().map_err(|e| UsageError(e.to_string()))?;
     if !x509.verify(&key).unwrap_or(false) {
-        return Err("the certificate's self-signature does not verify".into());
+        return Err(UsageError::new("the certificate's self-signature does not verify"));
     }
-    let cert = attest_engine::x509::Certificate::from_der(der).map_err(|e| e.to_string())?;
+    let cert = attest_engine::x509::Certificate::from_der(der).map_err(|e| UsageError(e.to_string()))?;
     let mut found = None;
     for ext in cert.extensions() {
-        let ext = ext.map_err(|e| e.to_string())?;
+        let ext = ext.map_err(|e| UsageError(e.to_string()))?;
         let Some(oid) = attest_atls::verify::oid_to_dotted(ext.oid) else { continue };
         if Variant::from_oid(&oid).is_some() {
             if found.is_some() {
-                return Err("more than one attestation extension".into());
+                return Err(UsageError::new("more than one attestation extension"));
             }
             found = Some((oid, ext.value.to_vec()));
         }
     }
-    let (oid, document) = found.ok_or("no attestation extension (OID of a variant under 1.3.9900)")?;
+    let (oid, document) =
+        found.ok_or_else(|| UsageError::new("no attestation extension (OID of a variant under 1.3.9900)"))?;
     Ok(Input { document, certificate: Some((oid, openssl::sha::sha256(cert.spki()))) })
 }
 
@@ -89,11 +90,11 @@ fn read_input(path: &std::path::Path) -> Result<Input, UsageError> {
     if bytes.trim_ascii_start().starts_with(b"-----BEGIN") {
         let certs = attest_engine::x509::pem::certificates_from_pem_or_der(&bytes).map_err(|e| bad(e.to_string()))?;
         let [der] = <[Vec<u8>; 1]>::try_from(certs).map_err(|_| bad("expected one certificate".into()))?;
-        return from_certificate(&der).map_err(bad);
+        return from_certificate(&der).map_err(|e| bad(e.0));
     }
     // A DER certificate parses as one; an AttestationDocument never does (its first field is a string).
     if attest_engine::x509::Certificate::from_der(&bytes).is_ok() {
-        return from_certificate(&bytes).map_err(bad);
+        return from_certificate(&bytes).map_err(|e| bad(e.0));
     }
     Ok(Input { document: bytes, certificate: None })
 }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// A signing key for EAR tokens.
-pub struct EarKey {
+pub(crate) struct EarKey {
     key: EcKey<Private>,
     alg: &'static str,
     size: usize,
@@ -30,7 +30,7 @@ impl std::fmt::Debug for EarKey {
 
 impl EarKey {
     /// Reads a PEM EC private key (SEC 1 or PKCS #8) on P-256 or P-384.
-    pub fn from_pem_file(path: &Path) -> Result<Self, UsageError> {
+    pub(crate) fn from_pem_file(path: &Path) -> Result<Self, UsageError> {
         let bad = |m: String| UsageError::new(format!("--ear-key {}: {m}", path.display()));
         let pem = super::input::read_file(path, "--ear-key")?;
         let pkey = openssl::pkey::PKey::private_key_from_pem(&pem).map_err(|_| bad("not a PEM private key".into()))?;
@@ -43,13 +43,8 @@ impl EarKey {
         Ok(Self { key, alg, size })
     }
 
-    /// The JWS algorithm.
-    pub fn alg(&self) -> &'static str {
-        self.alg
-    }
-
     /// `claims` as a signed JWT.
-    pub fn sign(&self, claims: &Value) -> Result<String, UsageError> {
+    pub(crate) fn sign(&self, claims: &Value) -> Result<String, UsageError> {
         let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
         let header = json!({"alg": self.alg, "typ": "JWT"});
         let input = format!("{}.{}", b64(header.to_string().as_bytes()), b64(claims.to_string().as_bytes()));

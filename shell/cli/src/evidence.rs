@@ -11,7 +11,7 @@
 //! | `--json` / `--format json` | one result object (schema `attest-result/1`, `schemas/result-v1.schema.json`) on stdout | the same schema, `accepted: false`, `checks` and `failure` |
 //! | `--format ear --ear-key KEY` | a JWT (ES256/ES384), `ear.status` `affirming` or `warning` | a JWT whose submodule is `contraindicated` (and the reason on stderr) |
 //!
-//! Exit statuses: [`crate::exit`]. Usage errors (unreadable files, malformed arguments) exit with 2 before
+//! Exit statuses: `crate::exit` (printed by `attest --help`). Usage errors (unreadable files, malformed arguments) exit with 2 before
 //! anything is verified.
 
 use super::ear::EarKey;
@@ -205,7 +205,7 @@ pub fn build_id() -> &'static str {
 
 impl Output {
     /// Reports `result` for evidence carrying `nonce`; the exit status: 0 accepted, 1 refused, 2 malformed
-    /// ([`crate::exit`]).
+    /// (`crate::exit`).
     pub fn report(
         &self,
         subject: &Subject,

@@ -15,7 +15,7 @@ use attest_engine::error::ErrorClass;
 use std::fmt::Write as _;
 
 /// Every exit status with its meaning, in order.
-pub const EXIT_STATUSES: &[(u8, &str)] = &[
+pub(crate) const EXIT_STATUSES: &[(u8, &str)] = &[
     (0, "accepted: the evidence verified (or the command did what it was asked)"),
     (
         1,
@@ -28,7 +28,7 @@ pub const EXIT_STATUSES: &[(u8, &str)] = &[
 ];
 
 /// The table as `--help` prints it.
-pub fn help() -> String {
+pub(crate) fn help() -> String {
     let mut s = String::from("Exit status:\n");
     for (code, meaning) in EXIT_STATUSES {
         let _ = writeln!(s, "  {code}  {meaning}");
@@ -38,7 +38,7 @@ pub fn help() -> String {
 }
 
 /// The status of a verification that failed with `e`: malformed input and misuse are 2, refusals 1.
-pub fn status_of(e: &Error) -> Status {
+pub(crate) fn status_of(e: &Error) -> Status {
     match e.class() {
         ErrorClass::Refused => Status::Rejected,
         _ => Status::Usage,

@@ -216,7 +216,7 @@ fn write_cluster_state(
     success: &attest_proto::init::InitSuccessResponse,
     attested: &AttestationSummary,
     measurements_version: u64,
-) -> Result<bool, String> {
+) -> Result<bool, FilesError> {
     let init_node = match &attested.identity {
         Some(identity) if !success.node_name.is_empty() && !success.disk_uuid.is_empty() => {
             Some(attest_trust::NodeRecord {
@@ -229,8 +229,42 @@ fn write_cluster_state(
         _ => None,
     };
     let complete = init_node.is_some();
-    attest_trust::ClusterState::create(path, init_node, measurements_version).map_err(|e| e.to_string())?;
+    attest_trust::ClusterState::create(path, init_node, measurements_version).map_err(FilesError::ClusterState)?;
     Ok(complete)
+}
+
+/// Why the files of an initialized cluster could not be written (the cluster exists; `attest init` says so
+/// and prints its id).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FilesError {
+    /// The kubeconfig or the cluster file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The join service's first cluster state.
+    ClusterState(attest_trust::StateError),
+}
+
+impl std::fmt::Display for FilesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::ClusterState(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FilesError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::File { source, .. } => Some(source),
+            Self::ClusterState(e) => Some(e),
+        }
+    }
 }
 
 /// An EK CA bundle from a swtpm-localca directory, a directory of PEM files, or a PEM file.
@@ -486,9 +520,10 @@ fn report(args: &InitArgs, p: &Prepared, outcome: Outcome, stdout: &mut dyn Writ
             cluster_bytes.push(b'\n');
             // The kubeconfig holds cluster-admin credentials: owner-only, like the master secret.
             let written = write_private(&kubeconfig, &success.kubeconfig)
-                .map_err(|e| format!("{}: {e}", kubeconfig.display()))
+                .map_err(|source| FilesError::File { path: kubeconfig.clone(), source })
                 .and_then(|()| {
-                    write_private(&cluster, &cluster_bytes).map_err(|e| format!("{}: {e}", cluster.display()))
+                    write_private(&cluster, &cluster_bytes)
+                        .map_err(|source| FilesError::File { path: cluster.clone(), source })
                 })
                 .and_then(|()| write_cluster_state(&state_path, &success, &attested, p.measurements_version));
             let state_complete = match written {

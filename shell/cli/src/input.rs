@@ -118,9 +118,9 @@ pub fn read_report(path: &Path) -> Result<ReportInput, UsageError> {
 }
 
 /// Classifies report bytes (see the module documentation).
-pub fn detect_report(data: Vec<u8>) -> Result<ReportInput, String> {
+pub fn detect_report(data: Vec<u8>) -> Result<ReportInput, UsageError> {
     if data.is_empty() {
-        return Err("empty file".into());
+        return Err(UsageError::new("empty file"));
     }
     let is_text = data.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace());
     if !is_text {
@@ -129,49 +129,52 @@ pub fn detect_report(data: Vec<u8>) -> Result<ReportInput, String> {
     }
     let text: String = data.iter().filter(|b| !b.is_ascii_whitespace()).map(|b| char::from(*b)).collect();
     if text.is_empty() {
-        return Err("file contains only whitespace".into());
+        return Err(UsageError::new("file contains only whitespace"));
     }
     let (decoded, encoding) = if text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        let d = hex::decode(&text).map_err(|e| format!("hex text does not decode: {e}"))?;
+        let d = hex::decode(&text).map_err(|e| UsageError(format!("hex text does not decode: {e}")))?;
         (d, Encoding::Hex)
     } else {
         let body = text.trim_end_matches('=');
         let b64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
         if let Some(bad) = body.bytes().find(|b| !b64(*b)) {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "text file that is neither hex nor base64 (character {:?}); expected a binary report, an HCL report, or hex/base64 text of one",
                 char::from(bad)
-            ));
+            )));
         }
         let standard = body.bytes().any(|b| matches!(b, b'+' | b'/'));
         let url = body.bytes().any(|b| matches!(b, b'-' | b'_'));
         let (engine, encoding) = match (standard, url) {
-            (true, true) => return Err("base64 text mixes the standard (+/) and URL-safe (-_) alphabets".into()),
+            (true, true) => {
+                return Err(UsageError::new("base64 text mixes the standard (+/) and URL-safe (-_) alphabets"));
+            }
             (false, true) => (&B64_URL, Encoding::Base64Url),
             _ => (&B64_STANDARD, Encoding::Base64),
         };
         let d = engine.decode(body).map_err(|e| {
-            format!(
+            UsageError(format!(
                 "text file that is neither hex nor valid {} ({e}); expected a binary report, an HCL report, or hex/base64 text of one",
                 encoding.id()
-            )
+            ))
         })?;
         (d, encoding)
     };
-    let container = classify_binary(&decoded).map_err(|e| format!("{} text decodes to {e}", encoding.id()))?;
+    let container =
+        classify_binary(&decoded).map_err(|e| UsageError(format!("{} text decodes to {e}", encoding.id())))?;
     Ok(ReportInput { data: decoded, container, encoding })
 }
 
-fn classify_binary(data: &[u8]) -> Result<Container, String> {
+fn classify_binary(data: &[u8]) -> Result<Container, UsageError> {
     SnpEvidence::parse(data).map(|e| e.container()).map_err(|e| match e {
-        Error::Truncated { .. } | Error::TrailingData { .. } => format!(
+        Error::Truncated { .. } | Error::TrailingData { .. } => UsageError(format!(
             "{} bytes: not a recognized report format (expected exactly {REPORT_SIZE} bytes for a raw report, {} for a \
              report + IGVM request-data header, an Azure HCL report starting with \"HCLA\", or hex/base64 text of one)",
             data.len(),
             REPORT_SIZE + IGVM_REQUEST_HEADER_SIZE
-        ),
-        Error::EvidenceFormat { reason, .. } => format!("{} bytes: {reason}", data.len()),
-        other => format!("a malformed Azure HCL report: {other}"),
+        )),
+        Error::EvidenceFormat { reason, .. } => UsageError(format!("{} bytes: {reason}", data.len())),
+        other => UsageError(format!("a malformed Azure HCL report: {other}")),
     })
 }
 
@@ -304,12 +307,12 @@ mod tests {
         assert_eq!(i.container, Container::RawWithIgvmHeader);
         assert_eq!(i.report(), &r[..]);
         igvm[REPORT_SIZE + 8] = 4;
-        assert!(detect_report(igvm).unwrap_err().contains("IGVM"));
-        assert!(detect_report(vec![0u8; 100]).unwrap_err().contains("not a recognized"));
+        assert!(detect_report(igvm).unwrap_err().0.contains("IGVM"));
+        assert!(detect_report(vec![0u8; 100]).unwrap_err().0.contains("not a recognized"));
         assert!(detect_report(b"hello world!".to_vec()).is_err());
         assert!(detect_report(b"zz~~".to_vec()).is_err());
         assert!(detect_report(Vec::new()).is_err());
-        assert!(detect_report(b"HCLA\x01\0\0\0".to_vec()).unwrap_err().contains("HCL"));
+        assert!(detect_report(b"HCLA\x01\0\0\0".to_vec()).unwrap_err().0.contains("HCL"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! the service crates (`attest-joinservice`, `attest-bootstrapper`): it talks to them over the wire. The `attest`
 //! binary (`src/main.rs`) is a thin `main` over [`run`].
 //!
-//! Exit statuses are part of the interface, one table for every subcommand ([`exit`], printed by
+//! Exit statuses are part of the interface, one table for every subcommand (`exit`, printed by
 //! `attest --help`): [`Status::Accepted`] (0), [`Status::Rejected`] (1, evidence refused) and
 //! [`Status::Usage`] (2, malformed input or wrong usage). Clap's own usage errors already exit with 2; every
 //! malformed argument, unreadable file or malformed evidence detected here does too, with a message on
@@ -19,9 +19,9 @@
 pub mod admission;
 pub mod azure;
 pub mod document;
-pub mod ear;
+pub(crate) mod ear;
 pub mod evidence;
-pub mod exit;
+pub(crate) mod exit;
 pub mod gce;
 pub mod init;
 pub mod input;
@@ -34,7 +34,7 @@ pub mod secret;
 pub mod snp;
 pub mod tdx;
 pub mod tpm;
-pub mod trust;
+pub(crate) mod trust;
 pub mod verify;
 pub mod verifysvc;
 

@@ -143,7 +143,7 @@ impl VariantArgs {
     /// The validator of [`VariantArgs::variant`] for the measurements at `measurements`, with `registry`'s
     /// AKs (where the variant trusts its AK through a registry; `registry` is asked after the trust checks),
     /// and what it trusts: the measurements only under `trust`'s signature rules, an SNP variant only with a
-    /// pinned launch, and AMD's CRLs loaded ([`crate::trust::prepare`]; with test roots, the test PKI's CRLs
+    /// pinned launch, and AMD's CRLs loaded (`crate::trust::prepare`; with test roots, the test PKI's CRLs
     /// from their directory instead). With `cluster_id`, PCR 15 must hold it (replacing the file's PCR 15
     /// entry). Any refusal is a usage error.
     pub fn validator(

@@ -14,21 +14,21 @@ use attest_trust::{Expected, Trust, TrustArgs, ValidatorFactory};
 
 /// Everything a verifying command prepared before it touches the network.
 #[derive(Debug)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// What the measurements expect of the variant.
-    pub expected: Expected,
+    pub(crate) expected: Expected,
     /// The factory of the variant's validator: its SNP verifier with the CRLs installed (SNP variants) and
     /// the SNP policy with the flags' waivers.
-    pub factory: ValidatorFactory,
+    pub(crate) factory: ValidatorFactory,
     /// What is trusted and waived, for the verdict.
-    pub trust: Trust,
+    pub(crate) trust: Trust,
 }
 
 /// Loads the measurements at `path` under `args` (signature or waiver), checks `variant`'s launch pinning
 /// under the SNP policy in `snp_policy` (or the defaults) and loads the CRLs it needs into `factory`'s SNP
 /// verifier (AMD's, from the KDS store; none with `test_roots`, whose verifier holds the test PKI's). Any
 /// refusal is a usage error: the command does not start.
-pub fn prepare(
+pub(crate) fn prepare(
     args: &TrustArgs,
     variant: Variant,
     path: &Path,

@@ -1,7 +1,7 @@
 //! `attest verify`: remote attestation of a running node. Opens an aTLS connection to the node and verifies
 //! its certificate's attestation for the node's variant (`--variant`) — the AK (registry for `qemu-vtpm`,
 //! SNP report for the SNP variants, Google's certificate for `gcp-shielded-vm`), the PCRs against the
-//! measurements file (whose signature is verified first: [`crate::trust`]), the quote (and, on AWS/GCP SNP,
+//! measurements file (whose signature is verified first: `crate::trust`), the quote (and, on AWS/GCP SNP,
 //! the fresh report) against a fresh nonce, the certificate key against the quote — then closes it; no RPC
 //! is made. The verdict names every waiver in effect.
 //!

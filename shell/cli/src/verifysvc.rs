@@ -58,11 +58,13 @@ pub fn parse_cluster_id(text: &str) -> Result<[u8; 32], UsageError> {
 }
 
 /// The node's document for `nonce` from its verify service at `addr`.
-pub async fn fetch(addr: SocketAddr, via: VerifyVia, nonce: &[u8; 32]) -> Result<Vec<u8>, String> {
+pub async fn fetch(addr: SocketAddr, via: VerifyVia, nonce: &[u8; 32]) -> Result<Vec<u8>, ServiceError> {
     match via {
         VerifyVia::Grpc => {
             let config = ChannelConfig { connect_timeout: CONNECT_TIMEOUT, ..ChannelConfig::default() };
-            let channel = Channel::connect(addr, config).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
+            let channel = Channel::connect(addr, config)
+                .await
+                .map_err(|e| ServiceError::Connect { addr, source: Box::new(e) })?;
             let r = channel
                 .unary::<_, GetAttestationResponse>(
                     paths::VERIFY_GET_ATTESTATION,
@@ -71,54 +73,54 @@ pub async fn fetch(addr: SocketAddr, via: VerifyVia, nonce: &[u8; 32]) -> Result
                     Some(CONNECT_TIMEOUT),
                 )
                 .await
-                .map_err(|s| format!("GetAttestation: {s}"))?;
+                .map_err(|s| ServiceError::Call(Box::new(s)))?;
             Ok(r.message.attestation)
         }
         VerifyVia::Http => tokio::time::timeout(CONNECT_TIMEOUT, http_get(addr, nonce))
             .await
-            .map_err(|_| format!("{addr}: timed out"))?,
-        VerifyVia::Atls => Err("the aTLS path does not fetch a document".into()),
+            .map_err(|_| ServiceError::TimedOut(addr))?,
+        VerifyVia::Atls => Err(ServiceError::NoDocumentOverAtls),
     }
 }
 
 /// `GET /?nonce=` with HTTP/1.1, `Connection: close`; the body read to EOF (at most
 /// [`MAX_VERIFY_RESPONSE_SIZE`]).
-async fn http_get(addr: SocketAddr, nonce: &[u8; 32]) -> Result<Vec<u8>, String> {
+async fn http_get(addr: SocketAddr, nonce: &[u8; 32]) -> Result<Vec<u8>, ServiceError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connecting to {addr}: {e}"))?;
+    let mut tcp =
+        tokio::net::TcpStream::connect(addr).await.map_err(|e| ServiceError::Connect { addr, source: Box::new(e) })?;
     let q = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(nonce);
     tcp.write_all(format!("GET /?nonce={q} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
         .await
-        .map_err(|e| format!("{addr}: {e}"))?;
+        .map_err(|source| ServiceError::Io { addr, source })?;
     let mut raw = Vec::new();
     (&mut tcp)
         .take(MAX_VERIFY_RESPONSE_SIZE as u64 + 1)
         .read_to_end(&mut raw)
         .await
-        .map_err(|e| format!("{addr}: {e}"))?;
+        .map_err(|source| ServiceError::Io { addr, source })?;
     if raw.len() > MAX_VERIFY_RESPONSE_SIZE {
-        return Err(format!("{addr}: response larger than {MAX_VERIFY_RESPONSE_SIZE} bytes"));
+        return Err(ServiceError::TooLarge(addr));
     }
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("malformed HTTP response")?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or(ServiceError::MalformedHttp)?;
     let head = String::from_utf8_lossy(&raw[..split]);
     let status = head.lines().next().unwrap_or_default();
+    let answer = |reason: &str| ServiceError::Answer { status: status.to_owned(), reason: reason.to_owned() };
     let body: serde_json::Value =
-        serde_json::from_slice(&raw[split + 4..]).map_err(|_| format!("{status}: the body is not JSON"))?;
+        serde_json::from_slice(&raw[split + 4..]).map_err(|_| answer("the body is not JSON"))?;
     if !status.contains(" 200 ") {
-        return Err(format!("{status}: {}", body["error"].as_str().unwrap_or("")));
+        return Err(answer(body["error"].as_str().unwrap_or("")));
     }
-    let doc = body["attestation"].as_str().ok_or("no \"attestation\" in the answer")?;
-    base64::engine::general_purpose::STANDARD.decode(doc).map_err(|_| "the attestation is not base64".to_owned())
+    let doc = body["attestation"].as_str().ok_or(ServiceError::NoAttestation)?;
+    base64::engine::general_purpose::STANDARD.decode(doc).map_err(|_| ServiceError::NotBase64)
 }
 
 /// Validates a verify-service document for `nonce`: the engine checks under `validator`, then the user data
-/// must be this service's constant. Returns an error text for the verdict.
-pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32]) -> Result<(), String> {
+/// must be this service's constant. The error's text goes into the verdict.
+pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32]) -> Result<(), ServiceError> {
     let user_data = validator.validate(document, nonce).map_err(|e| match e {
-        attest_atls::ValidationError::NonceMismatch => {
-            "the document is not for our nonce (stale or replayed)".to_owned()
-        }
-        attest_atls::ValidationError::Rejected(e) => reason(e.as_ref()),
+        attest_atls::ValidationError::NonceMismatch => ServiceError::StaleNonce,
+        attest_atls::ValidationError::Rejected(e) => ServiceError::Rejected(e),
     })?;
     let expected = openssl::sha::sha256(attest_proto::VERIFY_USER_DATA_CONTEXT);
     if user_data != expected {
@@ -127,9 +129,98 @@ pub fn validate(validator: &RecordingValidator, document: &[u8], nonce: &[u8; 32
             expected: attest_engine::error::Value::Text("the verify service's user data"),
             found: attest_engine::error::Value::Text("another value"),
         });
-        return Err("the document's user data is not the verify service's (a document made for another purpose)".into());
+        return Err(ServiceError::WrongUserData);
     }
     Ok(())
+}
+
+/// Why a node's verify service gave no document, or its document is refused (the text of the verdict).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServiceError {
+    /// The node could not be reached.
+    Connect {
+        /// The node's address.
+        addr: SocketAddr,
+        /// Why (a gRPC status or an I/O error).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// `GetAttestation` failed.
+    Call(Box<attest_grpc::Status>),
+    /// The HTTP answer took longer than the connect timeout.
+    TimedOut(SocketAddr),
+    /// The aTLS path has no document to fetch (its document comes in the handshake).
+    NoDocumentOverAtls,
+    /// Reading or writing the HTTP connection failed.
+    Io {
+        /// The node's address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The HTTP answer is larger than [`MAX_VERIFY_RESPONSE_SIZE`].
+    TooLarge(SocketAddr),
+    /// No end of the HTTP head.
+    MalformedHttp,
+    /// The HTTP answer is not `200` with a JSON body.
+    Answer {
+        /// The HTTP status line.
+        status: String,
+        /// The service's `error`, or what is wrong with the body.
+        reason: String,
+    },
+    /// No `attestation` in the JSON answer.
+    NoAttestation,
+    /// The `attestation` is not base64.
+    NotBase64,
+    /// The document is bound to another nonce.
+    StaleNonce,
+    /// The engine refused the document.
+    Rejected(attest_atls::BoxError),
+    /// The document's user data is not the verify service's.
+    WrongUserData,
+}
+
+impl std::fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connect { addr, source } => write!(f, "connecting to {addr}: {source}"),
+            Self::Call(s) => write!(f, "GetAttestation: {s}"),
+            Self::TimedOut(addr) => write!(f, "{addr}: timed out"),
+            Self::NoDocumentOverAtls => f.write_str("the aTLS path does not fetch a document"),
+            Self::Io { addr, source } => write!(f, "{addr}: {source}"),
+            Self::TooLarge(addr) => write!(f, "{addr}: response larger than {MAX_VERIFY_RESPONSE_SIZE} bytes"),
+            Self::MalformedHttp => f.write_str("malformed HTTP response"),
+            Self::Answer { status, reason } => write!(f, "{status}: {reason}"),
+            Self::NoAttestation => f.write_str("no \"attestation\" in the answer"),
+            Self::NotBase64 => f.write_str("the attestation is not base64"),
+            Self::StaleNonce => f.write_str("the document is not for our nonce (stale or replayed)"),
+            Self::Rejected(e) => f.write_str(&reason(e.as_ref())),
+            Self::WrongUserData => f.write_str(
+                "the document's user data is not the verify service's (a document made for another purpose)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ServiceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Connect { source, .. } => Some(source.as_ref()),
+            Self::Call(s) => Some(s.as_ref()),
+            Self::Io { source, .. } => Some(source),
+            Self::Rejected(e) => Some(e.as_ref()),
+            Self::TimedOut(_)
+            | Self::NoDocumentOverAtls
+            | Self::TooLarge(_)
+            | Self::MalformedHttp
+            | Self::Answer { .. }
+            | Self::NoAttestation
+            | Self::NotBase64
+            | Self::StaleNonce
+            | Self::WrongUserData => None,
+        }
+    }
 }
 
 /// What the node proved, or (whether it answered with a document, why it is refused).
@@ -148,9 +239,9 @@ pub fn verify_via_service(
     let nonce = attest_atls::nonce::fresh().map_err(|e| UsageError::new(format!("nonce: {e}")))?;
     let validator = RecordingValidator::for_node(validator);
     let verdict = match rt.block_on(fetch(addr, via, &nonce)) {
-        Err(e) => Err((false, e)),
+        Err(e) => Err((false, e.to_string())),
         Ok(doc) => match validate(&validator, &doc, &nonce) {
-            Err(e) => Err((true, e)),
+            Err(e) => Err((true, e.to_string())),
             Ok(()) => validator.last().ok_or((true, "no attestation verified".to_owned())),
         },
     };

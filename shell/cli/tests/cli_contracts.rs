@@ -152,7 +152,7 @@ fn cases(dir: &Path) -> Vec<Case> {
             submod: "gcp-shielded-vm",
             accept: args(dir, &[&gce[..], &["--dangerous-no-nonce"]].concat()),
             refuse: args(dir, &[&gce[..], &["--nonce-text", "9009"]].concat()),
-            // No nonce, no reference values: no identity or executables claim (issue 27's over-claim).
+            // No nonce, no reference values: no identity or executables claim (claiming them would over-claim).
             status: "warning",
             vector: &[("hardware", Some(2)), ("instance-identity", None), ("executables", None)],
             failed: "nonce",

@@ -1,4 +1,4 @@
-//! Fair admission of connections: no caller starves the others (issue 28).
+//! Fair admission of connections: no caller starves the others.
 //!
 //! Every listener of the services (gRPC, aTLS, mutual TLS, and the plain HTTP/1.1 endpoints `/metrics` and
 //! the node's verify service) admits a TCP connection through one [`Admission`] table before it reads a

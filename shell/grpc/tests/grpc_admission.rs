@@ -1,4 +1,4 @@
-//! Fair admission (issue 28) against the h2c server: sockets that never finish their handshake — idle,
+//! Fair admission against the h2c server: sockets that never finish their handshake — idle,
 //! silent, trickling — from one peer or from many must not keep a genuine client out, connections that
 //! finished their handshake keep their slots, and the pending phase ends at a deadline counted from accept.
 //!

@@ -1,4 +1,4 @@
-//! Hostile HTTP/2 and gRPC input against the gRPC server (issue 8): malformed frames, invalid headers,
+//! Hostile HTTP/2 and gRPC input against the gRPC server: malformed frames, invalid headers,
 //! oversized header lists and HPACK bombs, stream floods, RST_STREAM floods (CVE-2023-44487), WINDOW_UPDATE
 //! abuse, a client that never reads, slowloris, abrupt disconnects, and SETTINGS/PING floods.
 //!

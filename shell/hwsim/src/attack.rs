@@ -12,7 +12,7 @@
 //!   recorded for an earlier nonce (a replayed TD quote: its REPORTDATA binds the old nonce), or made for this
 //!   nonce but for another key than the one the attacker holds (relayed: its REPORTDATA, or the vTPM quote it
 //!   binds, does not bind this handshake's key). The join service must refuse both.
-//! - **An attested node that lies** (issue 24): a genuine node asks for what is not its own — another node's
+//! - **An attested node that lies**: a genuine node asks for what is not its own — another node's
 //!   disk key ([`attempt_rejoin`] with that disk's UUID), another node's name, control-plane files as a worker,
 //!   a kubelet certificate for a key it did not prove in the handshake ([`JoinClaim`]).
 
@@ -127,7 +127,7 @@ impl JoinOutcome {
     }
 }
 
-/// What a join request claims (the lies of issue 24 are each one field).
+/// What a join request claims (each lie of an attested node is one field).
 #[derive(Clone, Debug)]
 pub struct JoinClaim {
     /// The kubelet node name of the CSR.
@@ -162,18 +162,46 @@ pub fn disk_uuid_of(node_name: &str) -> String {
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
+/// Why an attack client could not make its call at all (a refusal by the service is a [`JoinOutcome`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AttackError {
+    /// The aTLS connector could not be built.
+    Atls(attest_atls::Error),
+    /// The kubelet key and CSR could not be made.
+    Kubelet(openssl::error::ErrorStack),
+}
+
+impl std::fmt::Display for AttackError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Atls(e) => e.fmt(f),
+            Self::Kubelet(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AttackError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Atls(e) => Some(e),
+            Self::Kubelet(e) => Some(e),
+        }
+    }
+}
+
 /// A mutual-aTLS gRPC channel to `join_service` attesting with `issuer` (under `key` when given).
 async fn channel(
     join_service: SocketAddr,
     issuer: Arc<dyn AttestationIssuer>,
     key: Option<openssl::pkey::PKey<openssl::pkey::Private>>,
-) -> Result<Result<attest_grpc::Channel, JoinOutcome>, String> {
+) -> Result<Result<attest_grpc::Channel, JoinOutcome>, AttackError> {
     // The attacker does not care who the join service is: it sends a nonce (mutual aTLS needs one for the
     // service's own attestation) and takes whatever the service presents, of whichever variant.
     let ignore: Vec<Arc<dyn AttestationValidator>> =
         Variant::ALL.iter().map(|&v| Arc::new(IgnoreServer(v)) as Arc<dyn AttestationValidator>).collect();
     let ignore = Arc::new(attest_atls::Verifier::new(ignore));
-    let mut connector = AtlsConnector::new(Some(issuer), Some(ignore)).map_err(|e| e.to_string())?;
+    let mut connector = AtlsConnector::new(Some(issuer), Some(ignore)).map_err(AttackError::Atls)?;
     if let Some(key) = key {
         connector = connector.with_key(key);
     }
@@ -189,7 +217,7 @@ pub async fn attempt_join(
     join_service: SocketAddr,
     issuer: Arc<dyn AttestationIssuer>,
     node_name: &str,
-) -> Result<JoinOutcome, String> {
+) -> Result<JoinOutcome, AttackError> {
     attempt_join_claiming(join_service, issuer, &JoinClaim::worker(node_name)).await
 }
 
@@ -199,8 +227,8 @@ pub async fn attempt_join_claiming(
     join_service: SocketAddr,
     issuer: Arc<dyn AttestationIssuer>,
     claim: &JoinClaim,
-) -> Result<JoinOutcome, String> {
-    let kubelet = KubeletKey::generate(&claim.node_name).map_err(|e| e.to_string())?;
+) -> Result<JoinOutcome, AttackError> {
+    let kubelet = KubeletKey::generate(&claim.node_name).map_err(AttackError::Kubelet)?;
     let tls_key = if claim.unproven_csr_key {
         None // a fresh key per handshake: the CSR's key was never proven
     } else {
@@ -234,7 +262,7 @@ pub async fn attempt_rejoin(
     join_service: SocketAddr,
     issuer: Arc<dyn AttestationIssuer>,
     disk_uuid: &str,
-) -> Result<JoinOutcome, String> {
+) -> Result<JoinOutcome, AttackError> {
     let channel = match channel(join_service, issuer, None).await? {
         Ok(channel) => channel,
         Err(refused) => return Ok(refused),

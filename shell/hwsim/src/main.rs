@@ -44,7 +44,9 @@ use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice}
 use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
 use attest_attester::tpm::{AkConfig, Tpm};
 use attest_engine::variant::{AkTrust, Variant};
-use attest_hwsim::attack::{Borrowed, JoinClaim, ReplayingIssuer, attempt_join, attempt_join_claiming, attempt_rejoin};
+use attest_hwsim::attack::{
+    AttackError, Borrowed, JoinClaim, ReplayingIssuer, attempt_join, attempt_join_claiming, attempt_rejoin,
+};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, SimulatedSnp, SnpServer};
 use attest_hwsim::{BANNER, azure, gce, tdx};
 use attest_test_support::SigningKeyKind;
@@ -291,9 +293,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn device(addr: &str) -> Result<SnpGuestDevice, String> {
-    let addr = SnpDeviceAddr::parse(addr)?;
-    SnpGuestDevice::open(&addr).map_err(|e| e.to_string())
+fn device(addr: &str) -> Result<SnpGuestDevice, ToolError> {
+    let addr = SnpDeviceAddr::parse(addr).map_err(ToolError::from_source)?;
+    SnpGuestDevice::open(&addr).map_err(ToolError::from_source)
 }
 
 /// What a machine of `variant` has, from its row of the variant table.
@@ -314,7 +316,7 @@ fn machine(variant: Variant) -> serde_json::Value {
     })
 }
 
-fn run(command: Command) -> Result<(), String> {
+fn run(command: Command) -> Result<(), ToolError> {
     match command {
         Command::Machine { variant } => {
             println!("{}", machine(variant));
@@ -326,14 +328,14 @@ fn run(command: Command) -> Result<(), String> {
                 Some(h) => hex::decode(h.trim())
                     .ok()
                     .and_then(|b| <[u8; 48]>::try_from(b).ok())
-                    .ok_or("--measurement: expected 96 hex digits")?,
+                    .ok_or(ToolError::Usage("--measurement: expected 96 hex digits"))?,
             };
             let kind = match signer {
                 Signer::Vcek => SigningKeyKind::Vcek,
                 Signer::Vlek => SigningKeyKind::Vlek,
             };
-            let sim = SimulatedSnp::provision(&dir, kind, measurement).map_err(|e| e.to_string())?;
-            let server = SnpServer::start(sim, &socket).map_err(|e| e.to_string())?;
+            let sim = SimulatedSnp::provision(&dir, kind, measurement).map_err(ToolError::from_source)?;
+            let server = SnpServer::start(sim, &socket).map_err(ToolError::from_source)?;
             println!("listening on {}", server.socket().display());
             wait_for_termination()?;
             eprintln!("attest-hwsim: answered {} report request(s)", server.served());
@@ -356,15 +358,15 @@ fn run(command: Command) -> Result<(), String> {
                 Some(h) => hex::decode(h.trim())
                     .ok()
                     .and_then(|b| <[u8; 48]>::try_from(b).ok())
-                    .ok_or("--mrtd: expected 96 hex digits")?,
+                    .ok_or(ToolError::Usage("--mrtd: expected 96 hex digits"))?,
             };
             let mut attributes = if azure_tpm.is_some() { tdx::AZURE_TD_ATTRIBUTES } else { tdx::TD_ATTRIBUTES };
             if debug {
                 attributes |= tdx::DEBUG_ATTRIBUTE;
             }
             let mut platform = match &platform {
-                Some(file) => tdx::TdPlatform::open_or_generate(file, &dir).map_err(|e| e.to_string())?.0,
-                None => tdx::TdPlatform::generate(&dir).map_err(|e| e.to_string())?,
+                Some(file) => tdx::TdPlatform::open_or_generate(file, &dir).map_err(ToolError::from_source)?.0,
+                None => tdx::TdPlatform::generate(&dir).map_err(ToolError::from_source)?,
             };
             if let Some(name) = &machine {
                 platform = platform.for_machine(name);
@@ -374,15 +376,17 @@ fn run(command: Command) -> Result<(), String> {
             if outdated_tcb {
                 config.tee_tcb_svn = tdx::OUTDATED_TEE_TCB_SVN;
             }
-            let td = Arc::new(tdx::SimulatedTd::boot(Arc::new(platform), &root, &config).map_err(|e| e.to_string())?);
-            let _server = tdx::TdServer::start(&td).map_err(|e| e.to_string())?;
+            let td =
+                Arc::new(tdx::SimulatedTd::boot(Arc::new(platform), &root, &config).map_err(ToolError::from_source)?);
+            let _server = tdx::TdServer::start(&td).map_err(ToolError::from_source)?;
             let mut _endpoint = None;
             if let Some(tcti) = azure_tpm {
-                let mut tpm = Tpm::open(&tcti).map_err(|e| e.to_string())?;
-                td.provision_azure(&mut tpm).map_err(|e| e.to_string())?;
+                let mut tpm = Tpm::open(&tcti).map_err(ToolError::from_source)?;
+                td.provision_azure(&mut tpm).map_err(ToolError::from_source)?;
                 drop(tpm);
-                let listen = quote_listen.ok_or("--quote-listen is required with --azure-tpm")?;
-                let endpoint = tdx::QuoteEndpointServer::start(Arc::clone(&td), listen).map_err(|e| e.to_string())?;
+                let listen = quote_listen.ok_or(ToolError::Usage("--quote-listen is required with --azure-tpm"))?;
+                let endpoint =
+                    tdx::QuoteEndpointServer::start(Arc::clone(&td), listen).map_err(ToolError::from_source)?;
                 println!("quote endpoint {}", endpoint.url());
                 _endpoint = Some(endpoint);
             }
@@ -396,42 +400,42 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Tdx(TdxCommand::Registers { root }) => {
             let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
-            config.tdx = TdxPaths::parse(&root)?;
+            config.tdx = TdxPaths::parse(&root).map_err(ToolError::from_source)?;
             let issuer =
-                NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).map_err(|e| e.to_string())?;
-            let guest = issuer.tdx_guest().ok_or("no TD guest")?;
-            let rtmrs: Vec<String> = guest.rtmrs().map_err(|e| e.to_string())?.iter().map(hex::encode).collect();
+                NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).map_err(ToolError::from_source)?;
+            let guest = issuer.tdx_guest().ok_or(ToolError::Usage("no TD guest"))?;
+            let rtmrs: Vec<String> = guest.rtmrs().map_err(ToolError::from_source)?.iter().map(hex::encode).collect();
             println!("{}", json!({"rtmrs": rtmrs}));
             Ok(())
         }
         Command::Azure(AzureCommand::Provision { tpm, snp_device }) => {
-            let mut tpm = Tpm::open(&tpm).map_err(|e| e.to_string())?;
-            let provisioned = azure::provision(&mut tpm, &device(&snp_device)?).map_err(|e| e.to_string())?;
+            let mut tpm = Tpm::open(&tpm).map_err(ToolError::from_source)?;
+            let provisioned = azure::provision(&mut tpm, &device(&snp_device)?).map_err(ToolError::from_source)?;
             println!("{}", json!({"hcl_report_bytes": provisioned.hcl_report.len(), "ak_handle": "0x81000003"}));
             Ok(())
         }
         Command::Gce(GceCommand::Provision { tpm, dir, instance, project, measure, event_log_out }) => {
             let mut image = Vec::new();
             for m in &measure {
-                let (pcr, text) = m.split_once('=').ok_or("--measure: expected PCR=TEXT")?;
-                let pcr: u8 = pcr.parse().map_err(|_| "--measure: PCR is a number")?;
+                let (pcr, text) = m.split_once('=').ok_or(ToolError::Usage("--measure: expected PCR=TEXT"))?;
+                let pcr: u8 = pcr.parse().map_err(|_| ToolError::Usage("--measure: PCR is a number"))?;
                 image.push((pcr, text.as_bytes().to_vec()));
             }
-            let mut tpm = Tpm::open(&tpm).map_err(|e| e.to_string())?;
+            let mut tpm = Tpm::open(&tpm).map_err(ToolError::from_source)?;
             let spec = InstanceSpec::new(&project, &instance);
-            let log = gce::provision(&mut tpm, &dir, &spec, GceAkKind::Ecc, &image).map_err(|e| e.to_string())?;
-            std::fs::write(&event_log_out, log).map_err(|e| format!("{}: {e}", event_log_out.display()))?;
+            let log = gce::provision(&mut tpm, &dir, &spec, GceAkKind::Ecc, &image).map_err(ToolError::from_source)?;
+            std::fs::write(&event_log_out, log).map_err(ToolError::at(event_log_out.display()))?;
             println!("{}", json!({"instance": instance, "project": project, "ak": "ecc"}));
             Ok(())
         }
         Command::Attack(AttackCommand::ReplaySnp { target }) => {
-            let variant = Variant::from_name(&target.variant).ok_or("--variant: unknown")?;
-            let tpm = Tpm::open(&target.tpm).map_err(|e| e.to_string())?;
-            let qemu = QemuVtpmIssuer::new(tpm, AkConfig::default()).map_err(|e| e.to_string())?;
-            let snp_device = target.snp_device.as_deref().ok_or("--snp-device is required")?;
-            let inner = SnpIssuer::new(variant, qemu, device(snp_device)?).map_err(|e| e.to_string())?;
+            let variant = Variant::from_name(&target.variant).ok_or(ToolError::Usage("--variant: unknown"))?;
+            let tpm = Tpm::open(&target.tpm).map_err(ToolError::from_source)?;
+            let qemu = QemuVtpmIssuer::new(tpm, AkConfig::default()).map_err(ToolError::from_source)?;
+            let snp_device = target.snp_device.as_deref().ok_or(ToolError::Usage("--snp-device is required"))?;
+            let inner = SnpIssuer::new(variant, qemu, device(snp_device)?).map_err(ToolError::from_source)?;
             let replaying =
-                ReplayingIssuer::record(inner, b"an earlier attestation's nonce").map_err(|e| e.to_string())?;
+                ReplayingIssuer::record(inner, b"an earlier attestation's nonce").map_err(ToolError::from_source)?;
             let outcome = block_on(attempt_join(target.join_service, Arc::new(replaying), &target.node_name))?;
             let mut v = outcome.to_json();
             v["attack"] = json!("replayed SNP report");
@@ -476,40 +480,91 @@ fn run(command: Command) -> Result<(), String> {
 }
 
 /// The issuer of the node an attack client plays.
-fn node_issuer(target: &AttackTarget, snp_leaf: Option<PathBuf>) -> Result<NodeIssuer, String> {
-    let variant = Variant::from_name(&target.variant).ok_or("--variant: unknown")?;
+fn node_issuer(target: &AttackTarget, snp_leaf: Option<PathBuf>) -> Result<NodeIssuer, ToolError> {
+    let variant = Variant::from_name(&target.variant).ok_or(ToolError::Usage("--variant: unknown"))?;
     let mut config = HardwareConfig::new(&target.tpm);
     if let Some(d) = &target.snp_device {
-        config.snp_device = SnpDeviceAddr::parse(d)?;
+        config.snp_device = SnpDeviceAddr::parse(d).map_err(ToolError::from_source)?;
     }
     if let Some(root) = &target.tdx_root {
-        config.tdx = TdxPaths::parse(root)?;
+        config.tdx = TdxPaths::parse(root).map_err(ToolError::from_source)?;
     }
     if let Some(url) = &target.tdx_quote_endpoint {
-        config.tdx_quote_endpoint = QuoteEndpoint::parse(url)?;
+        config.tdx_quote_endpoint = QuoteEndpoint::parse(url).map_err(ToolError::from_source)?;
     }
     if let Some(leaf) = snp_leaf {
-        config.snp_leaf = Some(std::fs::read(&leaf).map_err(|e| format!("{}: {e}", leaf.display()))?);
+        config.snp_leaf = Some(std::fs::read(&leaf).map_err(ToolError::at(leaf.display()))?);
     }
-    NodeIssuer::open(VariantChoice::Fixed(variant), &config).map_err(|e| e.to_string())
+    NodeIssuer::open(VariantChoice::Fixed(variant), &config).map_err(ToolError::from_source)
 }
 
 /// Blocks until SIGTERM or Ctrl-C.
-fn wait_for_termination() -> Result<(), String> {
+fn wait_for_termination() -> Result<(), ToolError> {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ToolError::from_source)?;
     rt.block_on(async {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| e.to_string())?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(ToolError::from_source)?;
         tokio::select! {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
-        Ok::<(), String>(())
+        Ok::<(), ToolError>(())
     })
 }
 
-fn block_on<T>(f: impl Future<Output = Result<T, String>>) -> Result<T, String> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?.block_on(f)
+fn block_on<T>(f: impl Future<Output = Result<T, AttackError>>) -> Result<T, ToolError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ToolError::from_source)?
+        .block_on(f)
+        .map_err(ToolError::from_source)
+}
+
+/// Why a command failed: the text after `attest-hwsim: error:`.
+#[derive(Debug)]
+enum ToolError {
+    /// A malformed argument.
+    Usage(&'static str),
+    /// A step failed: `context` (a file) and why.
+    Failed {
+        /// The file, when the error does not name it.
+        context: Option<String>,
+        /// The error of the step.
+        source: Box<dyn std::error::Error>,
+    },
+}
+
+impl ToolError {
+    /// The error of a step whose message says what failed.
+    fn from_source<E: std::error::Error + 'static>(e: E) -> Self {
+        Self::Failed { context: None, source: Box::new(e) }
+    }
+
+    /// The error of a step on `context` (a file).
+    fn at<E: std::error::Error + 'static>(context: impl std::fmt::Display) -> impl FnOnce(E) -> Self {
+        let context = Some(context.to_string());
+        move |e| Self::Failed { context, source: Box::new(e) }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Usage(m) => f.write_str(m),
+            Self::Failed { context: None, source } => source.fmt(f),
+            Self::Failed { context: Some(c), source } => write!(f, "{c}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Usage(_) => None,
+            Self::Failed { source, .. } => Some(source.as_ref()),
+        }
+    }
 }

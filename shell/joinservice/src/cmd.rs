@@ -237,27 +237,26 @@ struct Args {
 }
 
 /// Opens the cluster state, first copying the seed into place when the state does not exist yet.
-fn open_cluster_state(args: &Args) -> Result<attest_trust::ClusterState, String> {
+fn open_cluster_state(args: &Args) -> Result<attest_trust::ClusterState, StartError> {
     if let (false, Some(seed)) = (args.cluster_state.exists(), &args.cluster_state_seed) {
-        let seeded = attest_trust::ClusterState::open(seed).map_err(|e| format!("--cluster-state-seed: {e}"))?;
+        let seeded = attest_trust::ClusterState::open(seed).map_err(StartError::at("--cluster-state-seed"))?;
         drop(seeded);
-        let bytes = std::fs::read(seed).map_err(|e| format!("{}: {e}", seed.display()))?;
+        let bytes = std::fs::read(seed).map_err(StartError::at(seed.display()))?;
         attest_util::fs::write_atomic(&args.cluster_state, &bytes, attest_util::fs::PUBLIC_FILE_MODE)
-            .map_err(|e| format!("--cluster-state: {e}"))?;
+            .map_err(StartError::at("--cluster-state"))?;
         tracing::info!(state = %args.cluster_state.display(), seed = %seed.display(), "join service: cluster state seeded");
     }
-    attest_trust::ClusterState::open(&args.cluster_state)
-        .map_err(|e| format!("{e} (attest init writes the first cluster state)"))
+    attest_trust::ClusterState::open(&args.cluster_state).map_err(StartError::NoClusterState)
 }
 
-fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), String> {
+fn parse_variant_file(s: &str) -> Result<(Variant, PathBuf), attest_trust::TrustError> {
     attest_trust::variant_arg::parse_keyed(s).map(|(variant, file)| (variant, PathBuf::from(file)))
 }
 
 /// The SNP, GCE and TDX verifiers: AMD's, Google's and Intel's pinned roots (TDX collateral installed later,
 /// per `--tdx-platform`), or (`--dangerous-test-roots`, feature builds only) the test roots of simulated
 /// hardware, with the test TDX collateral (`true`: collateral installed).
-fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, TdxVerifier, bool), String> {
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, TdxVerifier, bool), StartError> {
     let Some(dir) = &args.dangerous_test_roots else {
         return Ok((SnpVerifier::new(), GceVerifier::new(), TdxVerifier::new(), false));
     };
@@ -267,16 +266,16 @@ fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, TdxVerifier, bool
 }
 
 #[cfg(feature = "dangerous-test-roots")]
-fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
-    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
+fn test_root_verifiers(dir: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), StartError> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(StartError::from_source)?;
     tracing::warn!(roots = %roots.describe(), "join service: DANGEROUS: verifying SIMULATED hardware against TEST ROOTS");
-    let v = roots.verifiers().map_err(|e| e.to_string())?;
+    let v = roots.verifiers().map_err(StartError::from_source)?;
     Ok((v.snp, v.gce, v.tdx))
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]
-fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
-    Err(TEST_ROOTS_REFUSED.to_owned())
+fn test_root_verifiers(_: &std::path::Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), StartError> {
+    Err(StartError::TestRootsRefused)
 }
 
 /// Why a release build refuses `--dangerous-test-roots` and simulated hardware.
@@ -299,11 +298,11 @@ struct Loaded {
 /// The join service's own attestation: its node's issuer, of the node's variant, and — only for a variant
 /// whose AK is trusted through a registry (`qemu-vtpm`), when its TPM has an EK certificate — the credential
 /// activation service joining nodes run against it. Every other variant proves its AK in its evidence.
-fn own_attestation(args: &Args) -> Result<(Arc<NodeIssuer>, Option<Arc<ActivationService>>), String> {
+fn own_attestation(args: &Args) -> Result<(Arc<NodeIssuer>, Option<Arc<ActivationService>>), StartError> {
     let issuer = args
         .hardware
         .open(args.node_variant)
-        .map_err(|e| format!("this node's attestation ({}): {e}", args.hardware.tpm))?;
+        .map_err(StartError::at(format!("this node's attestation ({})", args.hardware.tpm)))?;
     let variant = issuer.variant();
     if issuer.is_simulated() {
         tracing::warn!(%variant, snp_device = %args.hardware.snp_device,
@@ -323,24 +322,24 @@ fn own_attestation(args: &Args) -> Result<(Arc<NodeIssuer>, Option<Arc<Activatio
     Ok((Arc::new(issuer), activation))
 }
 
-async fn load(args: &Args) -> Result<Loaded, String> {
+async fn load(args: &Args) -> Result<Loaded, StartError> {
     let metrics = Arc::new(Metrics::new());
-    let measurements = args.trust.measurements_trust().map_err(|e| e.to_string())?;
+    let measurements = args.trust.measurements_trust().map_err(StartError::from_source)?;
     let registry = FileAkRegistry::open(&args.ak_registry)
-        .map_err(|e| format!("AK registry: {e}"))?
+        .map_err(StartError::at("AK registry"))?
         .with_trust_on_first_use(args.ak_trust_on_first_use);
     let registry = Arc::new(registry);
-    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
-    let tdx_policy = args.tdx.policy().map_err(|e| e.to_string())?;
+    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(StartError::from_source)?;
+    let tdx_policy = args.tdx.policy().map_err(StartError::from_source)?;
     let mut snp_policies = std::collections::HashMap::new();
     for (variant, path) in &args.variant_snp_policy {
-        snp_policies.insert(*variant, args.trust.snp_policy(Some(path)).map_err(|e| e.to_string())?);
+        snp_policies.insert(*variant, args.trust.snp_policy(Some(path)).map_err(StartError::from_source)?);
     }
     let (snp, gce, tdx, tdx_collateral) = verifiers(args)?;
     let mut variants = args.variants.clone();
     variants.dedup();
     if variants.iter().any(|v| v.is_tdx()) && args.tdx.tdx_platforms.is_empty() && !tdx_collateral {
-        return Err("a TDX variant is configured but no --tdx-platform: no TD quote could be verified".into());
+        return Err(StartError::NoTdxPlatform);
     }
     let snp = Arc::new(snp);
     let state = Arc::new(open_cluster_state(args)?);
@@ -361,10 +360,11 @@ async fn load(args: &Args) -> Result<Loaded, String> {
     let tdx = Arc::clone(&config.factory.tdx);
     // Refuse to start an SNP variant whose launch is not pinned; load its CRLs or refuse to start. (A TDX
     // variant's launch is pinned by the measurements file's MRTD, checked when the validators are built.)
-    let launch = attest_trust::check_launch(&config.launch_validators()).map_err(|e| e.to_string())?;
+    let launch = attest_trust::check_launch(&config.launch_validators()).map_err(StartError::from_source)?;
     // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
     let crl_variants: &[Variant] = if args.dangerous_test_roots.is_some() { &[] } else { &config.variants };
-    let crls = args.trust.revocation(snp, crl_variants, &config.factory.snp_policy).await.map_err(|e| e.to_string())?;
+    let crls =
+        args.trust.revocation(snp, crl_variants, &config.factory.snp_policy).await.map_err(StartError::from_source)?;
     let trust = Arc::new(Trust {
         measurements: config.measurements.state(),
         launch,
@@ -373,30 +373,30 @@ async fn load(args: &Args) -> Result<Loaded, String> {
     config.trust = Some(Arc::clone(&trust));
     metrics.set_trust(Arc::clone(&trust));
     let validators =
-        Arc::new(Validators::load(config, &args.measurements, Arc::clone(&metrics)).map_err(|e| e.to_string())?);
-    let salt = load_measurement_salt(&args.measurement_salt).map_err(|e| e.to_string())?;
-    let kubernetes = KubernetesSettings::load(&args.kubernetes_config).map_err(|e| e.to_string())?;
+        Arc::new(Validators::load(config, &args.measurements, Arc::clone(&metrics)).map_err(StartError::from_source)?);
+    let salt = load_measurement_salt(&args.measurement_salt).map_err(StartError::from_source)?;
+    let kubernetes = KubernetesSettings::load(&args.kubernetes_config).map_err(StartError::from_source)?;
     let ca = ClusterCa::load(&args.pki_dir)
         .and_then(|ca| ca.with_kubelet_cert_validity(Duration::from_secs(args.kubelet_cert_validity_days * 86_400)))
-        .map_err(|e| format!("cluster CA: {e}"))?;
+        .map_err(StartError::at("cluster CA"))?;
     let tokens: Arc<dyn TokenIssuer> = match args.token_issuer {
         TokenIssuerKind::DryRun => {
             tracing::warn!(dir = %args.dry_run_dir.display(), "DRY RUN: bootstrap tokens are written as files and \
                 never created in Kubernetes; nodes that receive them cannot join a real cluster");
             metrics.set_dry_run(true);
-            Arc::new(DryRunTokenIssuer::new(&args.dry_run_dir).map_err(|e| e.to_string())?)
+            Arc::new(DryRunTokenIssuer::new(&args.dry_run_dir).map_err(StartError::from_source)?)
         }
         TokenIssuerKind::Kubernetes => {
             let config = match (&args.kube_api_url, &args.kube_ca_file, &args.kube_token_file) {
                 (Some(url), Some(ca), Some(token)) => KubeConfig::explicit(url, ca, token),
                 _ => KubeConfig::in_cluster(),
             }
-            .map_err(|e| e.to_string())?;
-            Arc::new(KubeTokenIssuer::new(KubeClient::new(config).map_err(|e| e.to_string())?))
+            .map_err(StartError::from_source)?;
+            Arc::new(KubeTokenIssuer::new(KubeClient::new(config).map_err(StartError::from_source)?))
         }
     };
     if args.api_server_endpoint.is_empty() {
-        return Err("--api-server-endpoint is empty".into());
+        return Err(StartError::EmptyApiServerEndpoint);
     }
     let settings = TicketSettings {
         measurement_salt: salt,
@@ -409,7 +409,7 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         cert: args.key_service_cert.clone(),
         key: args.key_service_key.clone(),
     };
-    let kms_tls = KmsConnector::new(&kms_files, &args.key_service_name).map_err(|e| format!("key service TLS: {e}"))?;
+    let kms_tls = KmsConnector::new(&kms_files, &args.key_service_name).map_err(StartError::at("key service TLS"))?;
     let keys = KeyServiceClient::new(
         args.key_service,
         kms_tls,
@@ -421,8 +421,8 @@ async fn load(args: &Args) -> Result<Loaded, String> {
         .with_ssh_principal_domains(args.ssh_principal_domains.clone())
         .with_cluster_state(state);
     if let (Some(dir), Some(key)) = (&args.admissions, &args.admission_public_key) {
-        let pem = std::fs::read(key).map_err(|e| format!("{}: {e}", key.display()))?;
-        let key = attest_measurements::VerifyingKey::from_pem(&pem).map_err(|e| format!("{}: {e}", key.display()))?;
+        let pem = std::fs::read(key).map_err(StartError::at(key.display()))?;
+        let key = attest_measurements::VerifyingKey::from_pem(&pem).map_err(StartError::at(key.display()))?;
         service = service.with_admissions(dir.clone(), key);
     }
     if args.dangerously_adopt_unbound_disks {
@@ -435,11 +435,71 @@ async fn load(args: &Args) -> Result<Loaded, String> {
     let service = Arc::new(service);
     let (issuer, activation) = own_attestation(args)?;
     let ek_ca = if args.registration_listen.is_some() {
-        Some(EkCaBundle::from_files(&args.ek_ca).map_err(|e| format!("EK CA bundle: {e}"))?)
+        Some(EkCaBundle::from_files(&args.ek_ca).map_err(StartError::at("EK CA bundle"))?)
     } else {
         None
     };
     Ok(Loaded { validators, service, metrics, registry, ek_ca, tdx, crls, issuer, activation })
+}
+
+/// Why the join service refuses to start (exit 3, or 2 for test roots in a release build): the message is
+/// the one the operator sees in the log.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StartError {
+    /// An input could not be used: `context` (a flag, a file, what was being loaded) and why.
+    Input {
+        /// What was being loaded (empty: the error names it).
+        context: String,
+        /// The error of the crate that loaded it.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The cluster state could not be opened (`attest init` writes the first one).
+    NoClusterState(attest_trust::StateError),
+    /// A TDX variant without any `--tdx-platform`.
+    NoTdxPlatform,
+    /// `--api-server-endpoint` is empty.
+    EmptyApiServerEndpoint,
+    /// `--dangerous-test-roots` or simulated hardware in a build without the feature `dangerous-test-roots`.
+    TestRootsRefused,
+}
+
+impl StartError {
+    /// An error of `context` (its message prefixed by `context: `).
+    fn at<E: std::error::Error + Send + Sync + 'static>(context: impl std::fmt::Display) -> impl FnOnce(E) -> Self {
+        let context = context.to_string();
+        move |e| Self::Input { context, source: Box::new(e) }
+    }
+
+    /// An error whose own message says what failed.
+    fn from_source<E: std::error::Error + Send + Sync + 'static>(e: E) -> Self {
+        Self::Input { context: String::new(), source: Box::new(e) }
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Input { context, source } if context.is_empty() => source.fmt(f),
+            Self::Input { context, source } => write!(f, "{context}: {source}"),
+            Self::NoClusterState(e) => write!(f, "{e} (attest init writes the first cluster state)"),
+            Self::NoTdxPlatform => {
+                f.write_str("a TDX variant is configured but no --tdx-platform: no TD quote could be verified")
+            }
+            Self::EmptyApiServerEndpoint => f.write_str("--api-server-endpoint is empty"),
+            Self::TestRootsRefused => f.write_str(TEST_ROOTS_REFUSED),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Input { source, .. } => Some(source.as_ref()),
+            Self::NoClusterState(e) => Some(e),
+            Self::NoTdxPlatform | Self::EmptyApiServerEndpoint | Self::TestRootsRefused => None,
+        }
+    }
 }
 
 /// Runs the command with this process's arguments and returns its exit status: the binary's `main`.

@@ -31,6 +31,7 @@ pub const MIN_SALT_LENGTH: usize = 16;
 
 /// Why the configuration could not be loaded.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// A file could not be read.
     Io {
@@ -46,6 +47,13 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
+    /// Kubernetes settings that are not JSON of their shape ([`KubernetesSettings::parse`]).
+    Json(serde_json::Error),
+    /// A Kubernetes setting out of its bounds ([`KubernetesSettings::parse`]).
+    Settings {
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for ConfigError {
@@ -53,6 +61,8 @@ impl std::fmt::Display for ConfigError {
         match self {
             ConfigError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             ConfigError::Invalid { path, reason } => write!(f, "{}: {reason}", path.display()),
+            ConfigError::Json(e) => e.fmt(f),
+            ConfigError::Settings { reason } => f.write_str(reason),
         }
     }
 }
@@ -61,7 +71,8 @@ impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Io { source, .. } => Some(source),
-            Self::Invalid { .. } => None,
+            Self::Json(e) => Some(e),
+            Self::Invalid { .. } | Self::Settings { .. } => None,
         }
     }
 }
@@ -97,31 +108,32 @@ impl KubernetesSettings {
     /// Loads and checks the configuration file.
     pub fn load(path: &Path) -> Result<KubernetesSettings, ConfigError> {
         let bytes = read_limited(path, MAX_KUBERNETES_CONFIG_SIZE)?;
-        Self::parse(&bytes).map_err(|reason| ConfigError::Invalid { path: path.to_owned(), reason })
+        Self::parse(&bytes).map_err(|e| ConfigError::Invalid { path: path.to_owned(), reason: e.to_string() })
     }
 
     /// Parses and checks the JSON text.
-    pub fn parse(bytes: &[u8]) -> Result<KubernetesSettings, String> {
-        let raw: RawSettings = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    pub fn parse(bytes: &[u8]) -> Result<KubernetesSettings, ConfigError> {
+        let bad = |reason: String| ConfigError::Settings { reason };
+        let raw: RawSettings = serde_json::from_slice(bytes).map_err(ConfigError::Json)?;
         if !is_kubernetes_version(&raw.kubernetes_version) {
-            return Err(format!("kubernetesVersion {:?} is not v<major>.<minor>.<patch>", raw.kubernetes_version));
+            return Err(bad(format!("kubernetesVersion {:?} is not v<major>.<minor>.<patch>", raw.kubernetes_version)));
         }
         if raw.components.len() > MAX_COMPONENTS {
-            return Err(format!("more than {MAX_COMPONENTS} components"));
+            return Err(bad(format!("more than {MAX_COMPONENTS} components")));
         }
         let mut components = Vec::with_capacity(raw.components.len());
         for (i, c) in raw.components.into_iter().enumerate() {
             if c.url.is_empty() || c.url.len() > MAX_COMPONENT_FIELD_LENGTH || c.url.parse::<http::Uri>().is_err() {
-                return Err(format!("components[{i}].url is not a URL"));
+                return Err(bad(format!("components[{i}].url is not a URL")));
             }
             if !is_hash(&c.hash) {
-                return Err(format!("components[{i}].hash is not sha256:<64 hex>"));
+                return Err(bad(format!("components[{i}].hash is not sha256:<64 hex>")));
             }
             if !c.install_path.starts_with('/')
                 || c.install_path.len() > MAX_COMPONENT_FIELD_LENGTH
                 || c.install_path.split('/').any(|s| s == "..")
             {
-                return Err(format!("components[{i}].installPath must be an absolute path without `..`"));
+                return Err(bad(format!("components[{i}].installPath must be an absolute path without `..`")));
             }
             components.push(Component { url: c.url, hash: c.hash, install_path: c.install_path, extract: c.extract });
         }

@@ -1,4 +1,4 @@
-//! Rolling upgrades (issue 25): the join service's validators admit nodes of the old and the new image while
+//! Rolling upgrades: the join service's validators admit nodes of the old and the new image while
 //! the signed measurements file accepts both, and refuse the old image once a re-signed file drops it — on
 //! hot reload, without a restart.
 

@@ -421,7 +421,7 @@ async fn rejoin_returns_the_same_keys() {
     assert_eq!(f.metrics.issued_count(), (1, 1));
 }
 
-/// Issue 24, attack 1: an attested node asks for another node's disk key. Refused before the key service is
+/// An attested node that lies (1): it asks for another node's disk key. Refused before the key service is
 /// asked; an unknown disk likewise (unless the named migration waiver binds it to the first asker).
 #[tokio::test]
 async fn another_nodes_disk_key_is_refused() {
@@ -456,7 +456,7 @@ async fn another_nodes_disk_key_is_refused() {
     );
 }
 
-/// Issue 24, attack 3: a kubelet certificate for another node's name, or for a key the node did not prove.
+/// An attested node that lies (3): a kubelet certificate for another node's name, or for a key the node did not prove.
 #[tokio::test]
 async fn another_nodes_name_or_an_unproven_key_is_refused() {
     let (_kms, addr) = key_service().await;
@@ -497,7 +497,7 @@ async fn another_nodes_name_or_an_unproven_key_is_refused() {
     assert_eq!(token_files(&f.tokens_dir).len(), 2, "refused joins left a token");
 }
 
-/// Issue 24, attack 2: control-plane files (the cluster's CA keys) as a worker that sets the request's flag.
+/// An attested node that lies (2): control-plane files (the cluster's CA keys) as a worker that sets the request's flag.
 /// Only with an operator's admission for this node and name, once; or as a member.
 #[tokio::test]
 async fn control_plane_files_need_an_admission_for_this_node() {

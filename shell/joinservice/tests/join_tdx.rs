@@ -152,11 +152,14 @@ impl AttestationIssuer for TdIssuer {
     }
 }
 
-async fn join(addr: SocketAddr, pki: &Arc<IntelPki>, td: Td) -> Result<IssueJoinTicketResponse, String> {
+async fn join(
+    addr: SocketAddr,
+    pki: &Arc<IntelPki>,
+    td: Td,
+) -> Result<IssueJoinTicketResponse, Box<dyn std::error::Error + Send + Sync>> {
     let issuer = Arc::new(TdIssuer { pki: Arc::clone(pki), td });
     let (connector, csr) = join_support::kubelet_connector(issuer as Arc<dyn AttestationIssuer>, None, "td-1");
-    let (channel, _) =
-        attest_atls::grpc::connect(addr, &connector, ChannelConfig::default()).await.map_err(|e| e.to_string())?;
+    let (channel, _) = attest_atls::grpc::connect(addr, &connector, ChannelConfig::default()).await?;
     let request =
         IssueJoinTicketRequest { disk_uuid: DISK_UUID.into(), certificate_request: csr, ..Default::default() };
     channel
@@ -168,7 +171,7 @@ async fn join(addr: SocketAddr, pki: &Arc<IntelPki>, td: Td) -> Result<IssueJoin
         )
         .await
         .map(|r| r.message)
-        .map_err(|s: Status| s.to_string())
+        .map_err(|s: Status| s.into())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! What the join service trusts, and what it refuses (issue 14): a node whose VCEK AMD revoked (the test PKI's
+//! What the join service trusts, and what it refuses: a node whose VCEK AMD revoked (the test PKI's
 //! CRL, loaded from the offline KDS store at start) is refused in the aTLS handshake by a running service and
 //! gets nothing; a measurements file changed without a valid signature is refused on reload while the old set
 //! stays; SSH principals beyond the node's own names are refused without leaving a token; and the
@@ -122,10 +122,10 @@ async fn join(
     addr: std::net::SocketAddr,
     issuer: Arc<SoftSnpIssuer>,
     node: &str,
-) -> Result<IssueJoinTicketResponse, String> {
+) -> Result<IssueJoinTicketResponse, Box<dyn std::error::Error + Send + Sync>> {
     let (connector, csr) = join_support::kubelet_connector(issuer as Arc<dyn AttestationIssuer>, None, node);
     let config = ChannelConfig { connect_timeout: Duration::from_secs(10), ..ChannelConfig::default() };
-    let (channel, _) = attest_atls::grpc::connect(addr, &connector, config).await.map_err(|e| e.to_string())?;
+    let (channel, _) = attest_atls::grpc::connect(addr, &connector, config).await?;
     channel
         .unary::<_, IssueJoinTicketResponse>(
             paths::JOIN_ISSUE_JOIN_TICKET,
@@ -135,7 +135,7 @@ async fn join(
         )
         .await
         .map(|r| r.message)
-        .map_err(|s| s.to_string())
+        .map_err(Into::into)
 }
 
 fn token_count(dir: &Path) -> usize {
@@ -228,7 +228,7 @@ async fn a_running_join_service_refuses_a_node_whose_vcek_is_revoked() {
     };
     assert!(why.contains("revoked by the ARK's CRL"), "{why}");
     let e = join(addr, Arc::clone(&revoked_node), "snp-node-2").await.unwrap_err();
-    assert!(!e.is_empty());
+    assert!(!e.to_string().is_empty());
     assert_eq!(f.metrics.issued_count(), (1, 0), "no ticket");
     assert_eq!(token_count(&f.tokens_dir), tokens_before, "no token");
     let key_calls_after =
@@ -239,7 +239,7 @@ async fn a_running_join_service_refuses_a_node_whose_vcek_is_revoked() {
     server.shutdown(Duration::from_secs(5)).await;
 }
 
-/// Issue 24, attack 4: after a newer signed file, the older (validly signed) one is put back. The reload is
+/// A measurements rollback: after a newer signed file, the older (validly signed) one is put back. The reload is
 /// refused (the set stays, a rollback counted, the error names it); a start with it is refused too, since the
 /// cluster state keeps the highest version across restarts; an expired file is refused; the operator returns
 /// to the old values only under a new version.

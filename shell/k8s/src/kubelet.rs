@@ -25,6 +25,7 @@
 
 use std::fmt;
 
+use crate::ca::CaError;
 use attest_engine::der::{Reader, tag};
 use attest_engine::x509::{Certificate, PublicKey};
 use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
@@ -105,10 +106,16 @@ impl fmt::Debug for KubeletTemplate {
 
 impl KubeletTemplate {
     /// The template of the CA `ca_der` (DER certificate) whose private key is `key_pkcs8` (PKCS #8 DER; the
-    /// caller checked that it belongs to the certificate).
-    pub(crate) fn new(ca_der: &[u8], key_pkcs8: &[u8], organization: &str) -> Result<KubeletTemplate, String> {
-        let ca = Certificate::from_der(ca_der).map_err(|e| format!("CA certificate: {e}"))?;
-        let bad_key = |e: aws_lc_rs::error::KeyRejected| format!("CA key: {e}");
+    /// caller checked that it belongs to the certificate). An error names `key_file`, where the key came from.
+    pub(crate) fn new(
+        ca_der: &[u8],
+        key_pkcs8: &[u8],
+        organization: &str,
+        key_file: &std::path::Path,
+    ) -> Result<KubeletTemplate, CaError> {
+        let bad = |reason: String| CaError::BadPkiFile { path: key_file.to_owned(), reason };
+        let ca = Certificate::from_der(ca_der).map_err(|e| bad(format!("CA certificate: {e}")))?;
+        let bad_key = |e: aws_lc_rs::error::KeyRejected| bad(format!("CA key: {e}"));
         let (key, algorithm) = match ca.public_key() {
             PublicKey::EcP256 { .. } => (
                 SigningKey::Ecdsa(
@@ -125,7 +132,7 @@ impl KubeletTemplate {
             PublicKey::Rsa { .. } => {
                 (SigningKey::Rsa(RsaKeyPair::from_pkcs8(key_pkcs8).map_err(bad_key)?), ALG_RSA_SHA256)
             }
-            _ => return Err("CA key: not EC P-256/P-384 or RSA".into()),
+            _ => return Err(bad("CA key: not EC P-256/P-384 or RSA".into())),
         };
         // The key must be the certificate's (checked by the caller with OpenSSL; checked again here on the
         // bytes this module signs with).
@@ -133,8 +140,8 @@ impl KubeletTemplate {
             SigningKey::Ecdsa(k) => k.public_key().as_ref().to_vec(),
             SigningKey::Rsa(k) => k.public_key().as_ref().to_vec(),
         };
-        if subject_public_key(ca.spki()).map_err(|e| format!("CA certificate: {e}"))? != public {
-            return Err("CA key: does not belong to the CA certificate".into());
+        if subject_public_key(ca.spki()).map_err(|e| bad(format!("CA certificate: {e}")))? != public {
+            return Err(bad("CA key: does not belong to the CA certificate".into()));
         }
         let ca_key_id = ca
             .extensions()
@@ -146,7 +153,7 @@ impl KubeletTemplate {
                 r.finish().map(|()| id.to_vec())
             })
             .transpose()
-            .map_err(|e| format!("CA certificate: {e}"))?
+            .map_err(|e| bad(format!("CA certificate: {e}")))?
             .unwrap_or_else(|| sha1(&public).to_vec());
 
         let mut organization_rdn = Vec::new();

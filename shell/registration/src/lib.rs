@@ -51,7 +51,7 @@
 //! are [`REGISTRATION_ID_LEN`] random bytes; a `Complete` consumes the entry whatever its outcome, so a wrong
 //! answer cannot be retried and a right one cannot be replayed (`NOT_FOUND`).
 //!
-//! **Fairness** (issue 28). An EK certificate and an AK public area are readable by anything on a node, so a
+//! **Fairness**. An EK certificate and an AK public area are readable by anything on a node, so a
 //! flood of `Begin`s with one genuine pair must not fill the table: the entries are counted per caller (the
 //! connection's source IPv4 address or IPv6 /64, `attest_grpc::admission::PeerKey`). A `Begin` never fails
 //! for room; it sheds instead, in this order:

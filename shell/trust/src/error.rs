@@ -6,6 +6,7 @@ use attest_engine::variant::Variant;
 
 /// Why a consumer refuses to start (or a reload is refused).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TrustError {
     /// A file could not be read.
     Io {
@@ -61,6 +62,24 @@ pub enum TrustError {
     /// The CRLs could not be loaded (stale, unavailable, or refused by the engine).
     #[cfg(feature = "service")]
     Revocation(attest_kds::KdsError),
+    /// A `VARIANT=VALUE` argument without `=`.
+    NotKeyed,
+    /// A variant name that is not in the variant table.
+    UnknownVariant(attest_engine::variant::UnknownVariant),
+    /// A `--tdx-platform` value that is not `FMSPC[:CA]`.
+    TdxPlatform {
+        /// The value given.
+        text: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A command-line flag takes variant names that are not generated from the variant table.
+    VariantFlag {
+        /// The command path and the flag.
+        flag: String,
+        /// The names it lists.
+        names: Vec<&'static str>,
+    },
 }
 
 impl std::fmt::Display for TrustError {
@@ -93,6 +112,12 @@ impl std::fmt::Display for TrustError {
             ),
             #[cfg(feature = "service")]
             Self::Revocation(e) => write!(f, "AMD CRLs: {e} (refresh the KDS store, or --allow-stale-crl)"),
+            Self::NotKeyed => f.write_str("expected VARIANT=VALUE"),
+            Self::UnknownVariant(e) => e.fmt(f),
+            Self::TdxPlatform { text, reason } => write!(f, "{text:?}: {reason}"),
+            Self::VariantFlag { flag, names } => {
+                write!(f, "{flag} lists {names:?}, which is not generated from the variant table")
+            }
         }
     }
 }
@@ -103,12 +128,16 @@ impl std::error::Error for TrustError {
             Self::Io { source, .. } => Some(source),
             #[cfg(feature = "service")]
             Self::Revocation(e) => Some(e),
+            Self::UnknownVariant(e) => Some(e),
             Self::Invalid { .. }
             | Self::BadSignature { .. }
             | Self::UnsignedMeasurements
             | Self::MeasurementsExpired { .. }
             | Self::MeasurementsRolledBack { .. }
-            | Self::LaunchUnpinned { .. } => None,
+            | Self::LaunchUnpinned { .. }
+            | Self::NotKeyed
+            | Self::TdxPlatform { .. }
+            | Self::VariantFlag { .. } => None,
         }
     }
 }

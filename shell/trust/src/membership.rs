@@ -444,13 +444,21 @@ fn read_limited(path: &Path) -> Result<Vec<u8>, StateError> {
     Ok(out)
 }
 
-fn strings(v: &Value, field: &str, limit: usize) -> Result<Vec<String>, String> {
+/// The list of strings `field` of `v` (absent: empty), at most `limit`; `invalid` makes the error.
+fn strings(
+    v: &Value,
+    field: &str,
+    limit: usize,
+    invalid: impl Fn(String) -> StateError,
+) -> Result<Vec<String>, StateError> {
     let Some(list) = v.get(field) else { return Ok(Vec::new()) };
-    let list = list.as_array().ok_or_else(|| format!("{field} is not a list"))?;
+    let list = list.as_array().ok_or_else(|| invalid(format!("{field} is not a list")))?;
     if list.len() > limit {
-        return Err(format!("{field}: more than {limit}"));
+        return Err(invalid(format!("{field}: more than {limit}")));
     }
-    list.iter().map(|s| s.as_str().map(str::to_owned).ok_or_else(|| format!("{field}: not a string"))).collect()
+    list.iter()
+        .map(|s| s.as_str().map(str::to_owned).ok_or_else(|| invalid(format!("{field}: not a string"))))
+        .collect()
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<State, StateError> {
@@ -484,15 +492,15 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<State, StateError> {
             .and_then(Value::as_str)
             .and_then(NodeIdentity::parse)
             .ok_or_else(|| at("identity is missing or not an identity".into()))?;
-        let names = strings(n, "names", MAX_NAMES_PER_PLATFORM).map_err(at)?;
+        let names = strings(n, "names", MAX_NAMES_PER_PLATFORM, at)?;
         if names.iter().any(|m| m.is_empty() || m.len() > MAX_NODE_NAME_LEN) {
             return Err(at("a name is empty or too long".into()));
         }
-        let disks = strings(n, "disks", MAX_DISKS_PER_NODE).map_err(at)?;
+        let disks = strings(n, "disks", MAX_DISKS_PER_NODE, at)?;
         let control_plane = n.get("controlPlane").and_then(Value::as_bool).unwrap_or(false);
         nodes.push(NodeRecord { identity, names, disks, control_plane });
     }
-    let used_admissions = strings(&v, "usedAdmissions", MAX_USED_ADMISSIONS).map_err(invalid)?;
+    let used_admissions = strings(&v, "usedAdmissions", MAX_USED_ADMISSIONS, invalid)?;
     Ok(State { measurements_version, nodes, used_admissions })
 }
 

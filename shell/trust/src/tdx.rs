@@ -117,13 +117,14 @@ pub struct TdxPlatform {
 
 impl TdxPlatform {
     /// Parses `FMSPC` or `FMSPC:platform|processor` (12 hex digits; the CA defaults to `platform`).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, crate::TrustError> {
+        let bad = |reason| crate::TrustError::TdxPlatform { text: text.to_owned(), reason };
         let (fmspc, ca) = text.split_once(':').unwrap_or((text, "platform"));
-        let ca = PckCa::from_name(ca).ok_or_else(|| format!("{text:?}: the PCK CA is platform or processor"))?;
+        let ca = PckCa::from_name(ca).ok_or_else(|| bad("the PCK CA is platform or processor"))?;
         let fmspc = hex::decode(fmspc)
             .ok()
             .and_then(|b| <[u8; 6]>::try_from(b).ok())
-            .ok_or_else(|| format!("{text:?}: an FMSPC is 6 bytes as 12 hex digits"))?;
+            .ok_or_else(|| bad("an FMSPC is 6 bytes as 12 hex digits"))?;
         Ok(Self { fmspc, ca })
     }
 }

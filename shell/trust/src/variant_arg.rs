@@ -11,6 +11,7 @@
 //! }
 //! ```
 
+use crate::TrustError;
 use attest_engine::variant::{TABLE, Variant, VariantInfo};
 use clap::builder::{PossibleValue, TypedValueParser};
 
@@ -117,9 +118,9 @@ impl TypedValueParser for AutoOrVariant {
 
 /// `VARIANT=VALUE` (e.g. `--variant-snp-policy aws-sev-snp=aws.toml`): the variant of the table and the text
 /// after the first `=`.
-pub fn parse_keyed(s: &str) -> Result<(Variant, String), String> {
-    let (name, value) = s.split_once('=').ok_or("expected VARIANT=VALUE")?;
-    let variant = name.parse::<Variant>().map_err(|e| e.to_string())?;
+pub fn parse_keyed(s: &str) -> Result<(Variant, String), TrustError> {
+    let (name, value) = s.split_once('=').ok_or(TrustError::NotKeyed)?;
+    let variant = name.parse::<Variant>().map_err(TrustError::UnknownVariant)?;
     Ok((variant, value.to_owned()))
 }
 
@@ -149,13 +150,13 @@ pub fn variant_flags(cmd: &clap::Command) -> Vec<(String, Vec<&'static str>)> {
 
 /// Checks that every variant flag of `cmd` lists exactly the table's variants, or exactly those with a vTPM
 /// (for commands that check a vTPM quote), in table order; returns how many flags it checked.
-pub fn check_flags_list_the_table(cmd: &clap::Command) -> Result<usize, String> {
+pub fn check_flags_list_the_table(cmd: &clap::Command) -> Result<usize, TrustError> {
     let all: Vec<&str> = TABLE.iter().map(|r| r.name).collect();
     let vtpm: Vec<&str> = TABLE.iter().filter(|r| r.has_vtpm()).map(|r| r.name).collect();
     let flags = variant_flags(cmd);
     for (flag, names) in &flags {
         if *names != all && *names != vtpm {
-            return Err(format!("{flag} lists {names:?}, which is not generated from the variant table"));
+            return Err(TrustError::VariantFlag { flag: flag.clone(), names: names.clone() });
         }
     }
     Ok(flags.len())
@@ -226,6 +227,6 @@ mod tests {
     fn keyed_values() {
         assert_eq!(parse_keyed("aws-sev-snp=a=b.toml").unwrap(), (Variant::AwsSevSnp, "a=b.toml".to_owned()));
         assert!(parse_keyed("aws-sev-snp").is_err());
-        assert!(parse_keyed("nope=x").unwrap_err().contains("unknown attestation variant"));
+        assert!(parse_keyed("nope=x").unwrap_err().to_string().contains("unknown attestation variant"));
     }
 }

@@ -1,4 +1,4 @@
-//! Fault-injection points for the crash matrix (`scripts/crash-matrix.py`, issue 28).
+//! Fault-injection points for the crash matrix (`scripts/crash-matrix.py`).
 //!
 //! The services call [`point`] with a name at every step where they persist something (or, in the join and
 //! key services, in the middle of a join). In a normal build that is all it does: [`point`] reads one

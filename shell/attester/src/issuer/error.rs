@@ -47,6 +47,19 @@ pub enum HwIssuerError {
     Engine(attest_engine::Error),
     /// A configfs-tsm request failed or its output was refused.
     Tsm(super::tsm::output::TsmError),
+    /// A command-line value naming the hardware (`--snp-device`, `--tdx-root`, `--tdx-quote-endpoint`) is
+    /// malformed or refused by this build.
+    Argument {
+        /// The value given.
+        value: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// `--variant` names neither `auto` nor a variant of the table.
+    UnknownVariant {
+        /// The name given.
+        name: String,
+    },
 }
 
 impl fmt::Display for HwIssuerError {
@@ -63,6 +76,8 @@ impl fmt::Display for HwIssuerError {
             Self::Tpm(e) => write!(f, "{e}"),
             Self::Engine(e) => write!(f, "{e}"),
             Self::Tsm(e) => write!(f, "{e}"),
+            Self::Argument { value, reason } => write!(f, "{value:?}: {reason}"),
+            Self::UnknownVariant { name } => write!(f, "unknown variant {name:?} (auto, {})", Variant::names(|_| true)),
         }
     }
 }

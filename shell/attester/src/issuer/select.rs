@@ -56,15 +56,13 @@ impl From<Option<Variant>> for VariantChoice {
 }
 
 impl std::str::FromStr for VariantChoice {
-    type Err = String;
+    type Err = HwIssuerError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, HwIssuerError> {
         if s == "auto" {
             return Ok(Self::Auto);
         }
-        Variant::from_name(s)
-            .map(Self::Fixed)
-            .ok_or_else(|| format!("unknown variant {s:?} (auto, {})", Variant::names(|_| true)))
+        Variant::from_name(s).map(Self::Fixed).ok_or_else(|| HwIssuerError::UnknownVariant { name: s.to_owned() })
     }
 }
 
@@ -436,7 +434,7 @@ mod tests {
     fn choices_parse() {
         assert_eq!("auto".parse::<VariantChoice>().unwrap(), VariantChoice::Auto);
         assert_eq!("aws-sev-snp".parse::<VariantChoice>().unwrap(), VariantChoice::Fixed(Variant::AwsSevSnp));
-        let err = "azure".parse::<VariantChoice>().unwrap_err();
+        let err = "azure".parse::<VariantChoice>().unwrap_err().to_string();
         assert!(err.contains("azure-sev-snp") && err.contains("auto"), "{err}");
     }
 

@@ -64,23 +64,24 @@ pub enum SnpDeviceAddr {
 impl SnpDeviceAddr {
     /// Parses `/dev/sev-guest` (any absolute path: the device), `tsm:/sys/kernel/config/tsm/report`
     /// (configfs-tsm) or `sim:/path/to/socket` (a simulator).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, HwIssuerError> {
+        let bad = |reason| HwIssuerError::Argument { value: s.to_owned(), reason };
         if let Some(p) = s.strip_prefix("tsm:") {
             if !p.starts_with('/') {
-                return Err(format!("{s:?}: a configfs-tsm report directory must be an absolute path (tsm:/…)"));
+                return Err(bad("a configfs-tsm report directory must be an absolute path (tsm:/…)"));
             }
             return Ok(Self::ConfigFs(PathBuf::from(p)));
         }
         if let Some(p) = s.strip_prefix("sim:") {
             if !p.starts_with('/') {
-                return Err(format!("{s:?}: a simulator socket must be an absolute path (sim:/…)"));
+                return Err(bad("a simulator socket must be an absolute path (sim:/…)"));
             }
             return Ok(Self::Simulator(PathBuf::from(p)));
         }
         if s.starts_with('/') {
             return Ok(Self::Device(PathBuf::from(s)));
         }
-        Err(format!("{s:?}: expected a device path (/dev/sev-guest) or sim:/path/to/socket"))
+        Err(bad("expected a device path (/dev/sev-guest) or sim:/path/to/socket"))
     }
 
     /// Whether the device node or the simulator's socket exists.

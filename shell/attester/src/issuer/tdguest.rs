@@ -55,12 +55,13 @@ impl TdxPaths {
     }
 
     /// Parses `/` (or empty: the system) or `sim:/dir` (simulated hardware below `dir`).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, HwIssuerError> {
+        let bad = |reason| HwIssuerError::Argument { value: s.to_owned(), reason };
         match s.strip_prefix("sim:") {
             Some(p) if p.starts_with('/') => Ok(Self::under(Path::new(p))),
-            Some(_) => Err(format!("{s:?}: a simulated TDX root must be an absolute path (sim:/…)")),
+            Some(_) => Err(bad("a simulated TDX root must be an absolute path (sim:/…)")),
             None if s.is_empty() || s == "/" => Ok(Self::system()),
-            None => Err(format!("{s:?}: expected / or sim:/path/to/simulated/root")),
+            None => Err(bad("expected / or sim:/path/to/simulated/root")),
         }
     }
 

@@ -116,15 +116,16 @@ impl Default for QuoteEndpoint {
 impl QuoteEndpoint {
     /// Parses `http://IP:PORT/path` (the default is Azure's; any other needs the feature
     /// `simulated-hardware`: a stand-in of the endpoint is simulated hardware).
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let rest = s.strip_prefix("http://").ok_or_else(|| format!("{s:?}: expected http://IP:PORT/path"))?;
-        let (host, path) = rest.split_once('/').ok_or_else(|| format!("{s:?}: no path"))?;
+    pub fn parse(s: &str) -> Result<Self, HwIssuerError> {
+        let bad = |reason| HwIssuerError::Argument { value: s.to_owned(), reason };
+        let rest = s.strip_prefix("http://").ok_or_else(|| bad("expected http://IP:PORT/path"))?;
+        let (host, path) = rest.split_once('/').ok_or_else(|| bad("no path"))?;
         let addr: SocketAddr = if host.contains(':') { host.parse() } else { format!("{host}:80").parse() }
-            .map_err(|_| format!("{s:?}: the host must be IP:PORT"))?;
+            .map_err(|_| bad("the host must be IP:PORT"))?;
         let endpoint = Self { addr, path: format!("/{path}") };
         if endpoint != Self::default() && !cfg!(feature = "simulated-hardware") {
-            return Err(format!(
-                "{s:?}: a quote endpoint other than Azure's is simulated hardware (built without the feature `simulated-hardware`)"
+            return Err(bad(
+                "a quote endpoint other than Azure's is simulated hardware (built without the feature `simulated-hardware`)",
             ));
         }
         Ok(endpoint)

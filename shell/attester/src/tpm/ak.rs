@@ -255,7 +255,7 @@ impl Tpm {
     /// PCRs rarely change once a node has booted, so the values of the last consistent quote are kept: when
     /// they hash to a new quote's pcrDigest they are exactly the quoted values (SHA-256 is collision
     /// resistant) and the read is skipped — three TPM commands fewer per quote of 24 PCRs. Any other digest
-    /// reads the PCRs again, as before.
+    /// reads the PCRs again.
     pub fn consistent_quote(
         &mut self,
         ak: &AttestationKey,

@@ -17,7 +17,7 @@
 //! | `api_server_endpoint` | `host:port` (IPv6 in brackets), host an IP or DNS name |
 //! | `token` | a bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}` |
 //! | `discovery_token_ca_cert_hash` | `sha256:` + 64 hex digits |
-//! | `control_plane_files` | none for a worker; ≤ [`MAX_CONTROL_PLANE_FILES`], names checked ([`super::files`]), each ≤ [`MAX_CONTROL_PLANE_FILE_SIZE`] |
+//! | `control_plane_files` | none for a worker; ≤ [`MAX_CONTROL_PLANE_FILES`], names checked (`files`), each ≤ [`MAX_CONTROL_PLANE_FILE_SIZE`] |
 //! | `kubernetes_version` | empty (→ default) or `vMAJOR.MINOR.PATCH[-suffix]`, ≥ v1.31 (kubeadm's v1beta4) |
 //!
 //! A worker that receives control-plane keys refuses the ticket: CA keys have no business on a worker, and a

@@ -176,7 +176,7 @@ impl Node {
     }
 
     /// What this node is at start-up: PCR 15 as the lock found it, combined with the node state (from the
-    /// disk's header where it keeps one, else the state file; see [`super::state`]).
+    /// disk's header where it keeps one, else the state file; see `state`).
     pub fn startup(&self) -> Result<Result<Startup, StartupError>, StateError> {
         let state = match self.disk.header_state() {
             Ok(HeaderState::Present(s)) => Some(s),

@@ -16,7 +16,7 @@ use attest_grpc::{Channel, ChannelConfig};
 
 /// Registers the issuer's AK at `addr` once.
 #[derive(Debug)]
-pub struct AkRegistrationStep {
+pub(crate) struct AkRegistrationStep {
     addr: SocketAddr,
     issuer: Arc<QemuVtpmIssuer>,
     ek_certificate: Vec<u8>,
@@ -24,7 +24,7 @@ pub struct AkRegistrationStep {
 
 impl AkRegistrationStep {
     /// Registration at `addr` of `issuer`'s AK, proved with the EK certificate `ek_certificate` (DER).
-    pub fn new(addr: SocketAddr, issuer: Arc<QemuVtpmIssuer>, ek_certificate: Vec<u8>) -> AkRegistrationStep {
+    pub(crate) fn new(addr: SocketAddr, issuer: Arc<QemuVtpmIssuer>, ek_certificate: Vec<u8>) -> AkRegistrationStep {
         AkRegistrationStep { addr, issuer, ek_certificate }
     }
 }

@@ -53,13 +53,13 @@ use attest_engine::crypto::{Digest, default_provider};
 use attest_engine::variant::LockRegister;
 
 /// The state file's name in the state directory.
-pub const STATE_FILE_NAME: &str = "node-state.json";
+pub(crate) const STATE_FILE_NAME: &str = "node-state.json";
 /// Format version written and accepted.
-pub const STATE_FORMAT_VERSION: u32 = 1;
+pub(crate) const STATE_FORMAT_VERSION: u32 = 1;
 /// Largest state file read, in bytes.
-pub const MAX_STATE_FILE_SIZE: u64 = 64 * 1024;
+pub(crate) const MAX_STATE_FILE_SIZE: u64 = 64 * 1024;
 /// Length of the measurement salt, in bytes.
-pub const MEASUREMENT_SALT_LENGTH: usize = 32;
+pub(crate) const MEASUREMENT_SALT_LENGTH: usize = 32;
 
 /// The node's role in the cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ pub enum Phase {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeState {
-    /// [`STATE_FORMAT_VERSION`].
+    /// `STATE_FORMAT_VERSION`.
     pub version: u32,
     /// The node's role.
     pub role: Role,
@@ -149,7 +149,7 @@ mod hex32 {
 pub enum StateError {
     /// Reading or writing failed.
     File(FileError),
-    /// The file is larger than [`MAX_STATE_FILE_SIZE`].
+    /// The file is larger than `MAX_STATE_FILE_SIZE`.
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -205,7 +205,7 @@ pub struct StateStore {
 }
 
 impl StateStore {
-    /// The store of `state_dir` ([`STATE_FILE_NAME`] in it).
+    /// The store of `state_dir` (`STATE_FILE_NAME` in it).
     pub fn new(state_dir: &Path) -> StateStore {
         StateStore { path: state_dir.join(STATE_FILE_NAME) }
     }
@@ -319,7 +319,11 @@ impl std::fmt::Display for StartupError {
 impl std::error::Error for StartupError {}
 
 /// Combines the lock register's value `pcr` (of `register`) and the stored state (table in the module docs).
-pub fn check_startup(register: LockRegister, pcr: &Digest, state: Option<NodeState>) -> Result<Startup, StartupError> {
+pub(crate) fn check_startup(
+    register: LockRegister,
+    pcr: &Digest,
+    state: Option<NodeState>,
+) -> Result<Startup, StartupError> {
     let locked = *pcr != register.unbound();
     match (locked, state) {
         (false, None) => Ok(Startup::Fresh),

@@ -43,18 +43,18 @@ use attest_keys::{hkdf_sha256, measurement_secret, state_disk_key};
 /// The init server's default port.
 pub const DEFAULT_INIT_PORT: u16 = 9000;
 /// The HKDF info of the owner id (IKM = measurement secret, salt = measurement salt).
-pub const OWNER_ID_INFO: &str = "key-ownerID";
+pub(crate) const OWNER_ID_INFO: &str = "key-ownerID";
 /// Length of the owner id, in bytes.
-pub const OWNER_ID_LENGTH: usize = 32;
+pub(crate) const OWNER_ID_LENGTH: usize = 32;
 /// Messages buffered between the init task and the response stream.
-pub const INIT_STREAM_BUFFER: usize = 64;
+pub(crate) const INIT_STREAM_BUFFER: usize = 64;
 /// Most log lines streamed per init.
-pub const MAX_LOG_LINES: usize = 10_000;
+pub(crate) const MAX_LOG_LINES: usize = 10_000;
 /// The status message of a lost lock race (as Constellation words it).
-pub const ALREADY_LOCKED_MESSAGE: &str = "node already joining/joined";
+pub(crate) const ALREADY_LOCKED_MESSAGE: &str = "node already joining/joined";
 
 /// The owner id: HKDF-SHA256(measurement secret, measurement salt, "key-ownerID"), 32 bytes.
-pub fn owner_id(measurement_secret: &[u8], measurement_salt: &[u8]) -> [u8; OWNER_ID_LENGTH] {
+pub(crate) fn owner_id(measurement_secret: &[u8], measurement_salt: &[u8]) -> [u8; OWNER_ID_LENGTH] {
     let okm = hkdf_sha256(measurement_secret, measurement_salt, OWNER_ID_INFO.as_bytes(), OWNER_ID_LENGTH)
         .expect("32 bytes is within the HKDF-SHA256 limit");
     let mut out = [0u8; OWNER_ID_LENGTH];

@@ -20,7 +20,7 @@
 //!     [--node-ip IP] [--control-plane-endpoint HOST:PORT] [--provider-id ID] [--metrics-listen ADDR|none]
 //! ```
 //!
-//! The join client verifies the join service before it believes a ticket ([`crate::server_trust`]): as a
+//! The join client verifies the join service before it believes a ticket ([`JoinServiceTrust`]): as a
 //! service of `--join-service-variant` (by default this node's own variant: the service attests with the
 //! hardware of the control-plane node it runs on), against `--measurements` (signature-checked unless
 //! explicitly waived), with that variant's validator — an SNP service's launch pinned and its CRLs loaded at
@@ -37,25 +37,28 @@
 //! marked for reset (its bootstrap failed after the lock, then it rebooted) is reset and starts fresh; a
 //! bootstrapped node after a reboot gets its disk key back through a rejoin ticket or the recovery endpoint
 //! (`cmd_lifecycle.rs`); and every node serves its attestation (verify service) for as long as the
-//! process runs — with the verify service on (the default) the process keeps running after bootstrapping
-//! until SIGTERM (a systemd `Type=simple` unit); with both verify listeners `none` it exits as before.
+//! process runs.
 //!
 //! Stdout carries machine-readable progress: first `listening on ADDR` (the init server's address, useful
 //! with port 0), then one JSON object per line: `{"event":"bootstrapped","path":"init"|"join",
 //! "cluster_id":HEX}`, `{"event":"already-bootstrapped",…}`, `{"event":"refused","reason":…}`,
 //! `{"event":"failed",…}`, `{"event":"join-client-stopped",…}`, `{"event":"stopped"}`. Logs go to stderr.
 //!
-//! The process exits once the node is bootstrapped (as Constellation's bootstrapper stops its init server):
-//! the init response stream is drained first (up to the shutdown grace). Run it as a systemd
-//! `Type=oneshot` unit with `RemainAfterExit=yes`. SIGTERM/SIGINT stop it gracefully: before the lock it
-//! simply stops; after the lock it waits (up to the grace) for the running init or join to finish.
+//! Once the node is bootstrapped the init server stops (as Constellation's bootstrapper stops its own), after
+//! its response stream is drained (up to the shutdown grace). With the verify service on (the default) the
+//! process then keeps serving the node's attestation until SIGTERM/SIGINT; with both verify listeners `none`
+//! it exits with 0. The process never notifies systemd of readiness (no `sd_notify`): run it as a
+//! `Type=simple` unit, as `deploy/systemd/attest-bootstrapper.service` does (`Type=notify` would time out;
+//! `Type=oneshot` would hold up the boot until the node is bootstrapped, and for good with the verify
+//! service on). SIGTERM/SIGINT stop it gracefully: before the lock it simply stops; after the lock it waits
+//! (up to the grace) for the running init or join to finish.
 //!
 //! The attestation variant is detected from the machine by default (`attest_attester::issuer::select`: an
 //! ambiguous or failed detection stops the bootstrapper with exit 1, naming what it found; `qemu-vtpm` is
 //! never detected, only chosen). A simulated SEV-SNP device (`--snp-device sim:/path`) is accepted only by
 //! builds with the cargo feature `dangerous-test-roots` (the demo's); release builds refuse it (exit 2).
 //!
-//! Exit statuses: the table in [`crate::exit`] (0 done, 1 runtime, 2 usage, 3 configuration, 4 failed after
+//! Exit statuses: the table in `cmd/exit.rs` (0 done, 1 runtime, 2 usage, 3 configuration, 4 failed after
 //! the lock, 5 inconsistent state, 6 rejoin refused, 7 rejoin failed), printed by `--help`. Status 4 marks
 //! the node for reset: the systemd unit reboots it, and the next start resets it to a fresh node; it is also
 //! the answer to a bootstrap interrupted after the lock in this boot (`{"event":"interrupted",…}`: killed or
@@ -100,13 +103,13 @@ enum DiskChoice {
     LuksHeader(PathBuf),
 }
 
-fn parse_disk(s: &str) -> Result<DiskChoice, String> {
+fn parse_disk(s: &str) -> Result<DiskChoice, StartError> {
     match s {
         "key-file" => Ok(DiskChoice::KeyFile),
         _ => match (s.strip_prefix("luks:"), s.strip_prefix("luks-header:")) {
             (Some(dev), _) if dev.starts_with('/') => Ok(DiskChoice::Luks(PathBuf::from(dev))),
             (_, Some(file)) if file.starts_with('/') => Ok(DiskChoice::LuksHeader(PathBuf::from(file))),
-            _ => Err("expected luks:/dev/DEVICE, luks-header:/ABSOLUTE/FILE or key-file".into()),
+            _ => Err(StartError::Disk),
         },
     }
 }
@@ -246,8 +249,8 @@ impl Args {
     }
 }
 
-fn parse_cloud(s: &str) -> Result<crate::metadata::Cloud, String> {
-    crate::metadata::Cloud::from_name(s).ok_or_else(|| format!("unknown cloud {s:?} (aws, gcp or azure)"))
+fn parse_cloud(s: &str) -> Result<crate::metadata::Cloud, StartError> {
+    crate::metadata::Cloud::from_name(s).ok_or_else(|| StartError::Cloud(s.to_owned()))
 }
 
 /// The variants the join service may attest with: `--join-service-variant`, else this node's own variant
@@ -277,11 +280,11 @@ struct TrustInputs {
     ek_ca: Option<EkCaBundle>,
 }
 
-fn trust_inputs(args: &Args) -> Result<TrustInputs, String> {
-    let path = args.measurements.clone().ok_or("--join-service needs --measurements")?;
-    let loaded = args.trust.measurements_trust().and_then(|t| t.load(&path)).map_err(|e| e.to_string())?;
-    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref()).map_err(|e| e.to_string())?;
-    let tdx_policy = args.tdx.policy().map_err(|e| e.to_string())?;
+fn trust_inputs(args: &Args) -> Result<TrustInputs, StartError> {
+    let path = args.measurements.clone().ok_or(StartError::NoMeasurements)?;
+    let loaded = args.trust.measurements_trust().and_then(|t| t.load(&path))?;
+    let snp_policy = args.trust.snp_policy(args.snp_policy.as_deref())?;
+    let tdx_policy = args.tdx.policy()?;
     let (snp, gce, tdx) = verifiers(args)?;
     let tdx_collateral = tdx.is_some();
     let factory = ValidatorFactory {
@@ -295,7 +298,7 @@ fn trust_inputs(args: &Args) -> Result<TrustInputs, String> {
     let ek_ca = if args.join_service_ek_ca.is_empty() {
         None
     } else {
-        Some(EkCaBundle::from_files(&args.join_service_ek_ca).map_err(|e| format!("--join-service-ek-ca: {e}"))?)
+        Some(EkCaBundle::from_files(&args.join_service_ek_ca).map_err(StartError::EkCa)?)
     };
     Ok(TrustInputs { path, loaded, factory, tdx_collateral, ek_ca })
 }
@@ -308,24 +311,22 @@ async fn join_service_trust(
     args: &Args,
     inputs: &TrustInputs,
     variants: &[Variant],
-) -> Result<(Arc<JoinServiceTrust>, Option<InstalledCollateral>), String> {
+) -> Result<(Arc<JoinServiceTrust>, Option<InstalledCollateral>), StartError> {
     let factory = &inputs.factory;
     let mut probes = Vec::new();
     for &v in variants {
         probes.push(if v.info().launch == LaunchPin::TdxMrtd {
             // Pinned by the TDX policy's MRTD (measured by TD registers: the measurements file's MRTD).
-            factory.validator_for(v, &inputs.loaded.document).map_err(|e| e.to_string())?
+            factory.validator_for(v, &inputs.loaded.document)?
         } else {
             factory.launch_probe(v)
         });
     }
-    let launch = attest_trust::check_launch(&probes).map_err(|e| e.to_string())?;
+    let launch = attest_trust::check_launch(&probes)?;
     let collateral = if variants.iter().any(|v| v.is_tdx()) && !inputs.tdx_collateral {
-        let installed = args.tdx.install(&factory.tdx).await.map_err(|e| e.to_string())?;
+        let installed = args.tdx.install(&factory.tdx).await?;
         if installed.is_none() {
-            return Err("a TDX join service variant is configured but no --tdx-platform: no TD quote could be \
-                        verified"
-                .into());
+            return Err(StartError::NoTdxPlatform);
         }
         installed
     } else {
@@ -333,11 +334,7 @@ async fn join_service_trust(
     };
     // With test roots (simulated hardware) the CRLs are the test PKI's, installed from their directory.
     let crl_variants = if args.dangerous_test_roots.is_some() { &[][..] } else { variants };
-    let crls = args
-        .trust
-        .revocation(Arc::clone(&factory.snp), crl_variants, &factory.snp_policy)
-        .await
-        .map_err(|e| e.to_string())?;
+    let crls = args.trust.revocation(Arc::clone(&factory.snp), crl_variants, &factory.snp_policy).await?;
     let trust = Arc::new(Trust {
         measurements: inputs.loaded.signature,
         launch,
@@ -348,8 +345,7 @@ async fn join_service_trust(
             variant configured trusts its AK through an EK certificate");
     }
     let server =
-        JoinServiceTrust::new(variants, &inputs.loaded.document, factory, inputs.ek_ca.clone(), Arc::clone(&trust))
-            .map_err(|e| e.to_string())?;
+        JoinServiceTrust::new(variants, &inputs.loaded.document, factory, inputs.ek_ca.clone(), Arc::clone(&trust))?;
     tracing::info!(
         measurements = %inputs.path.display(),
         measurements_sha256 = %hex::encode(inputs.loaded.file_sha256),
@@ -363,16 +359,16 @@ async fn join_service_trust(
 
 /// The exit of a bootstrapper that cannot verify a join service (configuration: exit 3, announced as a
 /// refusal).
-fn refuse_join_config(e: &str) -> ExitCode {
+fn refuse_join_config(e: &StartError) -> ExitCode {
     tracing::error!(error = %e, "bootstrapper: cannot verify a join service; refusing to start");
-    event(&serde_json::json!({"event": "refused", "reason": e}));
+    event(&serde_json::json!({"event": "refused", "reason": e.to_string()}));
     ExitCode::from(exit::CONFIG.code)
 }
 
 /// The SNP, GCE and TDX verifiers the join service is checked with: AMD's, Google's and Intel's pinned roots
 /// (TDX collateral installed later, per `--tdx-platform`: `None` here), or (`--dangerous-test-roots`, feature
 /// builds only) the test roots of simulated hardware, with the test TDX collateral.
-fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
+fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), StartError> {
     match &args.dangerous_test_roots {
         None => Ok((SnpVerifier::new(), GceVerifier::new(), None)),
         Some(dir) => test_root_verifiers(dir),
@@ -380,17 +376,17 @@ fn verifiers(args: &Args) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifie
 }
 
 #[cfg(feature = "dangerous-test-roots")]
-fn test_root_verifiers(dir: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
-    let roots = attest_kds::test_roots::TestRoots::load(dir).map_err(|e| e.to_string())?;
+fn test_root_verifiers(dir: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), StartError> {
+    let roots = attest_kds::test_roots::TestRoots::load(dir)?;
     tracing::warn!(roots = %roots.describe(), "bootstrapper: DANGEROUS: verifying the join service's SIMULATED \
         hardware against TEST ROOTS");
-    let v = roots.verifiers().map_err(|e| e.to_string())?;
+    let v = roots.verifiers()?;
     Ok((v.snp, v.gce, v.tdx))
 }
 
 #[cfg(not(feature = "dangerous-test-roots"))]
-fn test_root_verifiers(_: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), String> {
-    Err(TEST_ROOTS_REFUSED.to_owned())
+fn test_root_verifiers(_: &Path) -> Result<(SnpVerifier, GceVerifier, Option<TdxVerifier>), StartError> {
+    Err(StartError::TestRootsRefused)
 }
 
 /// Why a build without the feature refuses test roots and simulated devices.
@@ -802,30 +798,30 @@ enum BackendChoice {
 }
 
 impl std::str::FromStr for BackendChoice {
-    type Err = String;
+    type Err = StartError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            // `auto` once meant "kubeadm, else a silent dry run"; it now names kubeadm and never falls back.
+            // `auto` names kubeadm too: there is no fallback to a dry run.
             "kubeadm" | "auto" => Ok(BackendChoice::Kubeadm),
             "dry-run" => Ok(BackendChoice::DryRun),
-            other => Err(format!("unknown backend {other:?} (kubeadm or dry-run)")),
+            other => Err(StartError::Backend(other.to_owned())),
         }
     }
 }
 
 /// The backend for `choice`, working in `state_dir`, with the node's network facts. `kubeadm` must be on
-/// PATH: a node without it refuses to start instead of locking itself and failing later (or, as before,
-/// silently running nothing).
+/// PATH: a node without it refuses to start instead of locking itself and failing later (or silently running
+/// nothing).
 fn select_backend(
     choice: BackendChoice,
     state_dir: &Path,
     network: &crate::kubeadm::NodeNetwork,
-) -> Result<Arc<dyn ClusterBackend>, String> {
+) -> Result<Arc<dyn ClusterBackend>, StartError> {
     match choice {
         BackendChoice::Kubeadm => match find_on_path("kubeadm") {
             Some(program) => Ok(Arc::new(KubeadmBackend::new(program, state_dir).with_network(network.clone()))),
-            None => Err("kubeadm is not on PATH (install it, or choose --backend dry-run, which runs nothing)".into()),
+            None => Err(StartError::NoKubeadm),
         },
         BackendChoice::DryRun => {
             tracing::warn!(state_dir = %state_dir.display(), "bootstrapper: DRY RUN (--backend dry-run): no kubeadm \
@@ -833,6 +829,121 @@ fn select_backend(
                 Kubernetes cluster");
             Ok(Arc::new(DryRunBackend::new(state_dir).with_network(network.clone())))
         }
+    }
+}
+
+/// Why the `attest-bootstrapper` command refuses to start: a malformed flag value (clap's value parsers) or a
+/// configuration it cannot use. Each message is the one the operator sees.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StartError {
+    /// `--disk` is none of its three forms.
+    Disk,
+    /// `--join-endpoints-from` names no known cloud.
+    Cloud(String),
+    /// `--backend` names no known backend.
+    Backend(String),
+    /// A `--*-listen` value is neither `HOST:PORT` nor `none`.
+    Listen(std::net::AddrParseError),
+    /// Join endpoints are configured but no `--measurements`.
+    NoMeasurements,
+    /// The measurements, their signature, the SNP or TDX policy, the launch pinning or the CRLs.
+    Trust(attest_trust::TrustError),
+    /// A join service variant's validator could not be built.
+    Factory(attest_trust::FactoryError),
+    /// The TDX collateral of a `--tdx-platform` could not be installed.
+    Collateral(attest_trust::tdx::CollateralError),
+    /// A TDX join service variant without any `--tdx-platform`.
+    NoTdxPlatform,
+    /// `--join-service-ek-ca` could not be read.
+    EkCa(attest_registration::Error),
+    /// The join service verification could not be set up.
+    ServerTrust(crate::ServerTrustError),
+    /// `--dangerous-test-roots` could not be used.
+    #[cfg(feature = "dangerous-test-roots")]
+    TestRoots(attest_kds::test_roots::TestRootsError),
+    /// A simulated device or test roots in a build without the feature `dangerous-test-roots`.
+    TestRootsRefused,
+    /// `--backend kubeadm` without `kubeadm` on PATH.
+    NoKubeadm,
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Disk => f.write_str("expected luks:/dev/DEVICE, luks-header:/ABSOLUTE/FILE or key-file"),
+            Self::Cloud(s) => write!(f, "unknown cloud {s:?} (aws, gcp or azure)"),
+            Self::Backend(s) => write!(f, "unknown backend {s:?} (kubeadm or dry-run)"),
+            Self::Listen(e) => write!(f, "expected HOST:PORT or none: {e}"),
+            Self::NoMeasurements => f.write_str("--join-service needs --measurements"),
+            Self::Trust(e) => e.fmt(f),
+            Self::Factory(e) => e.fmt(f),
+            Self::Collateral(e) => e.fmt(f),
+            Self::NoTdxPlatform => f.write_str(
+                "a TDX join service variant is configured but no --tdx-platform: no TD quote could be verified",
+            ),
+            Self::EkCa(e) => write!(f, "--join-service-ek-ca: {e}"),
+            Self::ServerTrust(e) => e.fmt(f),
+            #[cfg(feature = "dangerous-test-roots")]
+            Self::TestRoots(e) => e.fmt(f),
+            Self::TestRootsRefused => f.write_str(TEST_ROOTS_REFUSED),
+            Self::NoKubeadm => {
+                f.write_str("kubeadm is not on PATH (install it, or choose --backend dry-run, which runs nothing)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Listen(e) => Some(e),
+            Self::Trust(e) => Some(e),
+            Self::Factory(e) => Some(e),
+            Self::Collateral(e) => Some(e),
+            Self::EkCa(e) => Some(e),
+            Self::ServerTrust(e) => Some(e),
+            #[cfg(feature = "dangerous-test-roots")]
+            Self::TestRoots(e) => Some(e),
+            Self::Disk
+            | Self::Cloud(_)
+            | Self::Backend(_)
+            | Self::NoMeasurements
+            | Self::NoTdxPlatform
+            | Self::TestRootsRefused
+            | Self::NoKubeadm => None,
+        }
+    }
+}
+
+impl From<attest_trust::TrustError> for StartError {
+    fn from(e: attest_trust::TrustError) -> Self {
+        Self::Trust(e)
+    }
+}
+
+impl From<attest_trust::FactoryError> for StartError {
+    fn from(e: attest_trust::FactoryError) -> Self {
+        Self::Factory(e)
+    }
+}
+
+impl From<attest_trust::tdx::CollateralError> for StartError {
+    fn from(e: attest_trust::tdx::CollateralError) -> Self {
+        Self::Collateral(e)
+    }
+}
+
+impl From<crate::ServerTrustError> for StartError {
+    fn from(e: crate::ServerTrustError) -> Self {
+        Self::ServerTrust(e)
+    }
+}
+
+#[cfg(feature = "dangerous-test-roots")]
+impl From<attest_kds::test_roots::TestRootsError> for StartError {
+    fn from(e: attest_kds::test_roots::TestRootsError) -> Self {
+        Self::TestRoots(e)
     }
 }
 

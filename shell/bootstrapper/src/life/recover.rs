@@ -42,18 +42,18 @@ pub const DEFAULT_RECOVER_PORT: u16 = 9999;
 
 /// `recover.API` on a rebooted node.
 #[derive(Debug)]
-pub struct RecoverService {
+pub(crate) struct RecoverService {
     rejoiner: Arc<Rejoiner>,
 }
 
 impl RecoverService {
     /// The service finishing `rejoiner`'s node.
-    pub fn new(rejoiner: Arc<Rejoiner>) -> RecoverService {
+    pub(crate) fn new(rejoiner: Arc<Rejoiner>) -> RecoverService {
         RecoverService { rejoiner }
     }
 
     /// `recover.API/Recover` (module docs).
-    pub async fn recover(&self, request: Request<RecoverMessage>) -> Result<Response<RecoverResponse>, Status> {
+    pub(crate) async fn recover(&self, request: Request<RecoverMessage>) -> Result<Response<RecoverResponse>, Status> {
         let mut message = request.message;
         let keys = self.keys(&message);
         message.kms_uri.zeroize();
@@ -103,7 +103,7 @@ impl Service for RecoverService {
 
 /// Serves `recover.API` for `rejoiner` over aTLS on `listener`, the node attesting with `issuer`. Returns the
 /// server (for [`Server::shutdown`]) and the local address.
-pub fn serve_recover(
+pub(crate) fn serve_recover(
     rejoiner: Arc<Rejoiner>,
     issuer: Arc<dyn AttestationIssuer>,
     listener: tokio::net::TcpListener,

@@ -14,6 +14,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::atomic::FileError;
+use super::disk::DiskError;
 use super::endpoints::FailoverSource;
 use super::join::JoinConfig;
 use super::node::Node;
@@ -24,21 +26,51 @@ use attest_atls::AttestationIssuer;
 
 /// Resets a node whose bootstrap failed after the lock (and that rebooted since): the disk's keyslots and
 /// header state, then the state file. Afterwards the node starts as a fresh one. Returns log lines.
-pub fn reset(node: &Node, state: &NodeState) -> Result<Vec<String>, String> {
+pub fn reset(node: &Node, state: &NodeState) -> Result<Vec<String>, ResetError> {
     let mut lines = vec![format!(
         "node was marked for reset (cluster {}, phase {:?}): resetting",
         hex::encode(state.cluster_id),
         state.phase
     )];
-    lines.push(node.disk().reset().map_err(|e| format!("resetting the state disk: {e}"))?);
+    lines.push(node.disk().reset().map_err(ResetError::Disk)?);
     attest_util::fault::point("reset.disk-reset");
     match std::fs::remove_file(node.store().path()) {
         Ok(()) => lines.push(format!("removed {}", node.store().path().display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("removing {}: {e}", node.store().path().display())),
+        Err(source) => {
+            return Err(ResetError::State(FileError { path: node.store().path().to_owned(), source }));
+        }
     }
     attest_util::fault::point("reset.state-removed");
     Ok(lines)
+}
+
+/// Why [`reset`] stopped: the disk kept its keys, or the state file could not be removed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ResetError {
+    /// The disk's keyslots and header state could not be erased.
+    Disk(DiskError),
+    /// The state file could not be removed.
+    State(FileError),
+}
+
+impl std::fmt::Display for ResetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Disk(e) => write!(f, "resetting the state disk: {e}"),
+            Self::State(e) => write!(f, "removing {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ResetError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Disk(e) => Some(e),
+            Self::State(e) => Some(e),
+        }
+    }
 }
 
 /// What [`rejoin`] serves while it waits.

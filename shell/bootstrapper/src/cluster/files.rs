@@ -11,18 +11,18 @@ use std::path::{Path, PathBuf};
 use super::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
 
 /// Longest accepted control-plane file name, in bytes.
-pub const MAX_FILE_NAME_LENGTH: usize = 128;
+pub(crate) const MAX_FILE_NAME_LENGTH: usize = 128;
 /// Most path components in a control-plane file name (`etcd/ca.crt` has two).
-pub const MAX_FILE_NAME_DEPTH: usize = 2;
+pub(crate) const MAX_FILE_NAME_DEPTH: usize = 2;
 /// The kubelet's certificate file name in its PKI directory (kubelet's `--cert-dir` default names).
-pub const KUBELET_CERT_NAME: &str = "kubelet.crt";
+pub(crate) const KUBELET_CERT_NAME: &str = "kubelet.crt";
 /// The kubelet's key file name in its PKI directory.
-pub const KUBELET_KEY_NAME: &str = "kubelet.key";
+pub(crate) const KUBELET_KEY_NAME: &str = "kubelet.key";
 
 /// A control-plane file name that is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileNameError {
-    /// The name (cut to [`MAX_FILE_NAME_LENGTH`] bytes, escaped by `Debug` when printed).
+    /// The name (cut to `MAX_FILE_NAME_LENGTH` bytes, escaped by `Debug` when printed).
     pub name: String,
     /// Why.
     pub reason: &'static str,
@@ -37,7 +37,7 @@ impl std::fmt::Display for FileNameError {
 impl std::error::Error for FileNameError {}
 
 /// Checks a control-plane file name (rules in the module docs).
-pub fn check_file_name(name: &str) -> Result<&str, FileNameError> {
+pub(crate) fn check_file_name(name: &str) -> Result<&str, FileNameError> {
     let refuse = |reason| {
         let mut end = name.len().min(MAX_FILE_NAME_LENGTH);
         while !name.is_char_boundary(end) {
@@ -75,7 +75,7 @@ fn mode_for(name: &str) -> u32 {
 
 /// Writes the kubelet certificate and key into `kubelet_pki_dir` and the control-plane files into `pki_dir`.
 /// Names are checked first, all of them, so a bad name writes nothing. Returns the paths written.
-pub fn write_join_files(
+pub(crate) fn write_join_files(
     pki_dir: &Path,
     kubelet_pki_dir: &Path,
     kubelet_cert_pem: &[u8],
@@ -99,7 +99,7 @@ pub fn write_join_files(
     Ok(written)
 }
 
-/// Why [`write_join_files`] wrote nothing (a bad name) or stopped (a write failed). The backends turn it into
+/// Why `write_join_files` wrote nothing (a bad name) or stopped (a write failed). The backends turn it into
 /// their `BackendError` (this module stays below the backend trait).
 #[derive(Debug)]
 pub enum JoinFilesError {

@@ -183,7 +183,7 @@ impl ServerProof {
     }
 }
 
-/// How a joining node verifies the join service (see the [module docs](self)).
+/// How a joining node verifies the join service (the checks are described in `join/server_trust.rs`).
 #[derive(Debug)]
 pub struct JoinServiceTrust {
     verifier: Arc<Verifier>,

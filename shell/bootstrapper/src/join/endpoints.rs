@@ -11,7 +11,7 @@
 //!     refused (our attestation or request) ─▶ remembered; the next endpoint is tried too
 //!     down / unavailable ──────────────────▶ the next endpoint
 //!  all failed: the round's most telling error (a refusal before an outage) → the caller backs off
-//!  (exponential, capped, jittered: [`super::join::backoff_delay`]) and starts the next round
+//!  (exponential, capped, jittered: `join::backoff_delay`) and starts the next round
 //! ```
 //!
 //! A refusal is passed on even when another endpoint was merely down, so the join client's refusal budget

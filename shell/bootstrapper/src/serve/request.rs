@@ -39,37 +39,37 @@ use super::state::MEASUREMENT_SALT_LENGTH;
 use attest_keys::MasterSecret;
 
 /// Longest init secret accepted, in bytes.
-pub const MAX_INIT_SECRET_LENGTH: usize = 1024;
+pub(crate) const MAX_INIT_SECRET_LENGTH: usize = 1024;
 /// Longest KMS URI accepted, in bytes (a 4 KiB key in base64 is ≈ 5.5 KiB).
-pub const MAX_KMS_URI_LENGTH: usize = 8 * 1024;
+pub(crate) const MAX_KMS_URI_LENGTH: usize = 8 * 1024;
 /// Longest storage URI accepted, in bytes.
-pub const MAX_STORAGE_URI_LENGTH: usize = 4096;
+pub(crate) const MAX_STORAGE_URI_LENGTH: usize = 4096;
 /// Longest Kubernetes version string, in bytes.
-pub const MAX_VERSION_LENGTH: usize = 64;
+pub(crate) const MAX_VERSION_LENGTH: usize = 64;
 /// Most Kubernetes components in one request.
-pub const MAX_COMPONENTS: usize = 64;
+pub(crate) const MAX_COMPONENTS: usize = 64;
 /// Longest component URL, in bytes.
-pub const MAX_URL_LENGTH: usize = 2048;
+pub(crate) const MAX_URL_LENGTH: usize = 2048;
 /// Longest component install path, in bytes (PATH_MAX).
-pub const MAX_PATH_LENGTH: usize = 4096;
+pub(crate) const MAX_PATH_LENGTH: usize = 4096;
 /// Most extra API server certificate SANs.
-pub const MAX_CERT_SANS: usize = 64;
+pub(crate) const MAX_CERT_SANS: usize = 64;
 /// Longest DNS name (RFC 1035 §2.3.4).
-pub const MAX_DNS_NAME_LENGTH: usize = 253;
+pub(crate) const MAX_DNS_NAME_LENGTH: usize = 253;
 /// Longest DNS label (RFC 1035 §2.3.4), also the longest cluster name.
-pub const MAX_DNS_LABEL_LENGTH: usize = 63;
+pub(crate) const MAX_DNS_LABEL_LENGTH: usize = 63;
 /// Kubernetes version used when the request names none.
-pub const DEFAULT_KUBERNETES_VERSION: &str = "v1.31.1";
+pub(crate) const DEFAULT_KUBERNETES_VERSION: &str = "v1.31.1";
 /// Cluster name used when the request names none (kubeadm's default).
-pub const DEFAULT_CLUSTER_NAME: &str = "kubernetes";
+pub(crate) const DEFAULT_CLUSTER_NAME: &str = "kubernetes";
 /// Service subnet used when the request names none (kubeadm's default).
-pub const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
+pub(crate) const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
 /// Largest init-secret hash file, in bytes.
-pub const MAX_HASH_FILE_SIZE: u64 = 1024;
+pub(crate) const MAX_HASH_FILE_SIZE: u64 = 1024;
 
 /// Why an init request is refused. No variant carries any byte of a secret.
 #[derive(Debug)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// The init secret does not match the stored hash (or is empty / too long).
     WrongInitSecret,
     /// A field breaks its rule.
@@ -174,7 +174,7 @@ impl InitSecretHash {
 
 /// A checked init request.
 #[derive(Debug)]
-pub struct ValidInit {
+pub(crate) struct ValidInit {
     /// The master secret from `kms_uri`.
     pub master_secret: MasterSecret,
     /// The measurement salt.
@@ -192,7 +192,7 @@ pub struct ValidInit {
 }
 
 /// Whether `s` is a DNS label (RFC 1123: lower-case letters, digits, `-`, not at the ends).
-pub fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= MAX_DNS_LABEL_LENGTH
         && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -201,7 +201,7 @@ pub fn is_dns_label(s: &str) -> bool {
 }
 
 /// Whether `s` is a DNS name (dot-separated DNS labels, ≤ 253 bytes); a leading `*.` wildcard is allowed.
-pub fn is_dns_name(s: &str) -> bool {
+pub(crate) fn is_dns_name(s: &str) -> bool {
     let s = s.strip_prefix("*.").unwrap_or(s);
     !s.is_empty() && s.len() <= MAX_DNS_NAME_LENGTH && s.split('.').all(is_dns_label)
 }
@@ -216,14 +216,14 @@ fn check_version(v: &str) -> bool {
 }
 
 /// Whether `s` is `IP/prefix` with a prefix valid for the address family.
-pub fn is_cidr(s: &str) -> bool {
+pub(crate) fn is_cidr(s: &str) -> bool {
     let Some((ip, prefix)) = s.split_once('/') else { return false };
     let (Ok(ip), Ok(prefix)) = (ip.parse::<IpAddr>(), prefix.parse::<u8>()) else { return false };
     prefix <= if ip.is_ipv4() { 32 } else { 128 }
 }
 
 /// Checks the init secret, then every other field (rules in the module docs).
-pub fn validate(request: &InitRequest, hash: &InitSecretHash) -> Result<ValidInit, RequestError> {
+pub(crate) fn validate(request: &InitRequest, hash: &InitSecretHash) -> Result<ValidInit, RequestError> {
     if !hash.matches(&request.init_secret) {
         return Err(RequestError::WrongInitSecret);
     }

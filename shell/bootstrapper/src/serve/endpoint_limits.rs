@@ -1,4 +1,4 @@
-//! The limits of the node's endpoints (issue 28): the init server and the recovery endpoint (aTLS where the
+//! The limits of the node's endpoints: the init server and the recovery endpoint (aTLS where the
 //! node attests), the verify service (gRPC h2c and HTTP/1.1), and the node's optional `/metrics`.
 //!
 //! Every endpoint admits connections through `attest_grpc::admission` (per-peer limits, a cap on pending

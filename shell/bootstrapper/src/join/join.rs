@@ -48,13 +48,13 @@ use attest_grpc::{Code, Status};
 use openssl::pkey::{PKey, Private};
 
 /// First back-off delay.
-pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 /// Longest back-off delay.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Refusals tolerated before the join client gives up.
-pub const MAX_REFUSALS: usize = 5;
+pub(crate) const MAX_REFUSALS: usize = 5;
 /// Timeout of one IssueJoinTicket call (the join service creates a token and asks the key service).
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -78,7 +78,7 @@ impl Default for JoinConfig {
 
 /// The delay before retry number `attempt` (0-based): `initial · 2^attempt`, capped at `max`, then jittered
 /// uniformly into `[d/2, d]` so that many nodes restarted together do not retry in lock-step.
-pub fn backoff_delay(config: &JoinConfig, attempt: u32) -> Duration {
+pub(crate) fn backoff_delay(config: &JoinConfig, attempt: u32) -> Duration {
     let factor = 1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX);
     let d = config.initial_backoff.saturating_mul(factor).min(config.max_backoff);
     let mut r = [0u8; 4];

@@ -94,14 +94,11 @@ impl Service for VerifyService {
 }
 
 /// The `nonce` query parameter of `query`, decoded.
-pub fn nonce_param(query: Option<&str>) -> Result<Vec<u8>, String> {
-    let value = query
-        .unwrap_or("")
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("nonce="))
-        .ok_or("missing ?nonce=<base64 of 32 bytes>")?;
+pub fn nonce_param(query: Option<&str>) -> Result<Vec<u8>, NonceParamError> {
+    let value =
+        query.unwrap_or("").split('&').find_map(|kv| kv.strip_prefix("nonce=")).ok_or(NonceParamError::Missing)?;
     if value.len() > MAX_NONCE_PARAM_LENGTH {
-        return Err("nonce parameter too long".into());
+        return Err(NonceParamError::TooLong);
     }
     // Percent-encoded '+', '/', '=' of the standard alphabet, as a browser or curl --data-urlencode sends them.
     let value = value.replace("%2B", "+").replace("%2b", "+").replace("%2F", "/").replace("%2f", "/");
@@ -112,8 +109,32 @@ pub fn nonce_param(query: Option<&str>) -> Result<Vec<u8>, String> {
     } else {
         base64::engine::general_purpose::STANDARD_NO_PAD
     };
-    engine.decode(trimmed).map_err(|_| "nonce is not base64".to_owned())
+    engine.decode(trimmed).map_err(|_| NonceParamError::NotBase64)
 }
+
+/// Why the `nonce` query parameter of a verify request is refused (answered with 400 and this text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NonceParamError {
+    /// No `nonce=` parameter.
+    Missing,
+    /// Longer than [`MAX_NONCE_PARAM_LENGTH`].
+    TooLong,
+    /// Neither standard nor URL-safe base64.
+    NotBase64,
+}
+
+impl std::fmt::Display for NonceParamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Missing => "missing ?nonce=<base64 of 32 bytes>",
+            Self::TooLong => "nonce parameter too long",
+            Self::NotBase64 => "nonce is not base64",
+        })
+    }
+}
+
+impl std::error::Error for NonceParamError {}
 
 async fn respond_http(issuer: Arc<dyn AttestationIssuer>, req: http::request::Parts) -> HttpResponse {
     let reply =
@@ -126,7 +147,7 @@ async fn respond_http(issuer: Arc<dyn AttestationIssuer>, req: http::request::Pa
     }
     let nonce = match nonce_param(req.uri.query()) {
         Ok(n) => n,
-        Err(e) => return reply(http::StatusCode::BAD_REQUEST, serde_json::json!({"error": e})),
+        Err(e) => return reply(http::StatusCode::BAD_REQUEST, serde_json::json!({"error": e.to_string()})),
     };
     match attest(&issuer, &nonce).await {
         Ok(doc) => reply(

@@ -31,13 +31,13 @@ use attest_atls::AttestationIssuer;
 pub(crate) struct Listen(pub(crate) Option<SocketAddr>);
 
 impl std::str::FromStr for Listen {
-    type Err = String;
+    type Err = crate::cmd::StartError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s == "none" {
             return Ok(Listen(None));
         }
-        s.parse().map(|a| Listen(Some(a))).map_err(|e| format!("expected HOST:PORT or none: {e}"))
+        s.parse().map(|a| Listen(Some(a))).map_err(crate::cmd::StartError::Listen)
     }
 }
 
