@@ -207,7 +207,7 @@ fn verify(a: &VerifyArgs) -> Result<Status, UsageError> {
             r.data()
         }
         Err((raw, e)) => {
-            subject.facts.insert(FORMAT_ERROR.into(), e.as_str().into());
+            subject.facts.insert(FORMAT_ERROR.into(), e.to_string().into());
             raw.as_slice()
         }
     };
