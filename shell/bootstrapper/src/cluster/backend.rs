@@ -1,5 +1,5 @@
 //! The cluster initializer/joiner behind one trait: [`ClusterBackend`], implemented by the real `kubeadm`
-//! ([`crate::cluster::kubeadm::KubeadmBackend`]) and by a dry run ([`crate::cluster::dryrun::DryRunBackend`]) that writes the
+//! ([`super::kubeadm::KubeadmBackend`]) and by a dry run ([`super::dryrun::DryRunBackend`]) that writes the
 //! configuration it would use, creates the cluster PKI `kubeadm init` would create, and runs nothing.
 //!
 //! This module knows only the trait and what its implementations exchange; it names no implementation. The

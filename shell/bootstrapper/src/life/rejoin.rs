@@ -9,7 +9,7 @@
 //!        │       refused (attestation: TLS alert, or a refusing status)               │ keys wins
 //!        │         × MAX_REFUSALS ─▶ RejoinError::Refused: the node stays down          │ (Rejoiner::finish,
 //!        │       down / unavailable ─▶ back-off with jitter, forever                    │  once)
-//!        └──── recovery server (crate::life::recover; aTLS, this node attests) ────────────────┤
+//!        └──── recovery server (super::recover; aTLS, this node attests) ────────────────┤
 //!                recover.API/Recover{kms_uri} → master secret → the same two keys       │
 //!                                                                                       ▼
 //!  Rejoiner::finish: cluster id = HKDF(measurement secret, salt, "key-clusterID") = the stored one?
