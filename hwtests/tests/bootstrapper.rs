@@ -18,10 +18,10 @@ use attest_atls::{AtlsAcceptor, AtlsConnector, AttestationIssuer, EngineValidato
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
-use attest_bootstrapper::dryrun::DryRunBackend;
-use attest_bootstrapper::kubeadm::KubeadmBackend;
-use attest_bootstrapper::lock::expected_pcr_value;
-use attest_bootstrapper::pki::{ClusterPki, ca_cert_hash};
+use attest_bootstrapper::cluster::dryrun::DryRunBackend;
+use attest_bootstrapper::cluster::kubeadm::KubeadmBackend;
+use attest_bootstrapper::cluster::pki::{ClusterPki, ca_cert_hash};
+use attest_bootstrapper::life::lock::expected_pcr_value;
 use attest_bootstrapper::{
     AtlsTicketSource, BOOTSTRAP_PCR, ClusterBackend, InitSecretHash, JoinClient, JoinConfig, JoinError,
     JoinServiceTrust, KeyFileDisk, LockHolder, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Role, Startup,

@@ -19,14 +19,14 @@ use attest_attester::issuer::QemuVtpmIssuer;
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
 use attest_bootstrapper::JoinServiceTrust;
+use attest_bootstrapper::cluster::dryrun::DryRunBackend;
+use attest_bootstrapper::disk::luks::LuksDisk;
 use attest_bootstrapper::disk::{DiskSetup, HeaderState, KeyFileDisk};
-use attest_bootstrapper::dryrun::DryRunBackend;
-use attest_bootstrapper::endpoints::{AtlsCall, FailoverSource, StaticEndpoints};
-use attest_bootstrapper::lifecycle::{RejoinSetup, rejoin};
-use attest_bootstrapper::lock::expected_pcr_value;
-use attest_bootstrapper::luks::LuksDisk;
-use attest_bootstrapper::rejoin::{KeySource, RejoinError};
-use attest_bootstrapper::verifysvc::serve_verify;
+use attest_bootstrapper::join::endpoints::{AtlsCall, FailoverSource, StaticEndpoints};
+use attest_bootstrapper::life::lifecycle::{RejoinSetup, rejoin};
+use attest_bootstrapper::life::lock::expected_pcr_value;
+use attest_bootstrapper::life::rejoin::{KeySource, RejoinError};
+use attest_bootstrapper::serve::verifysvc::serve_verify;
 use attest_bootstrapper::{
     BOOTSTRAP_PCR, InitSecretHash, InitService, JoinConfig, Node, NodeConfig, NodeLock, PcrBackend, Startup,
 };
@@ -93,7 +93,7 @@ fn node(issuer: &Arc<QemuVtpmIssuer>, dir: &Path, disk: Arc<dyn DiskSetup>) -> A
 }
 
 fn disk(dir: &Path) -> Arc<dyn DiskSetup> {
-    if attest_bootstrapper::process::find_on_path("cryptsetup").is_some() {
+    if attest_bootstrapper::cluster::process::find_on_path("cryptsetup").is_some() {
         let image = dir.join("state-disk.img");
         if !image.exists() {
             std::fs::File::create(&image).unwrap().set_len(20 * 1024 * 1024).unwrap();
@@ -383,8 +383,8 @@ async fn init_verify_reboot_refused_rejoin_recovery_and_rejoin() {
 /// reopen after closing. Needs root and a device mapper; skips with a notice elsewhere.
 #[test]
 fn luks_disk_is_mapped_and_mounted() {
-    if !attest_bootstrapper::luks::device_mapper_available()
-        || attest_bootstrapper::process::find_on_path("cryptsetup").is_none()
+    if !attest_bootstrapper::disk::luks::device_mapper_available()
+        || attest_bootstrapper::cluster::process::find_on_path("cryptsetup").is_none()
     {
         eprintln!("NOTICE: no device mapper or no cryptsetup: LUKS2 mapping, mkfs and mount not tested here");
         return;

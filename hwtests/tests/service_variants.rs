@@ -38,7 +38,7 @@ use attest_attester::issuer::select::{HardwareConfig, IssuerKind, NodeIssuer, Va
 use attest_attester::issuer::{QemuVtpmIssuer, QuoteEndpoint, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, TdxPaths};
 use attest_attester::registration::ActivationService;
 use attest_attester::tpm::{AkConfig, PcrMask, Tpm};
-use attest_bootstrapper::dryrun::DryRunBackend;
+use attest_bootstrapper::cluster::dryrun::DryRunBackend;
 use attest_bootstrapper::{
     AtlsTicketSource, BOOTSTRAP_PCR, JoinClient, JoinConfig, JoinError, JoinServiceTrust, KeyFileDisk, Node,
     NodeConfig, NodeLock, Outcome, PcrBackend, ServerTrustError, Startup,

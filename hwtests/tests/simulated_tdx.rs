@@ -273,7 +273,7 @@ fn a_generation_conflict_is_refused() {
 /// same platform) finds RTMR3 zero again.
 #[test]
 fn a_locked_tds_rtmr3_binds_it_to_its_cluster_and_cannot_be_replayed() {
-    use attest_bootstrapper::lock::{LockHolder, NodeLock, PcrBackend};
+    use attest_bootstrapper::life::lock::{LockHolder, NodeLock, PcrBackend};
     use attest_engine::crypto::default_provider;
     use attest_engine::variant::LockRegister;
     let rtmr3 = LockRegister::Rtmr(LOCK_RTMR);
@@ -382,7 +382,7 @@ fn a_saved_platform_serves_tds_of_several_processes_under_one_test_root() {
 /// expectation (RTMR3 = 0) refuses the bound node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attest_verify_checks_a_tds_cluster_id_in_rtmr3() {
-    use attest_bootstrapper::lock::{LockHolder, NodeLock, PcrBackend};
+    use attest_bootstrapper::life::lock::{LockHolder, NodeLock, PcrBackend};
     use attest_cli::verifysvc::{VerifyVia, verify_via_service, with_cluster_id};
     let td = start(TD_ATTRIBUTES);
     let mut config = HardwareConfig::new("swtpm:host=127.0.0.1,port=1");
@@ -390,7 +390,7 @@ async fn attest_verify_checks_a_tds_cluster_id_in_rtmr3() {
     let issuer = Arc::new(NodeIssuer::open(VariantChoice::Fixed(Variant::QemuTdx), &config).unwrap());
     let id = [0xC1; 32];
     NodeLock::open(Arc::clone(&issuer) as Arc<dyn PcrBackend>).unwrap().try_lock(LockHolder::Init, &id).unwrap();
-    let servers = attest_bootstrapper::verifysvc::serve_verify(
+    let servers = attest_bootstrapper::serve::verifysvc::serve_verify(
         Arc::clone(&issuer) as Arc<dyn attest_atls::AttestationIssuer>,
         Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
         Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),

@@ -9,7 +9,7 @@
 //! disk; the rest of the library never names the implementations of [`ClusterBackend`].
 //!
 //! ```text
-//!                       start-up: PCR 15 + node state  (state::check_startup)
+//!                       start-up: PCR 15 + node state  (life::state::check_startup)
 //!            ┌──────────────────────┼───────────────────────────────┐
 //!   bootstrapped (same boot) → serve   fresh     rebooted → rejoin ∥ recovery (lifecycle)   inconsistent
 //!   failed after the lock → reset        │                                                   → refuse, exit 5
@@ -26,40 +26,40 @@
 //!
 //! The files sit in folders by concern — `cmd/` (the command), `life/` (the node's life: lock, state, reboot),
 //! `disk/`, `cluster/` (the cluster backends), `join/` (the join client and its trust in the join service),
-//! `serve/` (the node's endpoints), `metadata/` —; the modules stay at the crate root. Public are the modules
+//! `serve/` (the node's endpoints), `metadata/` —, each folder a module. Public are the modules
 //! whose items tests, the hardware tests, other crates and node-image builders use; the rest is crate-private
 //! and its public types are re-exported below.
 //!
 //! | module | file | concept |
 //! |---|---|---|
-//! | [`lock`] | `life/lock.rs` | the one-way node lock, persisted by extending the variant's lock register (PCR 15, or a TD's RTMR3) with the cluster id |
-//! | `state` | `life/state.rs` | node state (role, salt, cluster id, disk UUID, phase), atomic JSON, the start-up table |
-//! | `node` | `life/node.rs` | the shared node and the steps after the lock |
-//! | [`lifecycle`], [`rejoin`], `recover` | `life/` | after a reboot: rejoin ticket or recovery endpoint, disk reopen, PCR 15, restart; reset of a node marked for it |
-//! | [`disk`], [`luks`] | `disk/` | [`DiskSetup`]: LUKS2 via cryptsetup (key on stdin, integrity where available, node state in a header token), header-only, or a 0600 key file |
-//! | `backend`, [`kubeadm`], [`dryrun`], [`pki`] | `cluster/` | [`ClusterBackend`]: real kubeadm, or a dry run that creates kubeadm's PKI |
-//! | [`process`] | `cluster/process.rs` | running a command with its output streamed line by line |
-//! | `files` | `cluster/files.rs` | writing ticket files under checked names |
-//! | `join` | `join/join.rs` | the join client with back-off |
-//! | [`ticket`] | `join/ticket.rs` | kubelet key/CSR and join ticket checks |
-//! | `server_trust` | `join/server_trust.rs` | verifying the join service before a ticket is believed (mutual aTLS, credential activation, cluster binding) |
-//! | `registration` | `join/registration.rs` | the pre-join AK registration step |
-//! | [`endpoints`] | `join/endpoints.rs` | join endpoints (flags, file, a metadata source) with failover |
+//! | [`life::lock`] | `life/lock.rs` | the one-way node lock, persisted by extending the variant's lock register (PCR 15, or a TD's RTMR3) with the cluster id |
+//! | `life::state` | `life/state.rs` | node state (role, salt, cluster id, disk UUID, phase), atomic JSON, the start-up table |
+//! | `life::node` | `life/node.rs` | the shared node and the steps after the lock |
+//! | [`life::lifecycle`], [`life::rejoin`], `life::recover` | `life/` | after a reboot: rejoin ticket or recovery endpoint, disk reopen, PCR 15, restart; reset of a node marked for it |
+//! | [`disk`], [`disk::luks`] | `disk/mod.rs`, `disk/luks.rs` | [`DiskSetup`]: LUKS2 via cryptsetup (key on stdin, integrity where available, node state in a header token), header-only, or a 0600 key file |
+//! | `cluster::backend`, [`cluster::kubeadm`], [`cluster::dryrun`], [`cluster::pki`] | `cluster/` | [`ClusterBackend`]: real kubeadm, or a dry run that creates kubeadm's PKI |
+//! | [`cluster::process`] | `cluster/process.rs` | running a command with its output streamed line by line |
+//! | `cluster::files` | `cluster/files.rs` | writing ticket files under checked names |
+//! | [`join`] | `join/mod.rs` | the join client with back-off |
+//! | [`join::ticket`] | `join/ticket.rs` | kubelet key/CSR and join ticket checks |
+//! | `join::server_trust` | `join/server_trust.rs` | verifying the join service before a ticket is believed (mutual aTLS, credential activation, cluster binding) |
+//! | `join::registration` | `join/registration.rs` | the pre-join AK registration step |
+//! | [`join::endpoints`] | `join/endpoints.rs` | join endpoints (flags, file, a metadata source) with failover |
 //! | [`metadata`] | `metadata/` | join endpoints from AWS IMDSv2, the GCP metadata server or Azure IMDS |
-//! | `init`, `request` | `serve/` | the `init.API` service; init secret hash and InitRequest checks |
-//! | [`verifysvc`] | `serve/verifysvc.rs` | the verify service (gRPC `verify.API`, HTTP `/?nonce=`) |
-//! | [`endpoint_limits`], `node_metrics` | `serve/` | fair-admission limits of the node's endpoints (init, recovery, verify, `/metrics`) and their export |
-//! | [`cmd`], `exit` | `cmd/` | the `attest-bootstrapper` command and its exit statuses |
+//! | `serve::init`, `serve::request` | `serve/` | the `init.API` service; init secret hash and InitRequest checks |
+//! | [`serve::verifysvc`] | `serve/verifysvc.rs` | the verify service (gRPC `verify.API`, HTTP `/?nonce=`) |
+//! | [`serve::endpoint_limits`], `serve::node_metrics` | `serve/` | fair-admission limits of the node's endpoints (init, recovery, verify, `/metrics`) and their export |
+//! | [`cmd`], `cmd::exit` | `cmd/` | the `attest-bootstrapper` command and its exit statuses |
 //! | [`atomic`] | `attest_util::fs` | atomic file writes |
 //!
 //! # After bootstrapping
 //!
 //! The init server and the join client exist only until the node is bootstrapped; the process then keeps
-//! serving the node's attestation (the verify service, [`verifysvc`]) until it is stopped: a systemd
+//! serving the node's attestation (the verify service, [`serve::verifysvc`]) until it is stopped: a systemd
 //! `Type=simple` unit (the process does not notify systemd of readiness). A restarted bootstrapper in the same boot only serves. After a reboot (PCR 15 = 0,
 //! the node state says bootstrapped) it gets its disk key back through a rejoin ticket or the recovery
-//! endpoint and re-extends PCR 15 ([`lifecycle`]); a node whose bootstrap failed after the lock is reset
-//! at its next boot. The table is in `state` ([`Startup`]).
+//! endpoint and re-extends PCR 15 ([`life::lifecycle`]); a node whose bootstrap failed after the lock is reset
+//! at its next boot. The table is in `life::state` ([`Startup`]).
 //!
 //! No secret (master secret, measurement secret, disk key, init secret, bootstrap token) is ever logged or put
 //! into an error or status message; they live in zeroizing buffers.
@@ -68,84 +68,30 @@
 
 pub use attest_util::fs as atomic;
 
-#[path = "cmd/cmd.rs"]
+pub mod cluster;
 pub mod cmd;
-#[path = "cmd/cmd_lifecycle.rs"]
-mod cmd_lifecycle;
-#[path = "cmd/exit.rs"]
-pub(crate) mod exit;
-
-#[path = "life/lifecycle.rs"]
-pub mod lifecycle;
-#[path = "life/lock.rs"]
-pub mod lock;
-#[path = "life/node.rs"]
-pub(crate) mod node;
-#[path = "life/recover.rs"]
-pub(crate) mod recover;
-#[path = "life/rejoin.rs"]
-pub mod rejoin;
-#[path = "life/state.rs"]
-pub(crate) mod state;
-
-#[path = "disk/disk.rs"]
 pub mod disk;
-#[path = "disk/luks.rs"]
-pub mod luks;
-
-#[path = "cluster/backend.rs"]
-pub(crate) mod backend;
-#[path = "cluster/dryrun.rs"]
-pub mod dryrun;
-#[path = "cluster/files.rs"]
-pub(crate) mod files;
-#[path = "cluster/kubeadm.rs"]
-pub mod kubeadm;
-#[path = "cluster/pki.rs"]
-pub mod pki;
-#[path = "cluster/process.rs"]
-pub mod process;
-
-#[path = "join/endpoints.rs"]
-pub mod endpoints;
-#[path = "join/join.rs"]
-pub(crate) mod join;
-#[path = "join/registration.rs"]
-pub(crate) mod registration;
-#[path = "join/server_trust.rs"]
-pub(crate) mod server_trust;
-#[path = "join/ticket.rs"]
-pub mod ticket;
-
-#[path = "serve/endpoint_limits.rs"]
-pub mod endpoint_limits;
-#[path = "serve/init.rs"]
-pub(crate) mod init;
-#[path = "serve/node_metrics.rs"]
-pub(crate) mod node_metrics;
-#[path = "serve/request.rs"]
-pub(crate) mod request;
-#[path = "serve/verifysvc.rs"]
-pub mod verifysvc;
-
+pub mod join;
+pub mod life;
 pub mod metadata;
+pub mod serve;
 #[cfg(test)]
 mod tests;
 
-pub use backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
+pub use cluster::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
+pub use cluster::files::{FileNameError, JoinFilesError};
+pub use disk::luks::LuksDisk;
 pub use disk::{DiskSetup, KeyFileDisk};
-pub use endpoints::AtlsTicketSource;
-pub use files::{FileNameError, JoinFilesError};
-pub use init::{DEFAULT_INIT_PORT, InitService};
+pub use join::endpoints::AtlsTicketSource;
+pub use join::server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
 pub use join::{AttemptError, BoxFuture, JoinClient, JoinConfig, JoinError, PreJoin, PreJoinError, TicketSource};
-pub use lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
-pub use luks::LuksDisk;
-pub use node::{CommitError, Committed, Node, NodeConfig, Outcome};
-pub use node_metrics::NodeMetrics;
-pub use recover::DEFAULT_RECOVER_PORT;
-pub use request::{InitSecretHash, InitSecretHashError};
-pub use server_trust::{JoinServiceTrust, ServerProof, ServerTrustError};
-pub use state::{NodeState, Phase, Role, Startup, StartupError, StateError, StateStore};
+pub use life::lock::{BOOTSTRAP_PCR, LockError, LockHolder, MemoryPcr, NodeLock, PcrBackend};
+pub use life::node::{CommitError, Committed, Node, NodeConfig, Outcome};
+pub use life::recover::DEFAULT_RECOVER_PORT;
+pub use life::state::{NodeState, Phase, Role, Startup, StartupError, StateError, StateStore};
+pub use serve::init::{DEFAULT_INIT_PORT, InitService};
+pub use serve::node_metrics::NodeMetrics;
+pub use serve::request::{InitSecretHash, InitSecretHashError};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -170,7 +116,7 @@ pub fn serve_init(
     if let Some(a) = activation {
         router.add_service(a);
     }
-    let server = Server::new(router, endpoint_limits::operator_server_config());
+    let server = Server::new(router, serve::endpoint_limits::operator_server_config());
     let acceptor = Arc::new(
         AtlsAcceptor::new(Some(issuer), None)
             .map_err(ServeError::Atls)?

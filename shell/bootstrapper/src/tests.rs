@@ -8,18 +8,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 use attest_proto::init::{InitRequest, InitResponse, init_response::Kind};
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 
-use super::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
-use super::disk::KeyFileDisk;
-use super::dryrun::DryRunBackend;
-use super::join::{AttemptError, BoxFuture, JoinClient, JoinConfig, JoinError, TicketSource};
-use super::kubeadm::KubeadmBackend;
-use super::lock::{LockHolder, MemoryPcr, NodeLock, PcrBackend, expected_pcr_value};
-use super::node::{Node, NodeConfig, Outcome};
-use super::request::InitSecretHash;
-use super::server_trust::ServerProof;
-use super::state::{Phase, Role, Startup};
-use super::ticket::tests::{sign_csr, test_pki};
-use super::{InitService, init};
+use super::InitService;
+use crate::cluster::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
+use crate::cluster::dryrun::DryRunBackend;
+use crate::cluster::kubeadm::KubeadmBackend;
+use crate::disk::KeyFileDisk;
+use crate::join::server_trust::ServerProof;
+use crate::join::ticket::tests::{sign_csr, test_pki};
+use crate::join::{AttemptError, BoxFuture, JoinClient, JoinConfig, JoinError, TicketSource};
+use crate::life::lock::{LockHolder, MemoryPcr, NodeLock, PcrBackend, expected_pcr_value};
+use crate::life::node::{Node, NodeConfig, Outcome};
+use crate::life::state::{Phase, Role, Startup};
+use crate::serve::init;
+use crate::serve::request::InitSecretHash;
 use attest_engine::crypto::default_provider;
 use attest_engine::variant::{LockRegister, Variant};
 use attest_grpc::{Code, Request, Status};
@@ -243,7 +244,8 @@ async fn backend_failure_is_reported_with_its_log_and_state_stays_consistent() {
     assert!(t.node.lock().is_locked());
     let state = t.node.store().load().unwrap().unwrap();
     assert_eq!(state.phase, Phase::Failed);
-    let restart = super::state::check_startup(LockRegister::Pcr(15), &t.pcr.read_bootstrap_pcr().unwrap(), Some(state));
+    let restart =
+        crate::life::state::check_startup(LockRegister::Pcr(15), &t.pcr.read_bootstrap_pcr().unwrap(), Some(state));
     assert!(matches!(restart, Ok(Startup::Bootstrapped(s)) if s.phase == Phase::Failed));
     assert!(matches!(&*t.node.outcome().borrow(), Some(Outcome::Failed { holder: LockHolder::Init, .. })));
 }
@@ -266,7 +268,7 @@ async fn crash_between_lock_and_state_write_refuses_on_restart() {
 #[derive(Debug)]
 struct FakeSource {
     script: Mutex<Vec<Result<(), Status>>>,
-    pki: super::pki::ClusterPki,
+    pki: crate::cluster::pki::ClusterPki,
     calls: AtomicUsize,
     requests: Mutex<Vec<IssueJoinTicketRequest>>,
     /// The service's variant (default `qemu-vtpm`: its lock register is PCR 15).
@@ -306,7 +308,7 @@ impl TicketSource for FakeSource {
             kubelet_cert: sign_csr(&self.pki, &request.certificate_request),
             api_server_endpoint: "10.0.0.1:6443".into(),
             token: "abcdef.0123456789abcdef".into(),
-            discovery_token_ca_cert_hash: super::pki::ca_cert_hash(&self.pki.ca.cert).unwrap(),
+            discovery_token_ca_cert_hash: crate::cluster::pki::ca_cert_hash(&self.pki.ca.cert).unwrap(),
             ..IssueJoinTicketResponse::default()
         });
         self.requests.lock().unwrap().push(request);
@@ -343,7 +345,7 @@ async fn join_retries_unavailable_then_joins() {
     assert_eq!(outcome, Outcome::Joined { cluster_id: id });
     assert_eq!(source.calls.load(Ordering::SeqCst), 3);
     let req = &source.requests.lock().unwrap()[0];
-    assert!(super::disk::is_uuid(&req.disk_uuid) && !req.is_control_plane && !req.certificate_request.is_empty());
+    assert!(crate::disk::is_uuid(&req.disk_uuid) && !req.is_control_plane && !req.certificate_request.is_empty());
     assert_eq!(t.pcr.read_bootstrap_pcr().unwrap().as_bytes(), expected_pcr_value(&id));
     let state = t.node.store().load().unwrap().unwrap();
     assert_eq!((state.role, state.phase), (Role::Worker, Phase::Bootstrapped));
@@ -392,7 +394,7 @@ async fn a_td_without_a_vtpm_locks_rtmr3_and_checks_the_services_rtmr3() {
     let state = t.node.store().load().unwrap().unwrap();
     let again = NodeLock::open(t.pcr.clone()).unwrap();
     assert_eq!(
-        super::state::check_startup(rtmr3, &again.initial_pcr(), Some(state.clone())),
+        crate::life::state::check_startup(rtmr3, &again.initial_pcr(), Some(state.clone())),
         Ok(Startup::Bootstrapped(state))
     );
 }
@@ -427,7 +429,7 @@ async fn join_gives_up_after_repeated_refusals() {
 /// bootstrap failed is reset to a fresh one.
 #[tokio::test]
 async fn rejoin_checks_the_cluster_id_and_reset_forgets_a_failed_node() {
-    use super::rejoin::{KeySource, NodeKeys, RejoinError, Rejoiner};
+    use crate::life::rejoin::{KeySource, NodeKeys, RejoinError, Rejoiner};
     let t = test_node("rejoin", |_| Arc::new(NoopBackend));
     let outcome = JoinClient::new(t.node.clone(), Arc::new(FakeSource::new(vec![])), fast()).run().await.unwrap();
     let id = cluster_id(&[0x33; 32], &[0x22; 32]);
@@ -465,7 +467,7 @@ async fn rejoin_checks_the_cluster_id_and_reset_forgets_a_failed_node() {
         std::fs::rename(rebooted.dir.join(d), fresh_boot.dir.join(d)).unwrap();
     }
     let Ok(Startup::Reset(s)) = fresh_boot.node.startup().unwrap() else { panic!() };
-    super::lifecycle::reset(&fresh_boot.node, &s).unwrap();
+    crate::life::lifecycle::reset(&fresh_boot.node, &s).unwrap();
     assert_eq!(fresh_boot.node.startup().unwrap(), Ok(Startup::Fresh));
     assert!(!fresh_boot.dir.join("run/state-disk.key").exists());
 }

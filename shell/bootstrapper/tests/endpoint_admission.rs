@@ -1,4 +1,4 @@
-//! Slow and idle callers against a node's verify service (`attest_bootstrapper::verifysvc`,
+//! Slow and idle callers against a node's verify service (`attest_bootstrapper::serve::verifysvc`,
 //! limits in `endpoint_limits`): slow-loris HTTP headers (one byte every 2 s) on more connections than the
 //! service's limit, from one address and from many, and idle sockets and unfinished HTTP/2 requests on its
 //! gRPC side — while a genuine caller's `GET /?nonce=` and `GetAttestation` are served, every one of them.
@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use attest_atls::nonce::Nonce;
 use attest_atls::{AttestationIssuer, BoxError};
-use attest_bootstrapper::endpoint_limits::MAX_VERIFY_CONNECTIONS;
-use attest_bootstrapper::verifysvc::{VerifyServers, serve_verify};
+use attest_bootstrapper::serve::endpoint_limits::MAX_VERIFY_CONNECTIONS;
+use attest_bootstrapper::serve::verifysvc::{VerifyServers, serve_verify};
 use attest_grpc::{Channel, ChannelConfig, Metadata};
 use attest_proto::paths;
 use attest_proto::verify::{GetAttestationRequest, GetAttestationResponse};

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use attest_bootstrapper::endpoints::{CombinedEndpoints, EndpointSource, StaticEndpoints};
+use attest_bootstrapper::join::endpoints::{CombinedEndpoints, EndpointSource, StaticEndpoints};
 use attest_bootstrapper::metadata::{
     Cloud, DEFAULT_KEY, MAX_METADATA_BODY, MAX_REDIRECTS, MetadataEndpoints, MetadataError,
 };

@@ -19,7 +19,7 @@
 use attest_atls::{AtlsConnector, AttestationIssuer, AttestationValidator, BoxError, nonce::Nonce};
 use attest_attester::issuer::snp::{SnpCertificates, snp_document};
 use attest_attester::issuer::{HwIssuerError, NodeIssuer, SnpIssuer};
-use attest_bootstrapper::ticket::KubeletKey;
+use attest_bootstrapper::join::ticket::KubeletKey;
 use attest_engine::variant::Variant;
 use attest_proto::join::IssueJoinTicketRequest;
 use serde_json::{Value, json};

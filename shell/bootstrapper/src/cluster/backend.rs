@@ -14,10 +14,10 @@
 
 use zeroize::Zeroizing;
 
-use super::atomic::FileError;
-use super::files::{FileNameError, JoinFilesError};
-use super::pki::PkiError;
-use super::process::CommandError;
+use crate::atomic::FileError;
+use crate::cluster::files::{FileNameError, JoinFilesError};
+use crate::cluster::pki::PkiError;
+use crate::cluster::process::CommandError;
 
 /// What `kubeadm init` needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,5 +142,5 @@ pub trait ClusterBackend: Send + Sync + std::fmt::Debug {
     fn join(&self, params: &JoinParams, log: &mut dyn FnMut(&str)) -> Result<(), BackendError>;
     /// Restarts this node's Kubernetes components after a reboot (rejoin, recovery): their configuration and
     /// data are on the reopened state disk.
-    fn restart(&self, role: super::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError>;
+    fn restart(&self, role: crate::life::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError>;
 }

@@ -6,18 +6,18 @@
 //!
 //! | | writes |
 //! |---|---|
-//! | init | `kubeadm-init.yaml` (the configuration `kubeadm init` would get), the cluster PKI in kubeadm's layout ([`super::pki`]), the kubelet's serving certificate `kubelet/pki/kubelet.crt` + `.key` (signed by the cluster CA), `admin.conf` (client certificate signed by the cluster CA) |
+//! | init | `kubeadm-init.yaml` (the configuration `kubeadm init` would get), the cluster PKI in kubeadm's layout ([`crate::cluster::pki`]), the kubelet's serving certificate `kubelet/pki/kubelet.crt` + `.key` (signed by the cluster CA), `admin.conf` (client certificate signed by the cluster CA) |
 //! | join | `kubeadm-join.yaml` (0600: it holds the token), `kubelet/pki/kubelet.crt` + `.key`, `ca-cert-hash`, control-plane files under `pki/` |
 //!
 //! Each step is reported as a log line, so an init streams a readable account of what happened.
 
 use std::path::{Path, PathBuf};
 
-use super::atomic::{PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
-use super::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
-use super::files::write_join_files;
-use super::kubeadm::{INIT_CONFIG_NAME, JOIN_CONFIG_NAME, init_config, join_config};
-use super::pki::{ClusterPki, ca_cert_hash};
+use crate::atomic::{PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
+use crate::cluster::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
+use crate::cluster::files::write_join_files;
+use crate::cluster::kubeadm::{INIT_CONFIG_NAME, JOIN_CONFIG_NAME, init_config, join_config};
+use crate::cluster::pki::{ClusterPki, ca_cert_hash};
 
 /// The admin kubeconfig's name in the state directory.
 pub const ADMIN_KUBECONFIG_NAME: &str = "admin.conf";
@@ -30,17 +30,17 @@ pub const KUBELET_PKI_SUBDIR: &str = "kubelet/pki";
 #[derive(Debug)]
 pub struct DryRunBackend {
     state_dir: PathBuf,
-    network: super::kubeadm::NodeNetwork,
+    network: crate::cluster::kubeadm::NodeNetwork,
 }
 
 impl DryRunBackend {
     /// A dry run writing into `state_dir`.
     pub fn new(state_dir: &Path) -> DryRunBackend {
-        DryRunBackend { state_dir: state_dir.to_owned(), network: super::kubeadm::NodeNetwork::default() }
+        DryRunBackend { state_dir: state_dir.to_owned(), network: crate::cluster::kubeadm::NodeNetwork::default() }
     }
 
     /// Uses this node's network facts in the configurations.
-    pub fn with_network(mut self, network: super::kubeadm::NodeNetwork) -> DryRunBackend {
+    pub fn with_network(mut self, network: crate::cluster::kubeadm::NodeNetwork) -> DryRunBackend {
         self.network = network;
         self
     }
@@ -67,7 +67,7 @@ impl ClusterBackend for DryRunBackend {
             self.state_dir.join("pki").display(),
             ca_cert_hash(&pki.ca.cert)?
         ));
-        let kubelet = super::kubeadm::write_kubelet_serving_cert(
+        let kubelet = crate::cluster::kubeadm::write_kubelet_serving_cert(
             &pki,
             &params.node_name,
             &self.network,
@@ -86,16 +86,16 @@ impl ClusterBackend for DryRunBackend {
         Ok(InitOutput { kubeconfig })
     }
 
-    fn restart(&self, role: super::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+    fn restart(&self, role: crate::life::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
         let config = self.state_dir.join(
-            if role == super::state::Role::ControlPlane && self.state_dir.join(INIT_CONFIG_NAME).is_file() {
+            if role == crate::life::state::Role::ControlPlane && self.state_dir.join(INIT_CONFIG_NAME).is_file() {
                 INIT_CONFIG_NAME
             } else {
                 JOIN_CONFIG_NAME
             },
         );
         if !config.is_file() {
-            return Err(BackendError::File(super::atomic::FileError {
+            return Err(BackendError::File(crate::atomic::FileError {
                 path: config,
                 source: std::io::Error::new(
                     std::io::ErrorKind::NotFound,
@@ -141,14 +141,14 @@ impl ClusterBackend for DryRunBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubeadm::tests::init_params;
+    use crate::cluster::kubeadm::tests::init_params;
 
     #[test]
     fn init_writes_config_pki_and_kubeconfig() {
         let tmp = attest_test_support::TempDir::new("dryrun");
         let dir = tmp.path().join("dryrun");
         let network =
-            super::super::kubeadm::NodeNetwork { node_ip: Some("10.0.0.7".parse().unwrap()), ..Default::default() };
+            crate::cluster::kubeadm::NodeNetwork { node_ip: Some("10.0.0.7".parse().unwrap()), ..Default::default() };
         let backend = DryRunBackend::new(&dir).with_network(network);
         let mut lines = Vec::new();
         let out = backend.init(&init_params(), &mut |l| lines.push(l.to_owned())).unwrap();

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
+use crate::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
 
 /// Longest accepted control-plane file name, in bytes.
 pub(crate) const MAX_FILE_NAME_LENGTH: usize = 128;

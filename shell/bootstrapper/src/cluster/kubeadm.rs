@@ -64,10 +64,10 @@ use std::process::Command;
 
 use zeroize::Zeroizing;
 
-use super::atomic::{SECRET_FILE_MODE, write_atomic};
-use super::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
-use super::files::{KUBELET_CERT_NAME, KUBELET_KEY_NAME, write_join_files};
-use super::process::run_streaming;
+use crate::atomic::{SECRET_FILE_MODE, write_atomic};
+use crate::cluster::backend::{BackendError, ClusterBackend, InitOutput, InitParams, JoinParams};
+use crate::cluster::files::{KUBELET_CERT_NAME, KUBELET_KEY_NAME, write_join_files};
+use crate::cluster::process::run_streaming;
 
 /// Where kubeadm keeps the cluster configuration, kubeconfigs and PKI.
 pub const KUBERNETES_DIR: &str = "/etc/kubernetes";
@@ -194,7 +194,7 @@ pub fn join_config(p: &JoinParams, net: &NodeNetwork) -> Zeroizing<String> {
 /// Signs this node's kubelet serving (and client) certificate with the cluster CA of `pki` and writes it,
 /// with its key, where the kubelet reads it (`kubelet_pki_dir/kubelet.{crt,key}`). Returns the paths.
 pub fn write_kubelet_serving_cert(
-    pki: &super::pki::ClusterPki,
+    pki: &crate::cluster::pki::ClusterPki,
     node_name: &str,
     net: &NodeNetwork,
     kubelet_pki_dir: &Path,
@@ -202,7 +202,7 @@ pub fn write_kubelet_serving_cert(
     let (cert, key) = pki.kubelet_serving_cert(node_name, net.node_ip)?;
     let (cert_path, key_path) = (kubelet_pki_dir.join(KUBELET_CERT_NAME), kubelet_pki_dir.join(KUBELET_KEY_NAME));
     write_atomic(&key_path, &key, SECRET_FILE_MODE)?;
-    write_atomic(&cert_path, &cert, super::atomic::PUBLIC_FILE_MODE)?;
+    write_atomic(&cert_path, &cert, crate::atomic::PUBLIC_FILE_MODE)?;
     Ok(vec![cert_path, key_path])
 }
 
@@ -250,7 +250,7 @@ impl ClusterBackend for KubeadmBackend {
 
     fn init(&self, params: &InitParams, log: &mut dyn FnMut(&str)) -> Result<InitOutput, BackendError> {
         // The cluster CA first (kubeadm init reuses it), so the kubelet's serving certificate can be signed.
-        let pki = super::pki::ClusterPki::create_or_load(&self.kubernetes_dir)?;
+        let pki = crate::cluster::pki::ClusterPki::create_or_load(&self.kubernetes_dir)?;
         let written = write_kubelet_serving_cert(&pki, &params.node_name, &self.network, &self.kubelet_pki_dir)?;
         log(&format!("kubelet serving certificate written to {}", written[0].display()));
         let config = self.work_dir.join(INIT_CONFIG_NAME);
@@ -266,11 +266,11 @@ impl ClusterBackend for KubeadmBackend {
             std::fs::File::open(&admin)?.take(MAX_KUBECONFIG_SIZE).read_to_end(&mut out)?;
             Ok(out)
         };
-        let kubeconfig = read().map_err(|source| super::atomic::FileError { path: admin.clone(), source })?;
+        let kubeconfig = read().map_err(|source| crate::atomic::FileError { path: admin.clone(), source })?;
         Ok(InitOutput { kubeconfig: Zeroizing::new(kubeconfig) })
     }
 
-    fn restart(&self, role: super::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
+    fn restart(&self, role: crate::life::state::Role, log: &mut dyn FnMut(&str)) -> Result<(), BackendError> {
         // kubeadm installed the kubelet's configuration (and, on a control-plane node, the static pods it
         // starts) on the state disk; the kubelet only needs starting again.
         log(&format!("restarting the kubelet ({role}): systemctl restart kubelet"));
@@ -298,13 +298,12 @@ impl ClusterBackend for KubeadmBackend {
 }
 
 #[cfg(test)]
-#[path = "kubeadm_schema_test.rs"]
 mod schema;
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::process::CommandError;
+    use crate::cluster::process::CommandError;
 
     pub(crate) fn init_params() -> InitParams {
         InitParams {

@@ -31,7 +31,7 @@ use openssl::x509::extension::{
 use openssl::x509::{X509, X509Builder, X509NameRef, X509Ref};
 use zeroize::Zeroizing;
 
-use super::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
+use crate::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
 use attest_atls::x509::{self, Tbs};
 
 /// Validity of the CA certificates (kubeadm: ten years).

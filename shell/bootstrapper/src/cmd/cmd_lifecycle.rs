@@ -16,14 +16,16 @@ use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::endpoints::{AtlsCall, CombinedEndpoints, EndpointSource, FailoverSource, FileEndpoints, StaticEndpoints};
 use crate::join::JoinConfig;
-use crate::lifecycle::{RejoinSetup, rejoin};
-use crate::node::Node;
-use crate::node_metrics::NodeMetrics;
-use crate::rejoin::RejoinError;
-use crate::state::NodeState;
-use crate::verifysvc::{VerifyServers, serve_verify};
+use crate::join::endpoints::{
+    AtlsCall, CombinedEndpoints, EndpointSource, FailoverSource, FileEndpoints, StaticEndpoints,
+};
+use crate::life::lifecycle::{RejoinSetup, rejoin};
+use crate::life::node::Node;
+use crate::life::rejoin::RejoinError;
+use crate::life::state::NodeState;
+use crate::serve::node_metrics::NodeMetrics;
+use crate::serve::verifysvc::{VerifyServers, serve_verify};
 use attest_atls::AttestationIssuer;
 
 /// A listen address that can be switched off: `ADDR` or `none`.
@@ -128,7 +130,7 @@ pub(crate) async fn serve_until_signal(servers: VerifyServers, cluster_id: &[u8;
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "bootstrapper: cannot install the SIGTERM handler");
-            return ExitCode::from(crate::exit::RUNTIME.code);
+            return ExitCode::from(crate::cmd::exit::RUNTIME.code);
         }
     };
     tokio::select! {
@@ -159,14 +161,14 @@ pub(crate) fn run_bootstrapped(
     if !life.serves_verify() {
         return ExitCode::SUCCESS;
     }
-    let Some(rt) = runtime() else { return ExitCode::from(crate::exit::RUNTIME.code) };
+    let Some(rt) = runtime() else { return ExitCode::from(crate::cmd::exit::RUNTIME.code) };
     rt.block_on(async {
         match start_verify(issuer, life, metrics).await {
             Ok(Some(servers)) => serve_until_signal(servers, &cluster_id, life.grace).await,
             Ok(None) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-                ExitCode::from(crate::exit::RUNTIME.code)
+                ExitCode::from(crate::cmd::exit::RUNTIME.code)
             }
         }
     })
@@ -181,7 +183,7 @@ pub(crate) fn run_rejoin(
     call: Option<AtlsCall>,
     life: &LifeArgs,
 ) -> ExitCode {
-    let Some(rt) = runtime() else { return ExitCode::from(crate::exit::RUNTIME.code) };
+    let Some(rt) = runtime() else { return ExitCode::from(crate::cmd::exit::RUNTIME.code) };
     rt.block_on(async {
         tracing::info!(cluster_id = %hex::encode(state.cluster_id), disk_uuid = %state.disk_uuid,
             "bootstrapper: bootstrapped before a reboot; getting the state-disk key back");
@@ -189,7 +191,7 @@ pub(crate) fn run_rejoin(
             Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-                return ExitCode::from(crate::exit::RUNTIME.code);
+                return ExitCode::from(crate::cmd::exit::RUNTIME.code);
             }
         };
         let recover = match life.recover {
@@ -197,7 +199,7 @@ pub(crate) fn run_rejoin(
                 Ok(l) => Some(l),
                 Err(e) => {
                     tracing::error!(error = %e, addr = %a, "bootstrapper: cannot bind the recovery endpoint");
-                    return ExitCode::from(crate::exit::RUNTIME.code);
+                    return ExitCode::from(crate::cmd::exit::RUNTIME.code);
                 }
             },
             None => None,
@@ -233,13 +235,17 @@ pub(crate) fn run_rejoin(
                 if let Some(v) = verify {
                     v.shutdown(life.grace).await;
                 }
-                ExitCode::from(if refused { crate::exit::REJOIN_REFUSED.code } else { crate::exit::REJOIN_FAILED.code })
+                ExitCode::from(if refused {
+                    crate::cmd::exit::REJOIN_REFUSED.code
+                } else {
+                    crate::cmd::exit::REJOIN_FAILED.code
+                })
             }
         }
     })
 }
 
-/// Serves the node's `/metrics` ([`crate::node_metrics`]) on `addr` (the endpoint's own admission included)
+/// Serves the node's `/metrics` ([`crate::serve::node_metrics`]) on `addr` (the endpoint's own admission included)
 /// and announces it; the endpoint runs on the current runtime until the process ends.
 pub(crate) async fn start_metrics(
     addr: SocketAddr,

@@ -1,4 +1,4 @@
-//! The LUKS2 state disk, through `cryptsetup` (the design is in [`super::disk`]).
+//! The LUKS2 state disk, through `cryptsetup` (the design is in [`crate::disk`]).
 //!
 //! ```text
 //!  setup (fresh node, after the lock)            reopen (rejoin / recovery, after a reboot)
@@ -37,10 +37,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use super::disk::{
+use crate::disk::{
     DEFAULT_MAPPER_NAME, DiskError, DiskSetup, HeaderState, MAX_DIAGNOSTIC_LENGTH, is_uuid, random_uuid,
 };
-use super::state::{MAX_STATE_FILE_SIZE, NodeState, STATE_FORMAT_VERSION};
+use crate::life::state::{MAX_STATE_FILE_SIZE, NodeState, STATE_FORMAT_VERSION};
 
 /// The data cipher.
 pub const CIPHER: &str = "aes-xts-plain64";
@@ -345,7 +345,7 @@ impl LuksDisk {
     /// Writes zeros over the whole mapped device (integrity tags for every sector).
     fn wipe_mapped(&self) -> Result<(), DiskError> {
         let path = self.mapped_path();
-        let file_error = |source| DiskError::File(super::atomic::FileError { path: path.clone(), source });
+        let file_error = |source| DiskError::File(crate::atomic::FileError { path: path.clone(), source });
         let mut f = std::fs::OpenOptions::new().write(true).open(&path).map_err(file_error)?;
         let zeros = vec![0u8; WIPE_BLOCK_SIZE];
         loop {
@@ -362,7 +362,7 @@ impl LuksDisk {
 
     fn mount_at(&self, dir: &Path) -> Result<(), DiskError> {
         std::fs::create_dir_all(dir)
-            .map_err(|source| DiskError::File(super::atomic::FileError { path: dir.to_owned(), source }))?;
+            .map_err(|source| DiskError::File(crate::atomic::FileError { path: dir.to_owned(), source }))?;
         let dev = self.mapped_path();
         Self::tool("mount", &self.mount.clone(), &[dev.as_os_str(), dir.as_os_str()])
     }
@@ -511,5 +511,4 @@ impl DiskSetup for LuksDisk {
 }
 
 #[cfg(test)]
-#[path = "luks_test.rs"]
 mod tests;

@@ -33,8 +33,8 @@ use attest_proto::join::{
 use attest_proto::paths;
 use openssl::pkey::{PKey, Private};
 
-use super::join::{AttemptError, BoxFuture, CALL_TIMEOUT, TicketSource};
-use super::server_trust::{JoinServiceTrust, ServerProof};
+use crate::join::server_trust::{JoinServiceTrust, ServerProof};
+use crate::join::{AttemptError, BoxFuture, CALL_TIMEOUT, TicketSource};
 use attest_atls::AttestationIssuer;
 use attest_engine::variant::{AkBasis, Variant};
 
@@ -325,7 +325,7 @@ pub fn is_refusal(e: &AttemptError) -> bool {
 
 /// One join service over mutual aTLS ([`AtlsCall`]: this node attests with its issuer, the
 /// service's attestation is verified before the call is made), a new connection per attempt. Several
-/// endpoints with failover: [`crate::endpoints::FailoverSource`].
+/// endpoints with failover: [`crate::join::endpoints::FailoverSource`].
 #[derive(Debug)]
 pub struct AtlsTicketSource {
     addr: SocketAddr,

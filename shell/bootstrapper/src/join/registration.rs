@@ -4,13 +4,13 @@
 //!
 //! The registration endpoint speaks h2c (plain HTTP/2): the proof is the credential activation itself —
 //! only the TPM holding the certified EK can answer — so the channel needs no confidentiality. A failure is
-//! logged and the join attempts go ahead (see [`super::join::PreJoin`]); the join service then refuses or
+//! logged and the join attempts go ahead (see [`crate::join::PreJoin`]); the join service then refuses or
 //! accepts the node on its own policy.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::join::{BoxFuture, PreJoin, PreJoinError};
+use crate::join::{BoxFuture, PreJoin, PreJoinError};
 use attest_attester::issuer::QemuVtpmIssuer;
 use attest_grpc::{Channel, ChannelConfig};
 

@@ -33,10 +33,10 @@ use zeroize::{Zeroize, Zeroizing};
 
 use attest_proto::join::IssueJoinTicketResponse;
 
-use super::backend::JoinParams;
-use super::files::check_file_name;
-use super::request::{DEFAULT_KUBERNETES_VERSION, MAX_VERSION_LENGTH, is_dns_name};
-use super::state::MEASUREMENT_SALT_LENGTH;
+use crate::cluster::backend::JoinParams;
+use crate::cluster::files::check_file_name;
+use crate::life::state::MEASUREMENT_SALT_LENGTH;
+use crate::serve::request::{DEFAULT_KUBERNETES_VERSION, MAX_VERSION_LENGTH, is_dns_name};
 
 /// Length of the state-disk key and of the measurement secret in a ticket, in bytes.
 pub const TICKET_KEY_LENGTH: usize = 32;
@@ -226,7 +226,7 @@ fn check_inner(
     } else {
         return Err(bad("kubernetes_version", "not vMAJOR.MINOR.PATCH[-suffix]"));
     };
-    super::kubeadm::check_kubernetes_version(&kubernetes_version).map_err(|e| bad("kubernetes_version", e))?;
+    crate::cluster::kubeadm::check_kubernetes_version(&kubernetes_version).map_err(|e| bad("kubernetes_version", e))?;
     let kubelet_key_pem = kubelet.key_pem().map_err(|_| bad("kubelet_cert", "our kubelet key cannot be encoded"))?;
     Ok(CheckedTicket {
         state_disk_key,
@@ -249,7 +249,7 @@ fn check_inner(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::pki::ClusterPki;
+    use crate::cluster::pki::ClusterPki;
     use attest_proto::join::ControlPlaneCertOrKey;
     use openssl::x509::X509Req;
 
@@ -275,7 +275,7 @@ pub(crate) mod tests {
             kubelet_cert: sign_csr(pki, kubelet.csr_der()),
             api_server_endpoint: "10.0.0.1:6443".into(),
             token: "abcdef.0123456789abcdef".into(),
-            discovery_token_ca_cert_hash: crate::pki::ca_cert_hash(&pki.ca.cert).unwrap(),
+            discovery_token_ca_cert_hash: crate::cluster::pki::ca_cert_hash(&pki.ca.cert).unwrap(),
             ..IssueJoinTicketResponse::default()
         }
     }

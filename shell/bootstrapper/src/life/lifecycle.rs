@@ -8,20 +8,20 @@
 //!    Reset(state)   ─▶ reset(): disk key and header state gone, state file removed ─▶ Fresh
 //!    Rejoin(state)  ─▶ rejoin(): recovery server ∥ rejoin client ─▶ Rejoined | RejoinError (stays down)
 //!    Bootstrapped   ─▶ nothing to do (same boot)
-//!  afterwards: the verify service runs until the process is stopped (crate::verifysvc)
+//!  afterwards: the verify service runs until the process is stopped (crate::serve::verifysvc)
 //! ```
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::atomic::FileError;
-use super::disk::DiskError;
-use super::endpoints::FailoverSource;
-use super::join::JoinConfig;
-use super::node::Node;
-use super::recover::serve_recover;
-use super::rejoin::{RejoinError, Rejoined, Rejoiner, run_rejoin_client};
-use super::state::NodeState;
+use crate::atomic::FileError;
+use crate::disk::DiskError;
+use crate::join::JoinConfig;
+use crate::join::endpoints::FailoverSource;
+use crate::life::node::Node;
+use crate::life::recover::serve_recover;
+use crate::life::rejoin::{RejoinError, Rejoined, Rejoiner, run_rejoin_client};
+use crate::life::state::NodeState;
 use attest_atls::AttestationIssuer;
 
 /// Resets a node whose bootstrap failed after the lock (and that rebooted since): the disk's keyslots and

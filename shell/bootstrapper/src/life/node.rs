@@ -21,8 +21,8 @@
 //!
 //! The order is the one of `docs/ARCHITECTURE.md`, "Bootstrapper" (lock, disk key, state, cluster): the state directory may live on the state
 //! disk, so the state is written once the disk is set up. A crash between the lock and step 2 leaves PCR 15
-//! set and no state: the lock's intent marker (`super::lock`) makes the next start of that boot see an
-//! *interrupted* bootstrap, marked for reset like a failed one (`super::state`). Whatever fails after the
+//! set and no state: the lock's intent marker (`crate::life::lock`) makes the next start of that boot see an
+//! *interrupted* bootstrap, marked for reset like a failed one (`crate::life::state`). Whatever fails after the
 //! lock, the node stays locked and its state says how it ended, so a restart never re-runs a half-done
 //! bootstrap; every step and what a crash after it leaves is in `docs/ARCHITECTURE.md`, "Crash safety"
 //! (each is a fault point of the crash matrix, `attest_util::fault`).
@@ -32,10 +32,10 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::backend::{BackendError, ClusterBackend};
-use super::disk::{DiskError, DiskSetup, HeaderState};
-use super::lock::{LockHolder, NodeLock};
-use super::state::{
+use crate::cluster::backend::{BackendError, ClusterBackend};
+use crate::disk::{DiskError, DiskSetup, HeaderState};
+use crate::life::lock::{LockHolder, NodeLock};
+use crate::life::state::{
     NodeState, Phase, Role, STATE_FORMAT_VERSION, Startup, StartupError, StateError, StateStore, check_startup,
 };
 
@@ -130,7 +130,7 @@ pub struct Node {
     disk: Arc<dyn DiskSetup>,
     backend: Arc<dyn ClusterBackend>,
     outcome: watch::Sender<Option<Outcome>>,
-    metrics: Arc<super::node_metrics::NodeMetrics>,
+    metrics: Arc<crate::serve::node_metrics::NodeMetrics>,
 }
 
 impl Node {
@@ -171,7 +171,7 @@ impl Node {
     }
 
     /// The node's listeners' admission tables, for its `/metrics`.
-    pub fn metrics(&self) -> &Arc<super::node_metrics::NodeMetrics> {
+    pub fn metrics(&self) -> &Arc<crate::serve::node_metrics::NodeMetrics> {
         &self.metrics
     }
 
@@ -288,7 +288,7 @@ impl Node {
         self: &Arc<Self>,
         holder: LockHolder,
         cluster_id: [u8; 32],
-    ) -> Result<(), super::lock::LockError> {
+    ) -> Result<(), crate::life::lock::LockError> {
         let lock = Arc::clone(&self.lock);
         tokio::task::spawn_blocking(move || lock.try_lock(holder, &cluster_id))
             .await

@@ -8,7 +8,7 @@
 //!    │ a field too long, or kms_uri not kms://cluster-kms?key=…&salt=… ──▶ INVALID_ARGUMENT (nothing kept)
 //!    │ master secret → state-disk key = HKDF(master, salt, "key-" + disk UUID),
 //!    │                 measurement secret = HKDF(master, salt, "key-measurementSecret")
-//!    ▼ Rejoiner::finish (super::rejoin): cluster id check, disk reopen, PCR 15, restart
+//!    ▼ Rejoiner::finish (crate::life::rejoin): cluster id check, disk reopen, PCR 15, restart
 //!  ok ──▶ RecoverResponse{}        keys of another cluster ──▶ PERMISSION_DENIED (the node keeps waiting)
 //!  already rejoined ──▶ FAILED_PRECONDITION     disk / PCR / restart failed ──▶ INTERNAL with the reason
 //! ```
@@ -31,8 +31,8 @@ use attest_proto::paths;
 use attest_proto::recover::{RecoverMessage, RecoverResponse};
 use zeroize::Zeroize;
 
-use super::rejoin::{KeySource, NodeKeys, RejoinError, Rejoiner};
-use super::request::{MAX_KMS_URI_LENGTH, MAX_STORAGE_URI_LENGTH};
+use crate::life::rejoin::{KeySource, NodeKeys, RejoinError, Rejoiner};
+use crate::serve::request::{MAX_KMS_URI_LENGTH, MAX_STORAGE_URI_LENGTH};
 use attest_atls::{AtlsAcceptor, AttestationIssuer};
 use attest_grpc::{Request, Response, Router, Server, Service, Status};
 use attest_keys::{MasterSecret, measurement_secret, state_disk_key};
@@ -107,18 +107,18 @@ pub(crate) fn serve_recover(
     rejoiner: Arc<Rejoiner>,
     issuer: Arc<dyn AttestationIssuer>,
     listener: tokio::net::TcpListener,
-) -> Result<(Server, SocketAddr), super::ServeError> {
+) -> Result<(Server, SocketAddr), crate::ServeError> {
     let metrics = Arc::clone(rejoiner.node().metrics());
     let mut router = Router::new();
     router.add_service(Arc::new(RecoverService::new(rejoiner)));
-    let server = Server::new(router, super::endpoint_limits::operator_server_config());
+    let server = Server::new(router, crate::serve::endpoint_limits::operator_server_config());
     let stats = server.clone();
     metrics.add("recovery", Box::new(move || stats.admission_stats()));
     let acceptor = Arc::new(
         AtlsAcceptor::new(Some(issuer), None)
-            .map_err(super::ServeError::Atls)?
+            .map_err(crate::ServeError::Atls)?
             .with_refusals(Arc::clone(metrics.handshake_refusals())),
     );
-    let addr = attest_atls::grpc::serve(&server, listener, acceptor).map_err(super::ServeError::Io)?;
+    let addr = attest_atls::grpc::serve(&server, listener, acceptor).map_err(crate::ServeError::Io)?;
     Ok((server, addr))
 }

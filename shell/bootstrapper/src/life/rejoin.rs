@@ -43,14 +43,14 @@ use zeroize::Zeroizing;
 
 use attest_proto::join::IssueRejoinTicketRequest;
 
-use super::backend::BackendError;
-use super::disk::DiskError;
-use super::endpoints::{FailoverSource, is_refusal};
-use super::join::{JoinConfig, backoff_delay};
-use super::lock::{LockHolder, RelockError};
-use super::node::Node;
-use super::state::NodeState;
-use super::ticket::TICKET_KEY_LENGTH;
+use crate::cluster::backend::BackendError;
+use crate::disk::DiskError;
+use crate::join::endpoints::{FailoverSource, is_refusal};
+use crate::join::ticket::TICKET_KEY_LENGTH;
+use crate::join::{JoinConfig, backoff_delay};
+use crate::life::lock::{LockHolder, RelockError};
+use crate::life::node::Node;
+use crate::life::state::NodeState;
 
 /// Where a rebooted node's keys came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Nothing in it is secret: the salt is public (the join service hands it to every node), the cluster id is
-//! extended into the lock register (PCR 15, or a TD's RTMR3: [`crate::lock`]), and the keys are re-derived,
+//! extended into the lock register (PCR 15, or a TD's RTMR3: [`crate::life::lock`]), and the keys are re-derived,
 //! never stored.
 //!
 //! # Start-up ([`check_startup`])
@@ -31,7 +31,7 @@
 //! | 0 | present, phase `failed` or `bootstrapping` | marked for reset: a bootstrap that failed (or stopped) after the lock, then a reboot | [`Startup::Reset`]: forget the state and the disk key, then start fresh |
 //! | ≠ 0, = bound to the stored cluster id | present, phase `bootstrapped` or `failed` | bootstrapped in this boot; the bootstrapper restarted | [`Startup::Bootstrapped`] |
 //! | ≠ 0, = bound to the stored cluster id | present, phase `bootstrapping` | the bootstrap stopped (crashed, killed) after the lock in this boot | [`Startup::Interrupted`]: marked for reset |
-//! | ≠ 0, = bound to the lock's intent marker | absent | stopped between taking the lock and writing the state, in this boot (`super::lock`, "The intent marker"; checked by `Node::startup`) | [`Startup::Interrupted`]: marked for reset |
+//! | ≠ 0, = bound to the lock's intent marker | absent | stopped between taking the lock and writing the state, in this boot (`crate::life::lock`, "The intent marker"; checked by `Node::startup`) | [`Startup::Interrupted`]: marked for reset |
 //! | ≠ 0 | absent, no matching intent marker | the register extended by something else | [`StartupError::LockedWithoutState`] |
 //! | ≠ 0, other value | present | the register extended by someone else, or state of another cluster | [`StartupError::PcrMismatch`] |
 //! | 0 | present, but the disk it names is not this node's | state without its disk | [`StartupError::StateWithoutDisk`] (checked by `Node::startup`) |
@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::atomic::{FileError, PUBLIC_FILE_MODE, write_atomic};
+use crate::atomic::{FileError, PUBLIC_FILE_MODE, write_atomic};
 use attest_engine::crypto::{Digest, default_provider};
 use attest_engine::variant::LockRegister;
 
@@ -456,7 +456,7 @@ mod tests {
             assert!(e.to_string().starts_with(&register.to_string()), "{e}");
         }
         assert_eq!(
-            crate::lock::expected_pcr_value(&[2; 32]),
+            crate::life::lock::expected_pcr_value(&[2; 32]),
             LockRegister::Pcr(15).bound(default_provider(), &[2; 32]).as_bytes()
         );
         assert!(StartupError::LockedWithoutState.to_string().contains("locked without state"));

@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 pub use error::MetadataError;
 pub use value::{Endpoint, MAX_METADATA_ENDPOINTS, parse_endpoint_list};
 
-use crate::endpoints::{EndpointError, EndpointSource, MAX_JOIN_ENDPOINTS};
 use crate::join::BoxFuture;
+use crate::join::endpoints::{EndpointError, EndpointSource, MAX_JOIN_ENDPOINTS};
 
 /// The join service's node port, where an entry names no port (as Constellation's `JoinServiceNodePort`).
 pub const DEFAULT_JOIN_PORT: u16 = 30090;

@@ -32,11 +32,11 @@ use attest_proto::paths;
 use tokio::sync::mpsc;
 use zeroize::Zeroizing;
 
-use super::backend::InitParams;
-use super::lock::{LockError, LockHolder};
-use super::node::{Committed, Node, Outcome};
-use super::request::{InitSecretHash, RequestError, validate};
-use super::state::Role;
+use crate::cluster::backend::InitParams;
+use crate::life::lock::{LockError, LockHolder};
+use crate::life::node::{Committed, Node, Outcome};
+use crate::life::state::Role;
+use crate::serve::request::{InitSecretHash, RequestError, validate};
 use attest_grpc::{Request, Response, Router, Service, Status, Streaming};
 use attest_keys::{hkdf_sha256, measurement_secret, state_disk_key};
 

@@ -35,7 +35,7 @@ use std::path::Path;
 
 use attest_proto::init::InitRequest;
 
-use super::state::MEASUREMENT_SALT_LENGTH;
+use crate::life::state::MEASUREMENT_SALT_LENGTH;
 use attest_keys::MasterSecret;
 
 /// Longest init secret accepted, in bytes.
@@ -100,7 +100,7 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> RequestError {
 #[derive(Debug)]
 pub enum InitSecretHashError {
     /// It cannot be read.
-    Io(super::atomic::FileError),
+    Io(crate::atomic::FileError),
     /// It does not hold 64 hex digits (surrounding whitespace allowed).
     Malformed,
 }
@@ -154,7 +154,7 @@ impl InitSecretHash {
         let mut text = String::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_HASH_FILE_SIZE).read_to_string(&mut text))
-            .map_err(|source| InitSecretHashError::Io(super::atomic::FileError { path: path.to_owned(), source }))?;
+            .map_err(|source| InitSecretHashError::Io(crate::atomic::FileError { path: path.to_owned(), source }))?;
         InitSecretHash::from_hex(&text)
     }
 
@@ -252,7 +252,8 @@ pub(crate) fn validate(request: &InitRequest, hash: &InitSecretHash) -> Result<V
     } else {
         return Err(invalid("kubernetes_version", "not vMAJOR.MINOR.PATCH[-suffix]"));
     };
-    super::kubeadm::check_kubernetes_version(&kubernetes_version).map_err(|e| invalid("kubernetes_version", e))?;
+    crate::cluster::kubeadm::check_kubernetes_version(&kubernetes_version)
+        .map_err(|e| invalid("kubernetes_version", e))?;
     if request.kubernetes_components.len() > MAX_COMPONENTS {
         return Err(invalid("kubernetes_components", format!("more than {MAX_COMPONENTS}")));
     }

@@ -13,7 +13,7 @@
 //! `--cluster-id` PCR 15 against the cluster id.
 //!
 //! Every request costs a TPM quote, serialized on the node's one TPM connection. Both listeners admit
-//! connections fairly (`attest_grpc::admission`, limits in [`super::endpoint_limits`]): at most
+//! connections fairly (`attest_grpc::admission`, limits in [`crate::serve::endpoint_limits`]): at most
 //! [`MAX_VERIFY_CONNECTIONS`] each, a few per address, pending ones (no complete request yet: slow-loris
 //! headers, idle sockets) shed first and closed [`VERIFY_HEADER_TIMEOUT`] after accept; HTTP serves one
 //! request per connection (`attest_grpc::http1`). A nonce must be exactly
@@ -26,8 +26,8 @@ use std::time::Duration;
 use base64::Engine;
 use tokio::net::TcpListener;
 
-pub use super::endpoint_limits::{MAX_VERIFY_CONNECTIONS, VERIFY_HEADER_TIMEOUT};
-use super::endpoint_limits::{verify_grpc_config, verify_http_limits};
+pub use crate::serve::endpoint_limits::{MAX_VERIFY_CONNECTIONS, VERIFY_HEADER_TIMEOUT};
+use crate::serve::endpoint_limits::{verify_grpc_config, verify_http_limits};
 use attest_atls::AttestationIssuer;
 use attest_atls::nonce::{NONCE_LEN, Nonce};
 use attest_grpc::admission::StatsSource;

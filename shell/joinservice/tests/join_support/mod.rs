@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_bootstrapper::ticket::KubeletKey;
+use attest_bootstrapper::join::ticket::KubeletKey;
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_joinservice::{
     JoinService, KeyServiceClient, KubernetesSettings, Metrics, TicketSettings, Validators, load_measurement_salt,

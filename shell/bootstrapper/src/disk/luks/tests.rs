@@ -2,7 +2,7 @@
 //! `cryptsetup` on a file (header, keyslot, token; no device mapper needed).
 
 use super::*;
-use crate::state::{Phase, Role};
+use crate::life::state::{Phase, Role};
 
 fn state() -> NodeState {
     NodeState {
@@ -96,7 +96,7 @@ fn setup_and_reopen_with_a_fake_cryptsetup() {
 /// checked with `open --test-passphrase`, a wrong key refused, and a reset that leaves a fresh disk.
 #[test]
 fn real_cryptsetup_on_a_file() {
-    if crate::process::find_on_path("cryptsetup").is_none() {
+    if crate::cluster::process::find_on_path("cryptsetup").is_none() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "cryptsetup is missing (scripts/setup.sh installs it)");
         eprintln!("NOTICE: cryptsetup not installed; skipping the real LUKS2 header test");
         return;

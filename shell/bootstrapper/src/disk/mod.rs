@@ -2,11 +2,11 @@
 //!
 //! | implementation | where | what `setup` does | strength |
 //! |---|---|---|---|
-//! | [`LuksDisk`](super::luks::LuksDisk) (`--disk luks:/dev/X`) | machines with dm-crypt and `cryptsetup` | LUKS2 (aes-xts-plain64, hmac-sha256 integrity where the kernel has dm-integrity), mapped, ext4, mounted at the state directory | the key never touches a file system; node state, kubelet and etcd data are encrypted at rest |
-//! | [`LuksDisk::header_only`](super::luks::LuksDisk::header_only) (`--disk luks-header:FILE`) | machines without a device mapper (CI, the local demo) | the LUKS2 header and keyslot on FILE, the key checked with `open --test-passphrase`; nothing mapped or mounted | **no encryption of data**: proves the key opens the disk, the state directory stays plain |
+//! | [`LuksDisk`](luks::LuksDisk) (`--disk luks:/dev/X`) | machines with dm-crypt and `cryptsetup` | LUKS2 (aes-xts-plain64, hmac-sha256 integrity where the kernel has dm-integrity), mapped, ext4, mounted at the state directory | the key never touches a file system; node state, kubelet and etcd data are encrypted at rest |
+//! | [`LuksDisk::header_only`](luks::LuksDisk::header_only) (`--disk luks-header:FILE`) | machines without a device mapper (CI, the local demo) | the LUKS2 header and keyslot on FILE, the key checked with `open --test-passphrase`; nothing mapped or mounted | **no encryption of data**: proves the key opens the disk, the state directory stays plain |
 //! | [`KeyFileDisk`] (`--disk key-file`, explicit) | machines without dm-crypt | writes the key to a 0600 file in a runtime directory | **weakest**: the key sits in a file readable by root; nothing is encrypted — it only proves the key arrived |
 //!
-//! The LUKS code is in [`super::luks`]; this module holds the trait, the key-file disk and what they share.
+//! The LUKS code is in [`luks`]; this module holds the trait, the key-file disk and what they share.
 //!
 //! # Setup and reopen
 //!
@@ -17,21 +17,23 @@
 //! # Node state in the header
 //!
 //! After a reboot the node must know that it was bootstrapped (and for which cluster) before the disk is
-//! open. [`LuksDisk`](super::luks::LuksDisk) therefore records the node state — nothing in it is secret — in a LUKS2 token of its
+//! open. [`LuksDisk`](luks::LuksDisk) therefore records the node state — nothing in it is secret — in a LUKS2 token of its
 //! header ([`DiskSetup::header_state`]); a [`KeyFileDisk`] has no header and the state file in the state
 //! directory is the record.
 //!
 //! # Disk UUID
 //!
 //! The key is derived per disk UUID (`state_disk_key(master, uuid)`), and the UUID is needed before the lock
-//! (the join request carries it). [`LuksDisk`](super::luks::LuksDisk) uses the LUKS header's UUID when the device is already LUKS
+//! (the join request carries it). [`LuksDisk`](luks::LuksDisk) uses the LUKS header's UUID when the device is already LUKS
 //! and otherwise generates one and formats the device with it (`luksFormat --uuid`); [`KeyFileDisk`] keeps a
 //! generated UUID in its directory. Both generate random version-4 UUIDs (RFC 9562 §5.4).
 
+pub mod luks;
+
 use std::path::{Path, PathBuf};
 
-use super::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
-use super::state::NodeState;
+use crate::atomic::{FileError, PUBLIC_FILE_MODE, SECRET_FILE_MODE, write_atomic};
+use crate::life::state::NodeState;
 
 /// The key file's name in [`KeyFileDisk`]'s directory.
 pub const KEY_FILE_NAME: &str = "state-disk.key";

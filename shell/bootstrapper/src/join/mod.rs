@@ -31,6 +31,11 @@
 //! change the verdict), after which the join client gives up. Whatever was refused, the node is untouched:
 //! nothing is locked, written or kept.
 
+pub mod endpoints;
+pub(crate) mod registration;
+pub(crate) mod server_trust;
+pub mod ticket;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -38,11 +43,11 @@ use std::time::Duration;
 
 use attest_proto::join::{IssueJoinTicketRequest, IssueJoinTicketResponse};
 
-use super::lock::{LockError, LockHolder};
-use super::node::{CommitError, Committed, Node, Outcome};
-use super::server_trust::{ServerProof, ServerTrustError};
-use super::state::Role;
-use super::ticket::{KubeletKey, TicketError, check_ticket};
+use crate::join::server_trust::{ServerProof, ServerTrustError};
+use crate::join::ticket::{KubeletKey, TicketError, check_ticket};
+use crate::life::lock::{LockError, LockHolder};
+use crate::life::node::{CommitError, Committed, Node, Outcome};
+use crate::life::state::Role;
 use attest_atls::grpc::ConnectError;
 use attest_grpc::{Code, Status};
 use openssl::pkey::{PKey, Private};
@@ -281,7 +286,7 @@ impl JoinClient {
         if self.node.config().control_plane { Role::ControlPlane } else { Role::Worker }
     }
 
-    async fn attempt(&self, disk_uuid: &str) -> Result<(super::ticket::CheckedTicket, [u8; 32]), AttemptError> {
+    async fn attempt(&self, disk_uuid: &str) -> Result<(ticket::CheckedTicket, [u8; 32]), AttemptError> {
         let config = self.node.config();
         let kubelet =
             KubeletKey::generate(&config.node_name).map_err(|e| AttemptError::Local(format!("kubelet key: {e}")))?;
@@ -355,7 +360,7 @@ impl JoinClient {
 
     async fn apply(
         &self,
-        ticket: super::ticket::CheckedTicket,
+        ticket: ticket::CheckedTicket,
         cluster_id: [u8; 32],
         disk_uuid: &str,
     ) -> Result<Outcome, JoinError> {

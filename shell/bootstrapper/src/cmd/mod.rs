@@ -33,7 +33,7 @@
 //! given; a missing `kubeadm` is a configuration error (exit 3), never a silent dry run, and a dry run is
 //! announced in the logs, the init stream, every stdout event (`"dry_run": true`) and the node state.
 //!
-//! The node's whole life (crate docs, [`crate::lifecycle`]): a fresh node serves init and joins; a node
+//! The node's whole life (crate docs, [`crate::life::lifecycle`]): a fresh node serves init and joins; a node
 //! marked for reset (its bootstrap failed after the lock, then it rebooted) is reset and starts fresh; a
 //! bootstrapped node after a reboot gets its disk key back through a rejoin ticket or the recovery endpoint
 //! (`cmd_lifecycle.rs`); and every node serves its attestation (verify service) for as long as the
@@ -62,7 +62,10 @@
 //! the lock, 5 inconsistent state, 6 rejoin refused, 7 rejoin failed), printed by `--help`. Status 4 marks
 //! the node for reset: the systemd unit reboots it, and the next start resets it to a fresh node; it is also
 //! the answer to a bootstrap interrupted after the lock in this boot (`{"event":"interrupted",…}`: killed or
-//! crashed between the lock and the end of bootstrapping, `crate::state`).
+//! crashed between the lock and the end of bootstrapping, `crate::life::state`).
+
+mod cmd_lifecycle;
+pub(crate) mod exit;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -71,10 +74,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::dryrun::DryRunBackend;
-use crate::kubeadm::KubeadmBackend;
-use crate::process::find_on_path;
-use crate::registration::AkRegistrationStep;
+use crate::cluster::dryrun::DryRunBackend;
+use crate::cluster::kubeadm::KubeadmBackend;
+use crate::cluster::process::find_on_path;
+use crate::join::registration::AkRegistrationStep;
 use crate::{
     ClusterBackend, DiskSetup, InitSecretHash, JoinClient, JoinConfig, JoinError, JoinServiceTrust, KeyFileDisk,
     LuksDisk, Node, NodeConfig, NodeLock, Outcome, PcrBackend, Phase, Startup, serve_init,
@@ -92,8 +95,6 @@ use attest_trust::{Trust, TrustArgs, ValidatorFactory};
 use clap::Parser;
 use clap::builder::TypedValueParser as _;
 use tokio::signal::unix::{SignalKind, signal};
-
-use crate::exit;
 
 /// The `--disk` choice.
 #[derive(Clone, Debug)]
@@ -212,16 +213,16 @@ struct Args {
     metadata: Option<Arc<crate::metadata::MetadataEndpoints>>,
     /// Recovery endpoint (recover.API over aTLS, this node attests) of a rebooted node, or none.
     #[arg(long, default_value = "0.0.0.0:9999")]
-    recover_listen: crate::cmd_lifecycle::Listen,
+    recover_listen: cmd_lifecycle::Listen,
     /// Verify service, gRPC (verify.API/GetAttestation), or none.
     #[arg(long, default_value = "0.0.0.0:30081")]
-    verify_listen: crate::cmd_lifecycle::Listen,
+    verify_listen: cmd_lifecycle::Listen,
     /// Verify service, plain HTTP (GET /?nonce=), or none.
     #[arg(long, default_value = "0.0.0.0:30080")]
-    verify_http_listen: crate::cmd_lifecycle::Listen,
+    verify_http_listen: cmd_lifecycle::Listen,
     /// Prometheus /metrics of the node's endpoints (admission limits and decisions), or none.
     #[arg(long, default_value = "none")]
-    metrics_listen: crate::cmd_lifecycle::Listen,
+    metrics_listen: cmd_lifecycle::Listen,
     /// This node's IP: the kubelet's --node-ip, the API server's advertise address (control plane), an IP SAN
     /// of the init node's kubelet serving certificate.
     #[arg(long, value_name = "IP")]
@@ -236,8 +237,8 @@ struct Args {
 }
 
 impl Args {
-    fn life(&self) -> crate::cmd_lifecycle::LifeArgs {
-        crate::cmd_lifecycle::LifeArgs {
+    fn life(&self) -> cmd_lifecycle::LifeArgs {
+        cmd_lifecycle::LifeArgs {
             verify_grpc: self.verify_listen.0,
             verify_http: self.verify_http_listen.0,
             recover: self.recover_listen.0,
@@ -419,7 +420,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(attest_util::exit::USAGE.code);
     }
     let node_name = args.node_name.clone().unwrap_or_else(host_name);
-    if !crate::request::is_dns_name(&node_name) {
+    if !crate::serve::request::is_dns_name(&node_name) {
         tracing::error!(%node_name, "bootstrapper: the node name is not a DNS name (lower case, digits, '-', '.')");
         return ExitCode::from(attest_util::exit::USAGE.code);
     }
@@ -432,13 +433,13 @@ pub fn main() -> ExitCode {
     };
     // Configuration before the TPM: the node's network facts, the cluster backend and how the join service is
     // verified.
-    let network = crate::kubeadm::NodeNetwork {
+    let network = crate::cluster::kubeadm::NodeNetwork {
         node_ip: args.node_ip,
         control_plane_endpoint: args.control_plane_endpoint.clone(),
         provider_id: args.provider_id.clone(),
     };
     if let Some(e) = &network.control_plane_endpoint
-        && !crate::ticket::is_endpoint(e)
+        && !crate::join::ticket::is_endpoint(e)
     {
         tracing::error!(endpoint = %e, "bootstrapper: --control-plane-endpoint is not HOST:PORT");
         return ExitCode::from(attest_util::exit::USAGE.code);
@@ -537,7 +538,7 @@ pub fn main() -> ExitCode {
 
     // The node's /metrics, for the whole life of the process (whichever branch below runs).
     let _metrics = match args.metrics_listen.0 {
-        Some(addr) => match runtime.block_on(crate::cmd_lifecycle::start_metrics(addr, node.metrics())) {
+        Some(addr) => match runtime.block_on(cmd_lifecycle::start_metrics(addr, node.metrics())) {
             Ok(endpoint) => Some(endpoint),
             Err(e) => {
                 tracing::error!(error = %e, %addr, "bootstrapper: cannot serve /metrics");
@@ -566,7 +567,7 @@ pub fn main() -> ExitCode {
             return if failed {
                 ExitCode::from(exit::FAILED.code)
             } else {
-                crate::cmd_lifecycle::run_bootstrapped(
+                cmd_lifecycle::run_bootstrapped(
                     &(Arc::clone(&issuer) as _),
                     state.cluster_id,
                     &args.life(),
@@ -577,11 +578,11 @@ pub fn main() -> ExitCode {
         Ok(Ok(Startup::Rejoin(state))) => {
             // The rejoin ticket is believed only from a verified join service of this cluster (as on join).
             let call = server_trust.and_then(|t| {
-                crate::endpoints::AtlsCall::new(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, t)
+                crate::join::endpoints::AtlsCall::new(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, t)
                     .inspect_err(|e| tracing::error!(error = %e, "bootstrapper: cannot build the aTLS connector"))
                     .ok()
             });
-            return crate::cmd_lifecycle::run_rejoin(node, state, &(Arc::clone(&issuer) as _), call, &args.life());
+            return cmd_lifecycle::run_rejoin(node, state, &(Arc::clone(&issuer) as _), call, &args.life());
         }
         Ok(Ok(Startup::Interrupted { cluster_id, state })) => {
             // PCR 15 cannot be taken back in this boot: a reboot clears it (the unit reboots on exit 4), and
@@ -592,7 +593,7 @@ pub fn main() -> ExitCode {
                 "state": state.is_some(), "marked_for_reset": true}));
             return ExitCode::from(exit::FAILED.code);
         }
-        Ok(Ok(Startup::Reset(state))) => match crate::lifecycle::reset(&node, &state) {
+        Ok(Ok(Startup::Reset(state))) => match crate::life::lifecycle::reset(&node, &state) {
             Ok(lines) => {
                 for line in &lines {
                     tracing::warn!("bootstrapper: {line}");
@@ -661,14 +662,13 @@ async fn run(
         let _ = out.flush();
     }
 
-    let verify =
-        match crate::cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life(), node.metrics()).await {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
-                return ExitCode::from(exit::RUNTIME.code);
-            }
-        };
+    let verify = match cmd_lifecycle::start_verify(&(Arc::clone(&issuer) as _), &args.life(), node.metrics()).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "bootstrapper: cannot serve the verify service");
+            return ExitCode::from(exit::RUNTIME.code);
+        }
+    };
     let mut join_task = None;
     // The join service's CRLs (SNP variants) stay fresh while the join client waits: refreshed before their
     // nextUpdate for as long as the bootstrapper runs.
@@ -677,9 +677,9 @@ async fn run(
     let _crl_refresher =
         server_trust.as_ref().and_then(|t| t.trust().revocation.as_ref()).map(|k| k.spawn(crl_stopped));
     if let (Some(endpoints), Some(server_trust)) = (args.life().endpoint_source(), server_trust) {
-        match crate::endpoints::AtlsCall::new(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, server_trust) {
+        match crate::join::endpoints::AtlsCall::new(Arc::clone(&issuer) as Arc<dyn AttestationIssuer>, server_trust) {
             Ok(call) => {
-                let source = Arc::new(crate::endpoints::FailoverSource::new(endpoints, Arc::new(call)));
+                let source = Arc::new(crate::join::endpoints::FailoverSource::new(endpoints, Arc::new(call)));
                 let mut client = JoinClient::new(Arc::clone(&node), source, JoinConfig::default());
                 if let (Some(reg), Some(qemu)) = (args.registration, issuer.qemu()) {
                     client = client.with_pre_join(Arc::new(AkRegistrationStep::new(
@@ -764,12 +764,12 @@ fn announce_dry_run(dry_run: bool, path: &str) {
 
 /// After bootstrapping: serve the attestation until stopped, when the verify service runs.
 async fn keep_serving(
-    verify: Option<crate::verifysvc::VerifyServers>,
+    verify: Option<crate::serve::verifysvc::VerifyServers>,
     cluster_id: &[u8; 32],
     grace: Duration,
 ) -> ExitCode {
     match verify {
-        Some(servers) => crate::cmd_lifecycle::serve_until_signal(servers, cluster_id, grace).await,
+        Some(servers) => cmd_lifecycle::serve_until_signal(servers, cluster_id, grace).await,
         None => ExitCode::SUCCESS,
     }
 }
@@ -816,7 +816,7 @@ impl std::str::FromStr for BackendChoice {
 fn select_backend(
     choice: BackendChoice,
     state_dir: &Path,
-    network: &crate::kubeadm::NodeNetwork,
+    network: &crate::cluster::kubeadm::NodeNetwork,
 ) -> Result<Arc<dyn ClusterBackend>, StartError> {
     match choice {
         BackendChoice::Kubeadm => match find_on_path("kubeadm") {
