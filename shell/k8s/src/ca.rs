@@ -298,7 +298,8 @@ impl ClusterCa {
         let discovery_hash = discovery_token_ca_cert_hash(&cert).map_err(|e| bad(&cert_path, e.to_string()))?;
         let cert_der = cert.to_der().map_err(|e| bad(&cert_path, e.to_string()))?;
         let key_pkcs8 = Zeroizing::new(key.private_key_to_pkcs8().map_err(|e| bad(&key_path, e.to_string()))?);
-        let template = KubeletTemplate::new(&cert_der, &key_pkcs8, NODES_GROUP, &key_path)?;
+        let template =
+            KubeletTemplate::new(&cert_der, &key_pkcs8, NODES_GROUP).map_err(|e| bad(&key_path, e.to_string()))?;
         Ok(ClusterCa {
             cert,
             template,

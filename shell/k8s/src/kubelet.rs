@@ -25,7 +25,6 @@
 
 use std::fmt;
 
-use crate::ca::CaError;
 use attest_engine::der::{Reader, tag};
 use attest_engine::x509::{Certificate, PublicKey};
 use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
@@ -104,18 +103,47 @@ impl fmt::Debug for KubeletTemplate {
     }
 }
 
+/// Why a CA certificate and key cannot sign kubelet certificates.
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum TemplateError {
+    /// The CA certificate could not be read.
+    Certificate(attest_engine::Error),
+    /// The key is not a valid key of the certificate's kind.
+    Key(aws_lc_rs::error::KeyRejected),
+    /// The certificate's key is neither EC P-256/P-384 nor RSA.
+    UnsupportedKey,
+    /// The key does not belong to the CA certificate.
+    KeyMismatch,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Certificate(e) => write!(f, "CA certificate: {e}"),
+            Self::Key(e) => write!(f, "CA key: {e}"),
+            Self::UnsupportedKey => f.write_str("CA key: not EC P-256/P-384 or RSA"),
+            Self::KeyMismatch => f.write_str("CA key: does not belong to the CA certificate"),
+        }
+    }
+}
+
+impl std::error::Error for TemplateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Certificate(e) => Some(e),
+            Self::Key(e) => Some(e),
+            Self::UnsupportedKey | Self::KeyMismatch => None,
+        }
+    }
+}
+
 impl KubeletTemplate {
     /// The template of the CA `ca_der` (DER certificate) whose private key is `key_pkcs8` (PKCS #8 DER; the
-    /// caller checked that it belongs to the certificate). An error names `key_file`, where the key came from.
-    pub(crate) fn new(
-        ca_der: &[u8],
-        key_pkcs8: &[u8],
-        organization: &str,
-        key_file: &std::path::Path,
-    ) -> Result<KubeletTemplate, CaError> {
-        let bad = |reason: String| CaError::BadPkiFile { path: key_file.to_owned(), reason };
-        let ca = Certificate::from_der(ca_der).map_err(|e| bad(format!("CA certificate: {e}")))?;
-        let bad_key = |e: aws_lc_rs::error::KeyRejected| bad(format!("CA key: {e}"));
+    /// caller checked that it belongs to the certificate).
+    pub(crate) fn new(ca_der: &[u8], key_pkcs8: &[u8], organization: &str) -> Result<KubeletTemplate, TemplateError> {
+        let ca = Certificate::from_der(ca_der).map_err(TemplateError::Certificate)?;
+        let bad_key = TemplateError::Key;
         let (key, algorithm) = match ca.public_key() {
             PublicKey::EcP256 { .. } => (
                 SigningKey::Ecdsa(
@@ -132,7 +160,7 @@ impl KubeletTemplate {
             PublicKey::Rsa { .. } => {
                 (SigningKey::Rsa(RsaKeyPair::from_pkcs8(key_pkcs8).map_err(bad_key)?), ALG_RSA_SHA256)
             }
-            _ => return Err(bad("CA key: not EC P-256/P-384 or RSA".into())),
+            _ => return Err(TemplateError::UnsupportedKey),
         };
         // The key must be the certificate's (checked by the caller with OpenSSL; checked again here on the
         // bytes this module signs with).
@@ -140,8 +168,8 @@ impl KubeletTemplate {
             SigningKey::Ecdsa(k) => k.public_key().as_ref().to_vec(),
             SigningKey::Rsa(k) => k.public_key().as_ref().to_vec(),
         };
-        if subject_public_key(ca.spki()).map_err(|e| bad(format!("CA certificate: {e}")))? != public {
-            return Err(bad("CA key: does not belong to the CA certificate".into()));
+        if subject_public_key(ca.spki()).map_err(TemplateError::Certificate)? != public {
+            return Err(TemplateError::KeyMismatch);
         }
         let ca_key_id = ca
             .extensions()
@@ -153,7 +181,7 @@ impl KubeletTemplate {
                 r.finish().map(|()| id.to_vec())
             })
             .transpose()
-            .map_err(|e| bad(format!("CA certificate: {e}")))?
+            .map_err(TemplateError::Certificate)?
             .unwrap_or_else(|| sha1(&public).to_vec());
 
         let mut organization_rdn = Vec::new();

@@ -22,6 +22,7 @@ use attest_measurements::{
     AttestationVariant, Csp, Document, Measurement, Measurements, PcrIndex, ReleaseEntry, ReleaseMeasurements,
 };
 use attest_reference::boot::{self, BootConfig};
+use attest_reference::cpio::MAX_ESP_FILES;
 use attest_reference::snp::{self, KernelHashes, SnpLaunch, Vmm};
 use attest_reference::{EspFile, Event, Ovmf, StubVersion, Uki, tdx};
 use clap::Args;
@@ -212,9 +213,6 @@ fn event_type_name(t: u32) -> &'static str {
         _ => "unknown",
     }
 }
-
-/// Largest number of ESP files of one kind read (the reference crate's limit).
-const MAX_ESP_FILES: usize = attest_reference::cpio::MAX_ESP_FILES;
 
 /// Bytes read from the start of a disk image for its GPT (the header at LBA 1, the entry array normally at
 /// LBA 2; a table beyond this is reported as truncated).
