@@ -518,7 +518,8 @@ def attack_revoked_pck(ctx):
     try:
         # The platform's own machine: the one whose PCK certificate the revoking collateral's CRL lists.
         node = ctx.attacker_node("node-revoked-pck", td_machine=False)
-        return _tdx_attack(ctx, name, node, None, r"revoked", join=(join_addr, log, tokens_dir, metrics_addr))
+        reason = r"PCK certificate serial \S+ is revoked by the PCK CA's CRL"
+        return _tdx_attack(ctx, name, node, None, reason, join=(join_addr, log, tokens_dir, metrics_addr))
     finally:
         p.terminate()
         try:

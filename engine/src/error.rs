@@ -70,6 +70,16 @@ impl CertRole {
             Self::IntelRootCa => "Intel SGX Root CA",
         }
     }
+
+    /// The revocation list that can revoke a certificate of this role.
+    pub fn revocation_list(self) -> &'static str {
+        match self {
+            Self::Ark | Self::Ask | Self::Asvk | Self::Vcek | Self::Vlek => "the ARK's CRL",
+            Self::Pck => "the PCK CA's CRL",
+            Self::PckCa | Self::TcbSigning | Self::IntelRootCa => "the Intel SGX Root CA's CRL",
+            Self::Leaf | Self::Intermediate | Self::Root => "its issuer's CRL",
+        }
+    }
 }
 
 impl fmt::Display for CertRole {
@@ -388,7 +398,7 @@ pub enum Error {
         /// hwID.
         certificate: Bytes,
     },
-    /// A certificate is listed in the ARK-signed CRL.
+    /// A certificate is listed in the CRL of its issuer ([`CertRole::revocation_list`]).
     Revoked {
         /// The certificate.
         role: CertRole,
@@ -811,7 +821,7 @@ impl fmt::Display for Error {
             Self::ChipIdMismatch { report, certificate } => {
                 write!(f, "CHIP_ID {report} does not match the VCEK hwID {certificate}")
             }
-            Self::Revoked { role, serial } => write!(f, "{role} serial {serial} is revoked by the ARK's CRL"),
+            Self::Revoked { role, serial } => write!(f, "{role} serial {serial} is revoked by {}", role.revocation_list()),
             Self::UnknownIssuer { depth } => write!(f, "no trusted issuer found for the certificate at depth {depth}"),
             Self::PathBudgetExceeded => f.write_str("certificate path building exceeded its budget"),
             Self::PathLenConstraintViolated { role, path_len, intermediates_below } => write!(
