@@ -9,10 +9,11 @@
 use super::evidence::{Rejection, Subject, print_value};
 use super::input::{self, ProductArg, ReportInput};
 use super::{Status, UsageError};
+use attest_engine::Error;
 use attest_engine::ear::{Appraisal, CheckOutcome};
 use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::snp::{ChainRequest, Report, TcbVersion};
-use attest_engine::{Check, Error, Product, SnpPolicy, SnpRequest, SnpVerifier, Verdict};
+use attest_engine::snp::{Check, Product, SnpPolicy, SnpRequest, SnpVerifier, Verdict};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
