@@ -12,8 +12,7 @@
 
 use attest_engine::UnixTime;
 use attest_engine::crypto::{aws_lc_rs as aws_lc_rs_provider, ring as ring_provider};
-use attest_engine::snp::{REPORT_SIZE, Report, SIGNED_LEN};
-use attest_engine::snp::{SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::snp::{REPORT_SIZE, Report, SIGNED_LEN, SnpPolicy, SnpRequest, SnpVerifier};
 use attest_engine::x509::pem::parse_pem;
 use attest_engine::x509::{Certificate, PublicKey};
 use attest_test_support::testdata::{dir as testdata, read};

@@ -18,8 +18,7 @@ use attest_engine::UnixTime;
 use attest_engine::azure::{AzureSnpRequest, HclReport, RuntimeData, verify_azure_snp};
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::crypto::aws_lc_rs::PROVIDER;
-use attest_engine::snp::{REPORT_SIZE, SIGNED_LEN};
-use attest_engine::snp::{SnpPolicy, SnpVerifier};
+use attest_engine::snp::{REPORT_SIZE, SIGNED_LEN, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::eventlog::EventLog;
 use attest_engine::tpm::{
     AkPublic, Attest, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmSignature, TpmtPublic, verify_quote,

@@ -12,8 +12,7 @@
 use attest_engine::UnixTime;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::policy::Hex;
-use attest_engine::snp::OwnedTrustAnchors;
-use attest_engine::snp::{Product, SnpPolicy, SnpVerifier};
+use attest_engine::snp::{OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
 use attest_engine::variant::{
     AkBasis, Document, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator, Variant, snp_vtpm_report_data,

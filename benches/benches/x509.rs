@@ -15,8 +15,7 @@
 
 use attest_engine::UnixTime;
 use attest_engine::crypto::aws_lc_rs::PROVIDER;
-use attest_engine::snp::{CrlScope, OwnedTrustAnchors};
-use attest_engine::snp::{Product, SnpVerifier};
+use attest_engine::snp::{CrlScope, OwnedTrustAnchors, Product, SnpVerifier};
 use attest_engine::variant::snp_vtpm_report_data;
 use attest_engine::x509::{Certificate, KeyPurposeId, PathOptions, PublicKey, verify_path, verify_path_with};
 use attest_test_support::tpm::SoftAk;

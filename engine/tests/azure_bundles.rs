@@ -7,8 +7,7 @@ use attest_engine::UnixTime;
 use attest_engine::azure::{AzureSnpRequest, HclReport, hcl_report_data, verify_azure_snp};
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, Error, PolicyViolation, Value};
-use attest_engine::snp::OwnedTrustAnchors;
-use attest_engine::snp::{Check, Product, SnpPolicy, SnpVerifier};
+use attest_engine::snp::{Check, OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
 use attest_test_support::tpm::{self, PcrBank, QuoteSpec, SoftAk, hcl_report, runtime_json};
 use attest_test_support::{

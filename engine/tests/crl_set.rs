@@ -4,8 +4,9 @@
 
 use attest_engine::error::{Bytes, CertRole, Error};
 use attest_engine::policy::Revocation;
-use attest_engine::snp::{Check, Product, SnpPolicy, SnpRequest, SnpVerifier};
-use attest_engine::snp::{CrlScope, MAX_INSTALLED_CRLS, OwnedTrustAnchors};
+use attest_engine::snp::{
+    Check, CrlScope, MAX_INSTALLED_CRLS, OwnedTrustAnchors, Product, SnpPolicy, SnpRequest, SnpVerifier,
+};
 use attest_engine::x509::Crl;
 use attest_engine::{Outcome, UnixTime};
 use attest_test_support::{

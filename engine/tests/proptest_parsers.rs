@@ -7,8 +7,7 @@
 mod common;
 
 use attest_engine::azure::HclReport;
-use attest_engine::snp::{Product, SnpPolicy};
-use attest_engine::snp::{REPORT_SIZE, Report};
+use attest_engine::snp::{Product, REPORT_SIZE, Report, SnpPolicy};
 use attest_engine::x509::pem::parse_pem;
 use attest_engine::x509::{Certificate, Crl};
 use attest_test_support::{CrlSpec, Product as TsProduct, SigningKeyKind, TestPki};

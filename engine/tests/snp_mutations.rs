@@ -7,8 +7,7 @@ mod common;
 
 use attest_engine::UnixTime;
 use attest_engine::error::Error;
-use attest_engine::snp::{REPORT_SIZE, Report};
-use attest_engine::snp::{SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::snp::{REPORT_SIZE, Report, SnpPolicy, SnpRequest, SnpVerifier};
 use attest_test_support::{Leaf, LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, TestPki};
 use std::borrow::Cow;
 use std::path::Path;

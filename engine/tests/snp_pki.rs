@@ -4,9 +4,10 @@
 
 use attest_engine::error::{Bytes, CertRole, Error, ProductSource};
 use attest_engine::policy::{Hex, Revocation};
-use attest_engine::snp::{AbiVersion, PlatformFlag};
-use attest_engine::snp::{Check, Product, SnpPolicy, SnpRequest, SnpVerifier, TcbVersion};
-use attest_engine::snp::{OwnedTrustAnchors, TcbComponent};
+use attest_engine::snp::{
+    AbiVersion, Check, OwnedTrustAnchors, PlatformFlag, Product, SnpPolicy, SnpRequest, SnpVerifier, TcbComponent,
+    TcbVersion,
+};
 use attest_engine::{Outcome, UnixTime};
 use attest_test_support::{
     CrlSpec, IntermediateSpec, Leaf, LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, Tcb, TestPki,

@@ -4,8 +4,7 @@ mod common;
 
 use attest_engine::azure::HclReport;
 use attest_engine::error::{CertRole, Error};
-use attest_engine::snp::{ChainRequest, REPORT_SIZE, Report};
-use attest_engine::snp::{Check, Product, SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::snp::{ChainRequest, Check, Product, REPORT_SIZE, Report, SnpPolicy, SnpRequest, SnpVerifier};
 use attest_engine::{Outcome, UnixTime};
 use std::path::Path;
 

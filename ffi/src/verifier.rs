@@ -25,8 +25,7 @@ use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, 
 use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::formats::tpm::{AkKey, AzureQuoteBin, HexQuote, TrusteeTpmEvidence};
 use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerdict, GceVerifier};
-use attest_engine::snp::Report;
-use attest_engine::snp::{SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::snp::{Report, SnpPolicy, SnpRequest, SnpVerifier};
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::tpm::alg::hash_from_tpm;
 use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmtPublic, verify_quote};

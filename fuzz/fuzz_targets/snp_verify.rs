@@ -6,8 +6,7 @@
 #![no_main]
 
 use attest_engine::UnixTime;
-use attest_engine::snp::REPORT_SIZE;
-use attest_engine::snp::{SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::snp::{REPORT_SIZE, SnpPolicy, SnpRequest, SnpVerifier};
 use libfuzzer_sys::fuzz_target;
 use std::hint::black_box;
 use std::sync::LazyLock;

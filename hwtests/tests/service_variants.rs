@@ -46,8 +46,7 @@ use attest_bootstrapper::{
 use attest_engine::LaunchPinning;
 use attest_engine::crypto::{Digest, default_provider};
 use attest_engine::policy::Hex;
-use attest_engine::snp::SigningKey;
-use attest_engine::snp::SnpPolicy;
+use attest_engine::snp::{SigningKey, SnpPolicy};
 use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{AkBasis, AkTrust, Hardware, LockRegister, TABLE, Variant};
 use attest_grpc::{Router, Server, ServerConfig};

@@ -57,3 +57,50 @@ pub fn parse_thim(json: &[u8]) -> Result<CarriedCerts<'static>, Error> {
         ark: ark.map(Cow::Owned),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+
+    fn pem(der: &[u8]) -> String {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        format!("-----BEGIN CERTIFICATE-----\n{b64}\n-----END CERTIFICATE-----\n")
+    }
+
+    fn doc(vcek: &str, chain: Option<&str>) -> Vec<u8> {
+        let mut m = serde_json::Map::new();
+        m.insert("vcekCert".into(), vcek.into());
+        if let Some(c) = chain {
+            m.insert("certificateChain".into(), c.into());
+        }
+        m.insert("tcbm".into(), "5D06000000000002".into());
+        serde_json::Value::Object(m).to_string().into_bytes()
+    }
+
+    #[test]
+    fn reads_the_vcek_and_the_chain() {
+        let chain = pem(b"ask") + &pem(b"ark");
+        let c = parse_thim(&doc(&pem(b"vcek"), Some(&chain))).unwrap();
+        assert_eq!(c.vcek.as_deref(), Some(&b"vcek"[..]));
+        assert_eq!(c.intermediate.as_deref(), Some(&b"ask"[..]));
+        assert_eq!(c.ark.as_deref(), Some(&b"ark"[..]));
+        assert_eq!(c.vlek, None);
+        let c = parse_thim(&doc(&pem(b"vcek"), None)).unwrap();
+        assert_eq!((c.intermediate, c.ark), (None, None));
+    }
+
+    #[test]
+    fn refusals() {
+        let malformed = |json: &[u8]| matches!(parse_thim(json), Err(Error::EvidenceFormat { format: FORMAT, .. }));
+        assert!(malformed(b"not json"));
+        assert!(malformed(br#"{"certificateChain": ""}"#));
+        assert!(malformed(&doc("", None)), "no certificate in vcekCert");
+        assert!(malformed(&doc(&(pem(b"a") + &pem(b"b")), None)), "two certificates in vcekCert");
+        let three = pem(b"1") + &pem(b"2") + &pem(b"3");
+        assert!(malformed(&doc(&pem(b"vcek"), Some(&three))), "more than ASK and ARK");
+        assert!(malformed(&doc("-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n", None)));
+        let big = doc(&pem(&vec![0x30; MAX_THIM_SIZE]), None);
+        assert!(matches!(parse_thim(&big), Err(Error::LimitExceeded { limit: MAX_THIM_SIZE, .. })));
+    }
+}

@@ -1,4 +1,6 @@
-//! AMD SEV-SNP: the attestation report, TCB versions, and verification against AMD's certificate chain.
+//! AMD SEV-SNP: the attestation report ([`Report`]), TCB versions, the certificate table of an extended
+//! report ([`CertTable`]), verification against AMD's certificate chain ([`SnpVerifier`] →
+//! [`VerifiedReport`]) and the policy it applies ([`SnpPolicy`], recorded check by check in a [`Verdict`]).
 
 pub(crate) mod cache;
 mod certtable;

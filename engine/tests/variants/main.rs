@@ -7,8 +7,7 @@
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, CertRole, Error, PolicyViolation, Value};
 use attest_engine::policy::Hex;
-use attest_engine::snp::OwnedTrustAnchors;
-use attest_engine::snp::{Check, Product, SnpPolicy, SnpVerifier};
+use attest_engine::snp::{Check, OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature, SigScheme};
 use attest_engine::variant::{
     AkBasis, Document, PcrExpectation, PcrOutcome, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator,

@@ -20,9 +20,7 @@
 use super::input::{self, ProductArg};
 use super::{Status, UsageError};
 use attest_engine::azure::parse_thim;
-use attest_engine::snp::SigningKey;
-use attest_engine::snp::{CarriedCerts, CertTable};
-use attest_engine::snp::{Product, Report, TcbVersion};
+use attest_engine::snp::{CarriedCerts, CertTable, Product, Report, SigningKey, TcbVersion};
 use attest_kds::{ChainKind, CrlStatus, DEFAULT_BASE_URL, HwId, Kds, KdsConfig, Source, VcekKey};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

@@ -12,8 +12,9 @@ use super::{Status, UsageError};
 use attest_engine::Error;
 use attest_engine::ear::{Appraisal, CheckOutcome};
 use attest_engine::formats::snp::SnpEvidence;
-use attest_engine::snp::{ChainRequest, Report, TcbVersion};
-use attest_engine::snp::{Check, Product, SnpPolicy, SnpRequest, SnpVerifier, Verdict};
+use attest_engine::snp::{
+    ChainRequest, Check, Product, Report, SnpPolicy, SnpRequest, SnpVerifier, TcbVersion, Verdict,
+};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

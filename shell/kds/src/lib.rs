@@ -88,8 +88,7 @@ pub use store::{MAX_STORED_FILE, Store};
 pub use vet::CertChain;
 
 use attest_engine::crypto::{CryptoProvider, default_provider};
-use attest_engine::snp::{CarriedCerts, OwnedTrustAnchors, SigningKey};
-use attest_engine::snp::{Product, Report, SnpRequest};
+use attest_engine::snp::{CarriedCerts, OwnedTrustAnchors, Product, Report, SigningKey, SnpRequest};
 use attest_engine::x509::Certificate;
 use attest_engine::{CertRole, UnixTime};
 use flight::{Flights, NegativeCache};

@@ -25,8 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use attest_engine::UnixTime;
-use attest_engine::snp::{CrlScope, InstalledCrl};
-use attest_engine::snp::{Product, SnpVerifier};
+use attest_engine::snp::{CrlScope, InstalledCrl, Product, SnpVerifier};
 
 use super::{ChainKind, CrlPolicy, CrlStatus, Kds, KdsError};
 

@@ -23,8 +23,7 @@
 
 use attest_engine::crypto::default_provider;
 use attest_engine::gce::GceVerifier;
-use attest_engine::snp::Product;
-use attest_engine::snp::{CrlScope, OwnedTrustAnchors, SnpVerifier};
+use attest_engine::snp::{CrlScope, OwnedTrustAnchors, Product, SnpVerifier};
 use attest_engine::tdx::{Collateral, TdxVerifier};
 use std::borrow::Cow;
 use std::fmt;

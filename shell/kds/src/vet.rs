@@ -10,8 +10,7 @@
 use super::KdsError;
 use super::key::{ChainKind, VcekKey};
 use attest_engine::crypto::CryptoProvider;
-use attest_engine::snp::{ChainRequest, OwnedTrustAnchors, VerifiedChain};
-use attest_engine::snp::{Product, SnpPolicy, SnpVerifier};
+use attest_engine::snp::{ChainRequest, OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier, VerifiedChain};
 use attest_engine::x509::pem::parse_pem;
 use attest_engine::x509::{Certificate, Crl, verify_path};
 use attest_engine::{CertRole, UnixTime};

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use attest_engine::crypto::default_provider;
-use attest_engine::snp::OwnedTrustAnchors;
-use attest_engine::snp::{Product, SnpPolicy, SnpVerifier};
+use attest_engine::snp::{OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
 use attest_engine::{LaunchPinning, UnixTime};
 use attest_kds::{ChainKind, Clock, CrlWanted, Kds, KdsConfig, RevocationState};

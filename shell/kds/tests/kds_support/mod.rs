@@ -7,8 +7,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use attest_engine::UnixTime;
-use attest_engine::snp::ChainRequest;
-use attest_engine::snp::{Product, SnpPolicy, SnpVerifier, TcbVersion};
+use attest_engine::snp::{ChainRequest, Product, SnpPolicy, SnpVerifier, TcbVersion};
 use attest_engine::x509::Certificate;
 use attest_engine::x509::pem::certificates_from_pem_or_der;
 use attest_kds::KdsConfig;
