@@ -11,7 +11,7 @@
 //! keys, and the host keys it certifies are in [`ssh`] (pure: bytes in, a certificate or a typed error out).
 //!
 //! **May depend on:** aws-lc-rs (HKDF), OpenSSL (the SSH CA's Ed25519 signatures and host-key checks),
-//! serde/serde_json, base64, percent-encoding, zeroize. **Must not depend on:** any crate of the workspace
+//! serde/serde_json, base64, hex, percent-encoding, zeroize. **Must not depend on:** any crate of the workspace
 //! (`attest-test-support` only for tests), I/O beyond reading a master-secret file, or network code.
 
 #![forbid(unsafe_code)]
