@@ -4,13 +4,15 @@
 //! Variants carry small, allocation-free context (except [`Error::PolicyFile`], which is configuration,
 //! not evidence). Caller mistakes ([`Error::Misuse`]) are kept apart from bad evidence.
 //!
-//! # The import cycle with `amd`, `policy` and `snp::tcb` (deliberate)
+//! # The import cycle with `amd`, `snp::policy`, `snp::tcb` and `policy` (deliberate)
 //!
 //! Variants carry domain values — [`Product`], [`Check`], [`TcbComponent`] — so callers can branch on
 //! them, and the modules defining those types hold the parsers and checks that return this error: a
 //! file-level cycle. It is kept, as webpki keeps its error enum naming its own types: the three are
 //! fieldless enums that use nothing of this module, so nothing *about the types* depends on the error;
-//! moving them into leaf files would only separate each type from the code that gives it meaning.
+//! moving them into leaf files would only separate each type from the code that gives it meaning. `policy`
+//! (the vocabulary every evidence policy shares, which `snp::policy` reads) is in the cycle because its
+//! policy-file readers return this error.
 //! `test-support/tests/layering.rs` lists this cycle, so a module newly joining it fails that test.
 
 use crate::amd::Product;
