@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long fuzzing runs of issue 8: every target (or $TARGETS) for SECONDS (default 600) with one job, from
+# The long fuzzing runs: every target (or $TARGETS) for SECONDS (default 600) with one job, from
 # the committed seeds plus the seeds fuzz/seed.py derives from the real evidence; the growing corpus lives in
 # fuzz/corpus-work/<target> (not committed). After each run the work corpus is minimized by edge coverage
 # (libFuzzer's set-cover merge) and fuzz/keep.py folds the minimized inputs into fuzz/corpus/<target>, within

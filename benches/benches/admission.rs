@@ -1,4 +1,4 @@
-//! What fair admission costs per accepted connection (`attest_grpc::admission`, issue 28): admitting and
+//! What fair admission costs per accepted connection (`attest_grpc::admission`): admitting and
 //! releasing one connection into an empty table, and admitting one into a full pending set (128 silent
 //! connections, the default `max_handshakes`), which scans for the victim and sheds it — the cost every
 //! connection pays while an attacker holds the pending slots — and admitting one into a listener whose 1,024

@@ -7,8 +7,9 @@
 //! Input: `constellation-azure-snp/attestation.bin` (first 0x4A0 bytes) with `vcek.cert`, expected
 //! REPORT_DATA = sha256(`runtimedata.bin`) ‖ 0³², trusted time 2025-06-01, default policy, leaf cache warm.
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::default_provider;
-use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::snp::{SnpPolicy, SnpRequest, SnpVerifier};
 use attest_ffi::{
     attest_result, attest_verdict, attest_verdict_free, attest_verifier, attest_verifier_free, attest_verifier_new,
     attest_verifier_verify_snp,

@@ -1,4 +1,4 @@
-//! The cryptographic floor of one join on the join service's side (issue 18), next to the service's own
+//! The cryptographic floor of one join on the join service's side, next to the service's own
 //! code for the parts it can be compared with.
 //!
 //! `join_floor/all` performs, raw (aws-lc-rs) and back to back, exactly the cryptography one join costs the

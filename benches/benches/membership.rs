@@ -1,4 +1,4 @@
-//! The cluster state's cost per join (issue 24, `attest_trust::membership`): what the join service adds to
+//! The cluster state's cost per join (`attest_trust::membership`): what the join service adds to
 //! every join and rejoin to bind disks, names and roles to attested identities, on states of 1 000 and
 //! 10 000 nodes.
 //!

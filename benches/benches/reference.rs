@@ -1,4 +1,4 @@
-//! Reference values from images (issue 25; `attest-reference`), each beside its floor in one run:
+//! Reference values from images (`attest-reference`), each beside its floor in one run:
 //!
 //! * every PCR a UKI boot decides (4, 9, 11, 12) of a UKI of ≥ 50 MiB — Debian's systemd-stub 252 and kernel
 //!   with a 48 MiB initrd, assembled with objcopy — in the SHA-256 bank and in SHA-256 + SHA-384, from the

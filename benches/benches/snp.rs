@@ -10,11 +10,11 @@
 //! Inputs come from `$ATTEST_TESTDATA` (default `../shared/testdata` next to the repository). Without them
 //! the benchmarks are skipped with a NOTICE, and fail under `CI=true`.
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::{aws_lc_rs as aws_lc_rs_provider, ring as ring_provider};
-use attest_engine::snp::{REPORT_SIZE, Report, SIGNED_LEN};
+use attest_engine::snp::{REPORT_SIZE, Report, SIGNED_LEN, SnpPolicy, SnpRequest, SnpVerifier};
 use attest_engine::x509::pem::parse_pem;
 use attest_engine::x509::{Certificate, PublicKey};
-use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
 use attest_test_support::testdata::{dir as testdata, read};
 use criterion::Criterion;
 use sev::certs::snp::{Certificate as SevCertificate, Chain as SevChain, Verifiable as _, ca as sev_ca};
@@ -61,7 +61,7 @@ impl Vector {
         let chain = read(dir, "amd-kds-roots/ask_ark_milan.pem");
         let blocks = parse_pem(&chain).expect("ask_ark_milan.pem");
         assert_eq!(blocks.len(), 2, "ask_ark_milan.pem: expected ASK and ARK");
-        assert_eq!(blocks[1].der, attest_engine::Product::Milan.trust_anchors().ark);
+        assert_eq!(blocks[1].der, attest_engine::snp::Product::Milan.trust_anchors().ark);
         // The `sev` peer reads PEM: each certificate alone, as OpenSSL writes it (setup, not measured).
         let pem = |der: &[u8]| openssl::x509::X509::from_der(der).and_then(|c| c.to_pem()).expect("PEM");
         let (ask_pem, ark_pem) = (pem(&blocks[0].der), pem(&blocks[1].der));

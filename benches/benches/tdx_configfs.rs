@@ -22,10 +22,11 @@ use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice}
 use attest_attester::issuer::tsm::TsmEntry;
 use attest_attester::issuer::tsm::output::{Provider, RawOutput, check_output};
 use attest_attester::issuer::{TdxPaths, document, pcr_values};
+use attest_engine::UnixTime;
 use attest_engine::policy::Hex;
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::tdx::{TdQuote, TdxPolicy};
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_hwsim::tdx::{DEFAULT_MRTD, SimulatedTd, TD_ATTRIBUTES, TdServer};
 use attest_kds::test_roots::TestRoots;
 use criterion::Criterion;

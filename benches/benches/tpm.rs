@@ -14,17 +14,17 @@
 //! Inputs come from `$ATTEST_TESTDATA` (default `../shared/testdata` next to the repository). Without them
 //! the benchmarks are skipped with a NOTICE, and fail under `CI=true`.
 
+use attest_engine::UnixTime;
 use attest_engine::azure::{AzureSnpRequest, HclReport, RuntimeData, verify_azure_snp};
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::crypto::aws_lc_rs::PROVIDER;
-use attest_engine::snp::{REPORT_SIZE, SIGNED_LEN};
+use attest_engine::snp::{REPORT_SIZE, SIGNED_LEN, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::eventlog::EventLog;
 use attest_engine::tpm::{
     AkPublic, Attest, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmSignature, TpmtPublic, verify_quote,
 };
 use attest_engine::x509::pem::certificates_from_pem_or_der;
 use attest_engine::x509::{Certificate, PublicKey};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_test_support::testdata::AzureQuote;
 use attest_test_support::testdata::{dir as testdata, read};
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk};

@@ -9,14 +9,14 @@
 //! Inputs are generated (a software TPM and an AMD-like test PKI from `attest-test-support`), so the
 //! benchmark needs no testdata and measures the same work on any machine.
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::policy::Hex;
-use attest_engine::snp::OwnedTrustAnchors;
+use attest_engine::snp::{OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
 use attest_engine::variant::{
     AkBasis, Document, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator, Variant, snp_vtpm_report_data,
 };
-use attest_engine::{Product, SnpPolicy, SnpVerifier, UnixTime};
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk, hcl_report, hcl_report_data, runtime_json, sha256};
 use attest_test_support::{IntermediateSpec, LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, TestPki};
 use criterion::Criterion;

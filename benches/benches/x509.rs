@@ -13,11 +13,11 @@
 //! The generated PKIs come from `attest_test_support` (fresh keys per run); the GCE chain needs
 //! `$ATTEST_TESTDATA` (skipped with a NOTICE when absent).
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::aws_lc_rs::PROVIDER;
-use attest_engine::snp::{CrlScope, OwnedTrustAnchors};
+use attest_engine::snp::{CrlScope, OwnedTrustAnchors, Product, SnpVerifier};
 use attest_engine::variant::snp_vtpm_report_data;
 use attest_engine::x509::{Certificate, KeyPurposeId, PathOptions, PublicKey, verify_path, verify_path_with};
-use attest_engine::{Product, SnpVerifier, UnixTime};
 use attest_test_support::tpm::SoftAk;
 use attest_test_support::x509::{CertSpec, TestCa};
 use attest_test_support::{CrlSpec, Product as TsProduct, SigningKeyKind, TestPki, unix_time};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The join service under load (issue 8, "Load"), on 127.0.0.1 only, every step bounded in time.
+# The join service under load, on 127.0.0.1 only, every step bounded in time.
 #
 # Builds release, writes a fixture (`join-load setup`: software AKs pinned in the AK registry file, signed
 # measurements, salt, master secret, the key-service PKI, Kubernetes settings, kubeadm PKI) into a temp dir,
@@ -17,7 +17,7 @@
 #   (c) soak: SOAK seconds (default 600) at SOAK_RATE joins/s (default 50) from 16 clients, sampling the join
 #       service's VmRSS every 10 s: first/last/max and the least-squares slope (all samples, second half);
 #       SOAK_ATTACK=1 holds the attack of (d) (idle and slow-loris sockets) for the whole soak;
-#   (d) attacked vs unattacked (issue 28): JOINS/5 joins from 16 clients (one loopback address each) without an
+#   (d) attacked vs unattacked: JOINS/5 joins from 16 clients (one loopback address each) without an
 #       attack, then with 1,100 idle sockets on the join service and 2,000 on the key service, with 400
 #       slow-loris handshakes, and with both (`join-load attack`, a process of its own started 5 s before the
 #       genuine load and held to its end; 150 attacker addresses, each socket re-opened 1 s after the server

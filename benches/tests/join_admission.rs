@@ -1,4 +1,4 @@
-//! Issue 28's first attack against the join service and the key service as deployed (aTLS, mutual TLS,
+//! The connection-exhaustion attack against the join service and the key service as deployed (aTLS, mutual TLS,
 //! default limits), in this process: idle TCP connections (no TLS byte sent) beyond each service's whole
 //! connection limit — 1,100 on the join service, 2,000 on the key service — and slow-loris handshakes, each
 //! re-opened a second after the server closes it, held while genuine nodes join. Every genuine join must

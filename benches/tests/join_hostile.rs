@@ -1,5 +1,5 @@
 //! Hostile clients against the join service as it is deployed: aTLS with server-side verification in front of
-//! `join.API` (issue 8). `shell/grpc/tests/grpc_hostile.rs` covers the gRPC server's HTTP/2 handling frame by frame
+//! `join.API`. `shell/grpc/tests/grpc_hostile.rs` covers the gRPC server's HTTP/2 handling frame by frame
 //! over cleartext; this file covers what only the real service has: the TLS handshake before HTTP/2 (garbage,
 //! truncated and stalled ClientHellos, a client that disconnects at any point of its handshake, clients that
 //! do not attest), HTTP/2 abuse by a client that did attest, and the join handler's own side effects under
@@ -338,7 +338,7 @@ async fn stalled_handshakes_are_closed_and_do_not_block_joins() {
             stalled.push(tcp);
         }
         let server = &fx.services.join;
-        // At most max_handshakes of them are pending at once (issue 28): the rest were shed, silent ones first.
+        // At most max_handshakes of them are pending at once (fair admission): the rest were shed, silent ones first.
         let cap = ServerConfig::default().max_handshakes;
         assert!(
             eventually(SETTLE, || server.admission_stats().admitted == 250 && server.open_connections() == cap).await,

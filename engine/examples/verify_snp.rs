@@ -8,9 +8,10 @@
 //! report); VCEK and CHAIN are PEM or DER (CHAIN: ASK then optionally ARK; default AMD's pinned ones).
 //! Prints every check and exits 0 accepted, 1 refused, 2 malformed input or usage.
 
+use attest_engine::UnixTime;
 use attest_engine::formats::snp::SnpEvidence;
+use attest_engine::snp::{SnpPolicy, SnpRequest, SnpVerifier, Verdict};
 use attest_engine::x509::pem::certificates_from_pem_or_der;
-use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime, Verdict};
 use std::process::ExitCode;
 
 fn read(path: &str) -> Result<Vec<u8>, String> {

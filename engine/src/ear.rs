@@ -297,7 +297,7 @@ impl Appraisal {
     pub fn from_snp(verified: &crate::snp::VerifiedReport<'_>) -> Self {
         let v = verified.verdict();
         let passed = |c| v.outcome(c) == Outcome::Passed;
-        use crate::policy::Check;
+        use crate::snp::Check;
         let fresh = passed(Check::ReportData);
         let vector = TrustVector {
             hardware: Some(AFFIRMING),

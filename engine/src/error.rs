@@ -4,17 +4,19 @@
 //! Variants carry small, allocation-free context (except [`Error::PolicyFile`], which is configuration,
 //! not evidence). Caller mistakes ([`Error::Misuse`]) are kept apart from bad evidence.
 //!
-//! # The import cycle with `amd`, `policy` and `snp::tcb` (deliberate)
+//! # The import cycle with `amd`, `snp::policy`, `snp::tcb` and `policy` (deliberate)
 //!
 //! Variants carry domain values — [`Product`], [`Check`], [`TcbComponent`] — so callers can branch on
 //! them, and the modules defining those types hold the parsers and checks that return this error: a
 //! file-level cycle. It is kept, as webpki keeps its error enum naming its own types: the three are
 //! fieldless enums that use nothing of this module, so nothing *about the types* depends on the error;
-//! moving them into leaf files would only separate each type from the code that gives it meaning.
+//! moving them into leaf files would only separate each type from the code that gives it meaning. `policy`
+//! (the vocabulary every evidence policy shares, which `snp::policy` reads) is in the cycle because its
+//! policy-file readers return this error.
 //! `test-support/tests/layering.rs` lists this cycle, so a module newly joining it fails that test.
 
 use crate::amd::Product;
-use crate::policy::Check;
+use crate::snp::policy::Check;
 use crate::snp::tcb::TcbComponent;
 use crate::tdx::TdxCheck;
 use crate::time::UnixTime;
@@ -308,6 +310,14 @@ pub enum Error {
     },
     /// The ECDSA signature over bytes 0..0x2A0 does not verify under the VCEK/VLEK.
     ReportSignatureInvalid,
+    /// The certificate table of an extended report (`SNP_GET_EXT_REPORT`, GHCB spec 56421) is malformed
+    /// ([`crate::snp::CertTable`]).
+    SnpCertTable {
+        /// Byte offset of the offending entry.
+        offset: usize,
+        /// What was wrong.
+        reason: &'static str,
+    },
 
     // ---- Products --------------------------------------------------------------------------------------
     /// The product could not be determined without guessing.
@@ -729,7 +739,7 @@ pub enum Error {
     /// A policy check failed.
     Policy(PolicyViolation),
     /// An SNP-based attestation variant's policy pins no launch (no `measurements`, no `id_key_digests`) and
-    /// does not set the waiver `dangerous_allow_unpinned_launch` ([`crate::policy::SnpPolicy::launch_pinning`]);
+    /// does not set the waiver `dangerous_allow_unpinned_launch` ([`crate::snp::SnpPolicy::launch_pinning`]);
     /// or a TDX variant's policy has no `mrtd` allow-list and no such waiver
     /// ([`crate::tdx::TdxPolicy::launch_pinning`]).
     LaunchUnpinned,
@@ -790,6 +800,7 @@ impl fmt::Display for Error {
                 write!(f, "report SIGNING_KEY: expected 0 (VCEK) or 1 (VLEK), found {found}")
             }
             Self::ReportSignatureInvalid => f.write_str("report signature does not verify under the VCEK/VLEK"),
+            Self::SnpCertTable { offset, reason } => write!(f, "certificate table at byte {offset}: {reason}"),
             Self::ProductUnknown => f.write_str(
                 "product unknown: give it explicitly, or supply a report with CPUID fields (v3+) or a certificate with productName",
             ),

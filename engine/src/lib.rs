@@ -9,18 +9,24 @@
 //!
 //! | module | evidence |
 //! |---|---|
-//! | [`snp`] | AMD SEV-SNP attestation reports, VCEK/VLEK → ASK/ASVK → ARK chains ([`x509`], [`amd`]), CRLs, a verified-leaf cache, [`policy`] |
+//! | [`snp`] | AMD SEV-SNP attestation reports, VCEK/VLEK → ASK/ASVK → ARK chains to AMD's pinned roots ([`x509`]), CRLs, a verified-leaf cache, the extended report's certificate table, [`snp::policy`] |
 //! | [`tpm`] | TPM 2.0 quotes (TPMS_ATTEST, TPMT_SIGNATURE, TPMT_PUBLIC), TCG PC Client event logs |
-//! | [`tdx`] | Intel TDX quotes (DCAP v4/v5), PCK chains to the pinned Intel root ([`intel`]), PCS collateral, TCB evaluation |
-//! | [`azure`] | Azure's vTPM HCL report and runtime data (the SNP report binds the vTPM attestation key) |
+//! | [`tdx`] | Intel TDX quotes (DCAP v4/v5), PCK chains to the pinned Intel root, PCS collateral, TCB evaluation, [`tdx::policy`] |
+//! | [`azure`] | Azure's vTPM HCL report and runtime data (the SNP report binds the vTPM attestation key), THIM's certificate document |
 //! | [`formats`] | evidence as other tools write it: TPM quote parts, trustee's TPM and Azure vTPM JSON, az-cvm-vtpm bincode |
 //! | [`gce`] | GCE Shielded VM / Confidential VM attestations (go-tpm-tools): AK certificate → Google's CA, quotes, event log |
 //! | [`variant`] | attestation documents per variant (one row of [`variant::TABLE`] each): AK trust, freshness, PCR policy |
 //!
+//! Each kind of evidence keeps its names in its module (`snp::{Report, SnpVerifier, SnpPolicy, Verdict, …}`,
+//! `tdx::{TdQuote, TdxVerifier, TdxPolicy, TdxVerdict, …}`); the root holds what they share: [`Error`],
+//! [`UnixTime`], [`CryptoProvider`], the policy vocabulary ([`policy`]: [`Outcome`], [`LaunchPinning`], …),
+//! the DER reader ([`der`]), X.509 ([`x509`]) and EAR appraisals ([`ear`]).
+//!
 //! Cryptography comes from an injected [`CryptoProvider`]: aws-lc-rs by default, ring as an alternative.
 //!
 //! ```no_run
-//! use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+//! use attest_engine::UnixTime;
+//! use attest_engine::snp::{SnpPolicy, SnpRequest, SnpVerifier};
 //! # let (report, vcek) = (&[0u8; 0x4A0][..], &[][..]);
 //! let verifier = SnpVerifier::new(); // AMD's Milan, Genoa and Turin roots are built in
 //! let req = SnpRequest::new(report, vcek, UnixTime::parse("2025-01-01T00:00:00Z").unwrap());
@@ -32,7 +38,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod amd;
+mod amd;
 pub mod azure;
 pub mod crypto;
 pub mod der;
@@ -40,19 +46,16 @@ pub mod ear;
 pub mod error;
 pub mod formats;
 pub mod gce;
-pub mod intel;
+mod intel;
 pub mod policy;
 pub mod snp;
 pub mod tdx;
-pub mod time;
+mod time;
 pub mod tpm;
 pub mod variant;
 pub mod x509;
 
-pub use amd::Product;
 pub use crypto::CryptoProvider;
 pub use error::{CertRole, Error};
-pub use policy::{Check, LaunchPinning, Outcome, SnpPolicy, Verdict};
-pub use snp::{Report, SnpRequest, SnpVerifier, TcbVersion, VerifiedReport};
-pub use tdx::{TdxPolicy, TdxRequest, TdxVerifier, VerifiedTdQuote};
+pub use policy::{LaunchPinning, Outcome};
 pub use time::UnixTime;

@@ -12,9 +12,9 @@
 
 mod common;
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::CryptoProvider;
-use attest_engine::snp::REPORT_SIZE;
-use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::snp::{REPORT_SIZE, SnpPolicy, SnpRequest, SnpVerifier};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use std::alloc::System;
 

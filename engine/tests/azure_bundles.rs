@@ -3,12 +3,12 @@
 //! on — the HCL report's signed SNP region (and its signature), the runtime data the report binds, and the
 //! quote (TPMS_ATTEST and signature).
 
+use attest_engine::UnixTime;
 use attest_engine::azure::{AzureSnpRequest, HclReport, hcl_report_data, verify_azure_snp};
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, Error, PolicyViolation, Value};
-use attest_engine::snp::OwnedTrustAnchors;
+use attest_engine::snp::{Check, OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
-use attest_engine::{Check, Product, SnpPolicy, SnpVerifier, UnixTime};
 use attest_test_support::tpm::{self, PcrBank, QuoteSpec, SoftAk, hcl_report, runtime_json};
 use attest_test_support::{
     IntermediateSpec, Leaf, LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, TestPki,

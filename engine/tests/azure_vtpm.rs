@@ -2,11 +2,12 @@
 
 mod common;
 
+use attest_engine::UnixTime;
 use attest_engine::azure::{AzureSnpRequest, HardwareReportType, HclReport, RuntimeData, verify_azure_snp};
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::Error;
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteRequest, QuoteSignature, SigScheme, verify_quote};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 
 const RSASSA_SHA256: SigScheme = SigScheme::RsaSsa(HashAlgorithm::Sha256);
 

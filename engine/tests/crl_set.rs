@@ -4,9 +4,11 @@
 
 use attest_engine::error::{Bytes, CertRole, Error};
 use attest_engine::policy::Revocation;
-use attest_engine::snp::{CrlScope, MAX_INSTALLED_CRLS, OwnedTrustAnchors};
+use attest_engine::snp::{
+    Check, CrlScope, MAX_INSTALLED_CRLS, OwnedTrustAnchors, Product, SnpPolicy, SnpRequest, SnpVerifier,
+};
 use attest_engine::x509::Crl;
-use attest_engine::{Check, Outcome, Product, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::{Outcome, UnixTime};
 use attest_test_support::{
     CrlSpec, IntermediateSpec, Leaf, LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, TestPki, unix_time,
 };

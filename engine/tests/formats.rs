@@ -4,6 +4,7 @@
 
 mod common;
 
+use attest_engine::UnixTime;
 use attest_engine::azure::RuntimeData;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::Error;
@@ -12,8 +13,8 @@ use attest_engine::formats::azure::{
     verify_snp_runtime_data,
 };
 use attest_engine::formats::tpm::{AkKey, AzureQuoteBin, HexQuote, TpmQuoteParts, TrusteeTpmEvidence};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::tpm::verify_quote;
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use std::path::Path;
 
 fn time() -> UnixTime {

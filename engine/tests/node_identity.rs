@@ -1,4 +1,4 @@
-//! The node identity (issue 24) of real evidence: what [`Validated::node_identity`] derives from what each
+//! The node identity of real evidence: what [`Validated::node_identity`] derives from what each
 //! variant's verifier verified, for the identities that real documents carry in testdata — Azure's
 //! `vmUniqueId` in the HCL runtime data of five real VMs (SEV-SNP and TDX), bound by their hardware reports,
 //! and the GCE instance in Google's real AK certificate — and that a verified result without that part names

@@ -7,10 +7,9 @@
 mod common;
 
 use attest_engine::azure::HclReport;
-use attest_engine::snp::{REPORT_SIZE, Report};
+use attest_engine::snp::{Product, REPORT_SIZE, Report, SnpPolicy};
 use attest_engine::x509::pem::parse_pem;
 use attest_engine::x509::{Certificate, Crl};
-use attest_engine::{Product, SnpPolicy};
 use attest_test_support::{CrlSpec, Product as TsProduct, SigningKeyKind, TestPki};
 use proptest::prelude::*;
 use std::sync::LazyLock;
@@ -132,7 +131,7 @@ fn touch_report(input: &[u8], r: &Report<'_>) {
     let _ = (r.current_version(), r.committed_version(), r.launch_mit_vector(), r.current_mit_vector());
     for tcb in [r.reported_tcb(), r.current_tcb(), r.committed_tcb(), r.launch_tcb()] {
         for p in Product::ALL {
-            if let Ok(t) = attest_engine::TcbVersion::decode(tcb, p) {
+            if let Ok(t) = attest_engine::snp::TcbVersion::decode(tcb, p) {
                 assert_eq!(t.encode(p), tcb, "TCB round trip");
             }
         }

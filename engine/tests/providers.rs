@@ -6,8 +6,8 @@ mod common;
 
 use attest_engine::crypto::CryptoProvider;
 use attest_engine::error::{CertRole, Error};
-use attest_engine::snp::REPORT_SIZE;
-use attest_engine::{Check, Outcome, Product, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::snp::{Check, Product, REPORT_SIZE, SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::{Outcome, UnixTime};
 use std::path::Path;
 
 struct Vector {

@@ -9,8 +9,7 @@
 
 mod common;
 
-use attest_engine::Product;
-use attest_engine::snp::{REPORT_SIZE, Report, SigningKey, TcbVersion};
+use attest_engine::snp::{Product, REPORT_SIZE, Report, SigningKey, TcbVersion};
 use sev::firmware::guest::AttestationReport;
 use sev::firmware::host::TcbVersion as SevTcb;
 use sev::parser::ByteParser as _;

@@ -5,9 +5,9 @@
 
 mod common;
 
+use attest_engine::UnixTime;
 use attest_engine::error::Error;
-use attest_engine::snp::{REPORT_SIZE, Report};
-use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::snp::{REPORT_SIZE, Report, SnpPolicy, SnpRequest, SnpVerifier};
 use attest_test_support::{Leaf, LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, TestPki};
 use std::borrow::Cow;
 use std::path::Path;
@@ -201,7 +201,7 @@ static LEAF: LazyLock<Leaf> = LazyLock::new(|| PKI.issue_leaf(&LeafSpec::new()))
 
 fn test_verifier() -> SnpVerifier {
     let anchors = attest_engine::snp::OwnedTrustAnchors {
-        product: attest_engine::Product::Milan,
+        product: attest_engine::snp::Product::Milan,
         ark: Cow::Owned(PKI.ark_der().to_vec()),
         ask: Some(Cow::Owned(PKI.ask_der().to_vec())),
         asvk: None,

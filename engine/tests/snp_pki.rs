@@ -3,9 +3,12 @@
 //! verified-leaf cache and every policy check. Each rejection asserts the exact `Error` variant.
 
 use attest_engine::error::{Bytes, CertRole, Error, ProductSource};
-use attest_engine::policy::{AbiVersion, Hex, PlatformFlag, Revocation};
-use attest_engine::snp::{OwnedTrustAnchors, TcbComponent};
-use attest_engine::{Check, Outcome, Product, SnpPolicy, SnpRequest, SnpVerifier, TcbVersion, UnixTime};
+use attest_engine::policy::{Hex, Revocation};
+use attest_engine::snp::{
+    AbiVersion, Check, OwnedTrustAnchors, PlatformFlag, Product, SnpPolicy, SnpRequest, SnpVerifier, TcbComponent,
+    TcbVersion,
+};
+use attest_engine::{Outcome, UnixTime};
 use attest_test_support::{
     CrlSpec, IntermediateSpec, Leaf, LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, Tcb, TestPki,
     unix_time,
@@ -92,7 +95,7 @@ fn engine_tcb(t: Tcb) -> TcbVersion {
 }
 
 #[track_caller]
-fn assert_all_run(v: &attest_engine::VerifiedReport<'_>) {
+fn assert_all_run(v: &attest_engine::snp::VerifiedReport<'_>) {
     let not_run: Vec<Check> = v.verdict().iter().filter(|(_, o)| *o == Outcome::NotRun).map(|(c, _)| c).collect();
     assert!(not_run.is_empty(), "checks not run on success: {not_run:?}");
 }

@@ -4,8 +4,8 @@ mod common;
 
 use attest_engine::azure::HclReport;
 use attest_engine::error::{CertRole, Error};
-use attest_engine::snp::{ChainRequest, REPORT_SIZE, Report};
-use attest_engine::{Check, Outcome, Product, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::snp::{ChainRequest, Check, Product, REPORT_SIZE, Report, SnpPolicy, SnpRequest, SnpVerifier};
+use attest_engine::{Outcome, UnixTime};
 use std::path::Path;
 
 fn at(s: &str) -> UnixTime {

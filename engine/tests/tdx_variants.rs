@@ -8,12 +8,11 @@ use attest_engine::UnixTime;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, Error};
 use attest_engine::policy::LaunchPinning;
-use attest_engine::tdx::ccel;
-use attest_engine::tdx::{Collateral, TdQuote, TdxCheck, TdxPolicy, TdxVerifier};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
+use attest_engine::tdx::{Collateral, TdQuote, TdxCheck, TdxPolicy, TdxVerifier, ccel};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
 use attest_engine::variant::tdx::qemu_report_data;
 use attest_engine::variant::{AkBasis, Document, PcrExpectation, PcrPolicy, TpmEvidence, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_test_support::intel::{IntelPki, PckSpec, QuoteSpec, hcl_report_tdx, qe_identity_json, tcb_info_json};
 use attest_test_support::tpm::{self, PcrBank, QuoteSpec as TpmQuoteSpec, SoftAk, runtime_json};
 use std::sync::{Arc, LazyLock};
@@ -388,7 +387,7 @@ fn real_azure_tdx_hcl_reports_bind_their_runtime_data() {
     assert!(matches!(attest_engine::variant::tdx::hcl_report_data(provider, &hcl), Err(Error::MissingEvidence { .. })));
 }
 
-/// Rolling upgrades (issue 25): a `qemu-tdx` validator admits a TD meeting its own TD policy or any of its
+/// Rolling upgrades: a `qemu-tdx` validator admits a TD meeting its own TD policy or any of its
 /// alternatives, says which, refuses one meeting none with the main policy's reason, and refuses to run at
 /// all when an alternative pins no launch.
 #[test]

@@ -3,12 +3,13 @@
 //! (qualifiedSigner = the AK's qualified name as an endorsement-hierarchy primary key). One document
 //! validates; each check then refuses its own tampered document.
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::Error;
 use attest_engine::gce::{ConfidentialTechnology, GcePolicy, GceVerifier};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature};
 use attest_engine::variant::{AkBasis, Document, PcrPolicy, TpmEvidence, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_test_support::gce::{GoogleLikeCa, InstanceSpec};
 use attest_test_support::tpm::{self, EventLogBuilder, PcrBank, QuoteSpec, SoftAk, tpms_attest};
 use std::sync::{Arc, LazyLock};

@@ -19,7 +19,7 @@
 //! have no code of their own yet.
 
 use attest_engine::Error;
-use attest_engine::policy::Check;
+use attest_engine::snp::Check;
 use attest_engine::tdx::TdxCheck;
 
 /// A result code. C callers receive it as `uint32_t` (`attest_result`); accept codes from C as `u32`,

@@ -15,10 +15,9 @@ use crate::handle::{Castable, OutPtr, OwnershipBox, free_box, try_ref};
 use crate::result::attest_result;
 use attest_engine::crypto::HashAlgorithm;
 use attest_engine::policy::Outcome;
-use attest_engine::snp::{REPORT_SIZE, Report};
+use attest_engine::snp::{REPORT_SIZE, Report, TcbVersion, VerifiedReport};
 use attest_engine::tdx::VerifiedTdQuote;
 use attest_engine::tpm::VerifiedQuote;
-use attest_engine::{TcbVersion, VerifiedReport};
 use std::borrow::Cow;
 use std::ffi::c_char;
 

@@ -25,13 +25,13 @@ use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, 
 use attest_engine::formats::snp::SnpEvidence;
 use attest_engine::formats::tpm::{AkKey, AzureQuoteBin, HexQuote, TrusteeTpmEvidence};
 use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest, GceVerdict, GceVerifier};
-use attest_engine::snp::Report;
+use attest_engine::snp::{Report, SnpPolicy, SnpRequest, SnpVerifier};
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::tpm::alg::hash_from_tpm;
 use attest_engine::tpm::{AkPublic, PcrValues, QuoteRequest, QuoteSignature, SigScheme, TpmtPublic, verify_quote};
 use attest_engine::variant::{AkBasis, PcrOutcome, StaticAkRegistry, Variant};
 use attest_engine::x509::pem::{certificates_from_pem_or_der, parse_pem};
-use attest_engine::{Error, LaunchPinning, SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::{Error, LaunchPinning, UnixTime};
 use attest_validators::{FactoryError, ValidatorFactory};
 use serde_json::Map;
 use std::borrow::Cow;
@@ -677,7 +677,7 @@ pub extern "C" fn attest_verifier_verify_snp(
             report_data: (!report_data.is_empty()).then_some(report_data),
             time,
         };
-        let mut verdict = attest_engine::Verdict::default();
+        let mut verdict = attest_engine::snp::Verdict::default();
         let ok = evidence.verify(&v.snp, &req, &v.policy(), &mut verdict).map_err(|e| {
             Failure::with_checks(e, verdict.iter().map(|(c, o)| (c.name(), CheckOutcome::from(o))).collect())
         })?;

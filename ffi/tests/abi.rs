@@ -135,7 +135,7 @@ fn exported_declarations_match_the_recorded_abi() {
 fn a_changed_signature_is_caught() {
     let header = std::fs::read_to_string(path("include/attest.h")).unwrap();
     let now = declarations(&header);
-    // The change issue 27 reports: a parameter added to an existing function.
+    // A parameter added to an existing function.
     let changed = header.replacen(
         "attest_verifier_free(const struct attest_verifier *verifier)",
         "attest_verifier_free(const struct attest_verifier *verifier, uint32_t flags)",

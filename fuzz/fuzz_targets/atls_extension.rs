@@ -14,13 +14,14 @@
 //!    `oid_to_dotted` must agree with the arc check and must print what `Variant::from_oid` reads back.
 #![no_main]
 
+use attest_atls::verify::{MAX_DOCUMENT_SIZE, oid_to_dotted};
+use attest_atls::{AttestationValidator, EngineValidator, NonceChannel, Verifier};
+use attest_engine::UnixTime;
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::variant::{AkBasis, AkRegistry, PcrPolicy, Validator, Variant};
 use attest_engine::x509::Certificate;
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::AttestationDocument;
 use attest_proto::document::{pcr_values, view};
-use attest_atls::{verify::{MAX_DOCUMENT_SIZE, oid_to_dotted}};
-use attest_atls::{AttestationValidator, EngineValidator, NonceChannel, Verifier};
 use libfuzzer_sys::fuzz_target;
 use prost::Message as _;
 use std::hint::black_box;

@@ -15,10 +15,11 @@
 //!   TDX policy otherwise. A TDX document that validates here would be a finding.
 #![no_main]
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
-use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, StaticAkRegistry, Validator, Variant};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, StaticAkRegistry, Validator, Variant};
 use attest_proto::document::{decode, pcr_values, view};
 use libfuzzer_sys::fuzz_target;
 use std::hint::black_box;

@@ -3,11 +3,12 @@
 //! Azure evidence that parses is also verified (SNP: AMD's real roots at 2025-06-01; TDX: the vTPM part).
 #![no_main]
 
+use attest_engine::UnixTime;
 use attest_engine::formats::azure::{
     AzureHardware, AzureVtpmEvidence, UserData, verify_azure_snp_evidence, verify_azure_tdx_vtpm,
 };
 use attest_engine::formats::tpm::{HexQuote, TrusteeTpmEvidence};
-use attest_engine::{SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use libfuzzer_sys::fuzz_target;
 use std::hint::black_box;
 use std::sync::LazyLock;

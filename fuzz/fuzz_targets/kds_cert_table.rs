@@ -1,11 +1,8 @@
-//! The SEV-SNP extended-report certificate table (`attest_kds::CertTable::parse`): never panics, borrows every
-//! entry from inside the buffer, and re-encoding what it accepted parses back to the same entries.
+//! The SEV-SNP extended-report certificate table (`attest_engine::snp::CertTable::parse`): never panics, borrows
+//! every entry from inside the buffer, and re-encoding what it accepted parses back to the same entries.
 #![no_main]
 
-#[path = "shims/kds.rs"]
-mod kds;
-
-use kds::certtable::{CertTable, MAX_CERT_LEN, MAX_CERT_TABLE_ENTRIES, encode_cert_table};
+use attest_engine::snp::{CertTable, MAX_CERT_LEN, MAX_CERT_TABLE_ENTRIES, encode_cert_table};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

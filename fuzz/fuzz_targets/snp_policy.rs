@@ -1,7 +1,7 @@
 //! `SnpPolicy::from_text` (TOML or JSON) on UTF-8 input.
 #![no_main]
 
-use attest_engine::SnpPolicy;
+use attest_engine::snp::SnpPolicy;
 use libfuzzer_sys::fuzz_target;
 use std::hint::black_box;
 

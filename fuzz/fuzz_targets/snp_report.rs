@@ -1,8 +1,7 @@
 //! `Report::parse` on arbitrary bytes; when it parses, every accessor is read.
 #![no_main]
 
-use attest_engine::Product;
-use attest_engine::snp::{Report, TcbVersion};
+use attest_engine::snp::{Product, Report, TcbVersion};
 use libfuzzer_sys::fuzz_target;
 use std::hint::black_box;
 

@@ -5,8 +5,8 @@
 //! leaves enter the cache, so a crash reproduces from its input alone.
 #![no_main]
 
-use attest_engine::snp::REPORT_SIZE;
-use attest_engine::{SnpPolicy, SnpRequest, SnpVerifier, UnixTime};
+use attest_engine::UnixTime;
+use attest_engine::snp::{REPORT_SIZE, SnpPolicy, SnpRequest, SnpVerifier};
 use libfuzzer_sys::fuzz_target;
 use std::hint::black_box;
 use std::sync::LazyLock;

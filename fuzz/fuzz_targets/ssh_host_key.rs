@@ -1,14 +1,10 @@
-//! The join service's SSH host-key parser and host-certificate principals (`attest_joinservice::ssh`): a host
-//! key (wire format or `authorized_keys` line) and principals from the input; never panics, refuses every
-//! principal that is not the node's own name, and a certificate it issues is an `authorized_keys` line whose
-//! blob names its own type. The module is compiled in as it is (base64, hex, openssl, zeroize), keeping the
-//! join service's TPM and Kubernetes dependencies out of the fuzz crate.
+//! The join service's SSH host-key parser and host-certificate principals (`attest_keys::ssh`, which the join
+//! service re-exports as `attest_joinservice::ssh`): a host key (wire format or `authorized_keys` line) and
+//! principals from the input; never panics, refuses every principal that is not the node's own name, and a
+//! certificate it issues is an `authorized_keys` line whose blob names its own type.
 #![no_main]
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../shell/joinservice/src/ssh.rs"]
-mod ssh;
-
+use attest_keys::ssh;
 use base64::Engine as _;
 use libfuzzer_sys::fuzz_target;
 

@@ -1,5 +1,4 @@
-//! The configfs-tsm output reader (`shell/attester/src/issuer/tsm/output.rs`, compiled in from its source
-//! file): arbitrary attribute contents never panic, and what it accepts is consistent — the generation moved
+//! The configfs-tsm output reader (`attest_tsm`, the attester's `issuer::tsm::output`): arbitrary attribute contents never panic, and what it accepts is consistent — the generation moved
 //! by the writes alone, the evidence lies inside `outblob`, carries the inblob as its report data, and (TDX)
 //! is followed by zero padding only.
 //!
@@ -7,12 +6,8 @@
 //! len(generation after) (1) · len(auxblob) (2, LE) · inblob (64) · the attributes in that order · outblob.
 #![no_main]
 
-#[path = "../../shell/attester/src/issuer/tsm/output.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod output;
-
+use attest_tsm::{Provider, RawOutput, check_output, parse_generation};
 use libfuzzer_sys::fuzz_target;
-use output::{Provider, RawOutput, check_output, parse_generation};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 70 {

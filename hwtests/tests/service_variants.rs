@@ -43,12 +43,12 @@ use attest_bootstrapper::{
     AtlsTicketSource, BOOTSTRAP_PCR, JoinClient, JoinConfig, JoinError, JoinServiceTrust, KeyFileDisk, Node,
     NodeConfig, NodeLock, Outcome, PcrBackend, ServerTrustError, Startup,
 };
+use attest_engine::LaunchPinning;
 use attest_engine::crypto::{Digest, default_provider};
 use attest_engine::policy::Hex;
-use attest_engine::snp::SigningKey;
+use attest_engine::snp::{SigningKey, SnpPolicy};
 use attest_engine::tdx::TdxPolicy;
 use attest_engine::variant::{AkBasis, AkTrust, Hardware, LockRegister, TABLE, Variant};
-use attest_engine::{LaunchPinning, SnpPolicy};
 use attest_grpc::{Router, Server, ServerConfig};
 use attest_hwsim::attack::{Borrowed, ReplayingIssuer};
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, LEAF_FILE, SimulatedSnp, SnpServer};

@@ -10,10 +10,11 @@ use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice,
 use attest_attester::issuer::{GceIssuer, HwIssuerError, QemuVtpmIssuer, SnpDeviceAddr, SnpGuestDevice, SnpIssuer};
 use attest_attester::issuer::{document, pcr_values};
 use attest_attester::tpm::{AkConfig, Tpm};
+use attest_engine::Error;
 use attest_engine::gce::{ExpectedNonce, GcePolicy, GceRequest};
 use attest_engine::policy::Hex;
+use attest_engine::snp::SnpPolicy;
 use attest_engine::variant::{AkBasis, PcrPolicy, Validator, Variant};
-use attest_engine::{Error, SnpPolicy};
 use attest_hwsim::attack::ReplayingIssuer;
 use attest_hwsim::snp::{DEFAULT_MEASUREMENT, REVOKING_CRL_FILE, SimulatedSnp, SnpServer};
 use attest_hwtests::Swtpm;
@@ -66,12 +67,12 @@ fn validator(roots: &Path, variant: Variant) -> Validator {
 }
 
 trait OrDefault {
-    fn snp_verifier_or_default(&self) -> attest_engine::SnpVerifier;
+    fn snp_verifier_or_default(&self) -> attest_engine::snp::SnpVerifier;
 }
 
 impl OrDefault for TestRoots {
-    fn snp_verifier_or_default(&self) -> attest_engine::SnpVerifier {
-        if self.has_snp() { self.snp_verifier().unwrap() } else { attest_engine::SnpVerifier::new() }
+    fn snp_verifier_or_default(&self) -> attest_engine::snp::SnpVerifier {
+        if self.has_snp() { self.snp_verifier().unwrap() } else { attest_engine::snp::SnpVerifier::new() }
     }
 }
 

@@ -9,10 +9,11 @@ use attest_attester::issuer::select::{HardwareConfig, NodeIssuer, VariantChoice,
 use attest_attester::issuer::tdguest::LOCK_RTMR;
 use attest_attester::issuer::{QuoteEndpoint, SnpDeviceAddr, TdxPaths, document, pcr_values};
 use attest_attester::tpm::Tpm;
+use attest_engine::Error;
 use attest_engine::policy::{Hex, Outcome};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::tdx::{TdxCheck, TdxPolicy, TdxVerifier};
 use attest_engine::variant::{PcrPolicy, Validated, Validator, Variant};
-use attest_engine::{Error, SnpPolicy, SnpVerifier};
 use attest_hwsim::tdx::{
     AZURE_TD_ATTRIBUTES, DEFAULT_MRTD, QuoteEndpointServer, REVOKING_COLLATERAL_FILE, SimulatedTd, TD_ATTRIBUTES,
     TdServer,
@@ -221,7 +222,7 @@ fn snp_reports_through_configfs_tsm() {
         let certs = attest_attester::issuer::snp::SnpCertificates::from_cert_table(Variant::AwsSevSnp, &table).unwrap();
         assert_eq!(certs.leaf, sim.leaf().der, "the VLEK from auxblob");
         let verifier = TestRoots::load(&dir.path().join("roots")).unwrap().snp_verifier().unwrap();
-        let req = attest_engine::SnpRequest::new(&report, &certs.leaf, now());
+        let req = attest_engine::snp::SnpRequest::new(&report, &certs.leaf, now());
         let policy = SnpPolicy { measurements: vec![Hex(DEFAULT_MEASUREMENT)], ..SnpPolicy::default() };
         verifier.verify(&req, &policy).unwrap();
     }

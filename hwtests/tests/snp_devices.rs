@@ -15,8 +15,8 @@ use attest_attester::issuer::{
     AzureSnpIssuer, HwIssuerError, QemuVtpmIssuer, SnpDeviceAddr, SnpGuestDevice, SnpIssuer, document, pcr_values,
 };
 use attest_attester::tpm::{AkConfig, AkStorage, Tpm};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_hwtests::support::{now, random32};
 use attest_hwtests::{Swtpm, device_present};
 use std::sync::Arc;

@@ -10,7 +10,7 @@ use core::fmt::Write as _;
 impl Document {
     /// The document as pretty JSON (its form's [`Measurements::to_json`] or [`ReleaseMeasurements::to_json`])
     /// with `freshness` as its top-level `measurementsVersion` and `expires` (left out when default, so an
-    /// unversioned document is written exactly as before).
+    /// unversioned document is written in the plain, unversioned form).
     pub fn to_json_with(&self, freshness: &Freshness) -> String {
         let body = match self {
             Self::Map(map) => map.to_json(),

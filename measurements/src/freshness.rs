@@ -54,7 +54,7 @@ impl Freshness {
         self.expires.is_some_and(|e| e <= now)
     }
 
-    /// Whether the file carries either field (a file without them is written exactly as before).
+    /// Whether the file carries either field (a file without them is written in the plain, unversioned form).
     pub fn is_default(&self) -> bool {
         *self == Freshness::default()
     }

@@ -50,7 +50,7 @@ fn written_documents_read_back_with_their_freshness() {
         let f = Freshness::new(12, Some(UnixTime::from_secs(1_900_000_000))).unwrap();
         let text = doc.to_json_with(&f);
         assert_eq!(parse_versioned(text.as_bytes()).unwrap(), (doc.clone(), f), "{name}:\n{text}");
-        // The default writes the document exactly as before.
+        // The default writes the unversioned document, byte for byte.
         assert_eq!(
             doc.to_json_with(&Freshness::default()),
             match &doc {

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use attest_engine::crypto::Digest;
 use attest_engine::gce::{GcePolicy, GceVerifier};
 use attest_engine::policy::Hex;
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::tdx::{TdxPolicy, TdxVerifier};
 use attest_engine::variant::{AkRegistry, LockRegister, Measured, PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_measurements::{Document, Measurements};
 
 /// What a variant's validator expects of the measured registers: the vTPM's PCRs, or (a variant measured by

@@ -1,4 +1,4 @@
-//! `join-load`: load generator for the join service (issue 8, "Load").
+//! `join-load`: load generator for the join service.
 //!
 //! ```text
 //! join-load setup --dir DIR [--aks 8] [--ak-kind ecc-p256|rsa-2048]
@@ -21,8 +21,7 @@
 //! prints latency percentiles, throughput and failures by kind (text, or one JSON object with `--json`).
 //! Each client connects from a loopback address of its own (`--sources`, default one per client when the
 //! service is on loopback: a node per address, as the services' per-peer limits expect). The `--attack-*`
-//! options hold the services' limits for the whole run, warm-up included (`attest_benches::joinload::attack`,
-//! issue 28): idle and slow-loris sockets on the join service and idle sockets on the key service, spread
+//! options hold the services' limits for the whole run, warm-up included (`attest_benches::joinload::attack`): idle and slow-loris sockets on the join service and idle sockets on the key service, spread
 //! over `--attack-peers` loopback addresses, each re-opened `--attack-reopen` seconds after the server closes
 //! it; the report then has an `attack` section. `attack` holds the same sockets in a process of its own (so
 //! that the attacker does not share the genuine clients' runtime) until SIGTERM/SIGINT or `--duration`, and

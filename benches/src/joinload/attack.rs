@@ -1,4 +1,4 @@
-//! The attacker of `join-load run --attack-*` (issue 28): sockets that hold the services' connection limits
+//! The attacker of `join-load run --attack-*`: sockets that hold the services' connection limits
 //! while the genuine load runs, from many loopback peers, each re-opened a while after the server closes it.
 //!
 //! | kind | what each socket does | against |

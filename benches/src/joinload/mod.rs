@@ -1,4 +1,4 @@
-//! The join service under load (`join-load`; issue 8, "Load"): software-AK `qemu-vtpm` issuers, the
+//! The join service under load (`join-load`): software-AK `qemu-vtpm` issuers, the
 //! fixture files a join service needs to trust them, the load generator and a validation scaling probe.
 //!
 //! | module | what |

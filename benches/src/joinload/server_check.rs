@@ -1,4 +1,4 @@
-//! How the generator checks the join service, as a joining `qemu-vtpm` node does (mutual aTLS since issue 14):
+//! How the generator checks the join service, as a joining `qemu-vtpm` node does (mutual aTLS):
 //!
 //! ```text
 //!  ClientHello{SNI = b64(nonce)} ─► the service quotes its TPM over the nonce and the key of its fresh certificate
@@ -16,8 +16,8 @@
 use std::sync::Arc;
 
 use attest_atls::{AtlsConnector, AttestationIssuer, EngineValidator, PeerAttestation, Verifier};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use attest_engine::variant::{AkBasis, AkRegistry, PcrExpectation, PcrPolicy, Validator, Variant};
-use attest_engine::{SnpPolicy, SnpVerifier};
 use attest_grpc::Channel;
 use attest_proto::attest::v1::AttestationDocument;
 use attest_registration::{EkCaBundle, FileAkRegistry, ak_digest, register_remote};

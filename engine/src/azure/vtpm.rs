@@ -1,12 +1,12 @@
 //! Azure SEV-SNP vTPM: SNP chain → SNP report (VCEK-signed) → runtime data (REPORT_DATA =
 //! SHA-256(var data) ‖ 0³², [`super::hcl_report_data`]) → HCLAkPub → TPM quote → PCRs.
 //!
-//! Azure's SNP CVMs sign with VCEKs; a VLEK-signed report is refused ([`crate::policy::Check::SigningKey`]).
+//! Azure's SNP CVMs sign with VCEKs; a VLEK-signed report is refused ([`crate::snp::Check::SigningKey`]).
 
 use super::hcl::HclReport;
 use super::runtime::RuntimeData;
 use crate::error::{CertRole, Error};
-use crate::policy::SnpPolicy;
+use crate::snp::SnpPolicy;
 use crate::snp::{SnpRequest, SnpVerifier, VerifiedReport};
 use crate::time::UnixTime;
 use crate::tpm::{PcrValues, QuoteRequest, QuoteSignature, VerifiedQuote, verify_quote};

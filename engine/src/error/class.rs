@@ -12,7 +12,7 @@
 //! the `Malformed` list of [`Error::class`].
 
 use super::Error;
-use crate::policy::Check;
+use crate::snp::policy::Check;
 use crate::tdx::TdxCheck;
 
 /// The kind of an [`Error`] (see the module documentation).
@@ -54,6 +54,7 @@ impl Error {
             | Self::UnsupportedReportSignatureAlgorithm { .. }
             | Self::ReservedNonZero { .. }
             | Self::UnsupportedSigningKey { .. }
+            | Self::SnpCertTable { .. }
             | Self::Tpm { .. }
             | Self::UnsupportedTpmAlgorithm { .. }
             | Self::TpmMagic { .. }
@@ -241,13 +242,13 @@ mod tests {
         );
         assert_eq!(Error::LaunchUnpinned.policy_key(), Some("dangerous_allow_unpinned_launch"));
         // Every SNP policy check that a policy key configures names one that exists in SnpPolicy.
-        let keys = serde_json::to_value(crate::SnpPolicy::default()).unwrap();
+        let keys = serde_json::to_value(crate::snp::SnpPolicy::default()).unwrap();
         for c in Check::ALL {
             if let Some(k) = snp_policy_key(*c) {
                 assert!(keys.get(k).is_some(), "{k}");
             }
         }
-        let keys = serde_json::to_value(crate::TdxPolicy::default()).unwrap();
+        let keys = serde_json::to_value(crate::tdx::TdxPolicy::default()).unwrap();
         for c in TdxCheck::ALL {
             if let Some(k) = tdx_policy_key(*c) {
                 assert!(keys.get(k).is_some(), "{k}");

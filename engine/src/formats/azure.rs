@@ -19,7 +19,7 @@ use super::{bad, base64_bytes, check_json_size};
 use crate::azure::{AzureSnpRequest, HardwareReportType, HclReport, RuntimeData, VerifiedAzureSnp, verify_azure_snp};
 use crate::crypto::CryptoProvider;
 use crate::error::{Bytes, Error};
-use crate::policy::SnpPolicy;
+use crate::snp::SnpPolicy;
 use crate::snp::SnpVerifier;
 use crate::time::UnixTime;
 use crate::tpm::attest::PCR_COUNT;

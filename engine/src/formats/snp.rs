@@ -10,8 +10,8 @@
 use crate::azure::HclReport;
 use crate::azure::hcl::{HardwareReportType, IGVM_REQUEST_HEADER_SIZE};
 use crate::error::Error;
-use crate::policy::{SnpPolicy, Verdict};
 use crate::snp::{REPORT_SIZE, SnpRequest, SnpVerifier, VerifiedReport};
+use crate::snp::{SnpPolicy, Verdict};
 
 /// Where the SNP report sits in the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

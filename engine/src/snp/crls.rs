@@ -18,9 +18,10 @@
 //! A verification that started before a swap finishes with the set it began with; its result is never
 //! reused after the swap (cache entries carry the generation they were verified under).
 
+use super::SnpPolicy;
 use crate::amd::Product;
 use crate::error::{Bytes, CertRole, Error};
-use crate::policy::{Revocation, SnpPolicy};
+use crate::policy::Revocation;
 use crate::time::UnixTime;
 use crate::x509::{Certificate, Crl};
 

@@ -16,12 +16,13 @@
 
 use super::cache::{DEFAULT_CACHE_CAPACITY, LeafCache, VerifiedLeaf};
 use super::crls::{CrlScope, CrlSet, InstalledCrl};
+use super::policy::{self, Check, SnpPolicy, Verdict, violation};
 use super::report::Report;
 use super::tcb::TcbVersion;
 use crate::amd::{Product, TrustAnchors};
 use crate::crypto::{CryptoProvider, default_provider};
 use crate::error::{Bytes, CertRole, Error, ProductSource, Value};
-use crate::policy::{self, Check, Outcome, Revocation, SnpPolicy, Verdict, violation};
+use crate::policy::{Outcome, Revocation};
 use crate::time::UnixTime;
 use crate::x509::{Certificate, PublicKey};
 use std::borrow::Cow;

@@ -61,6 +61,7 @@ pub mod tcb_info;
 pub mod tdreport;
 pub mod verify;
 
+pub use crate::intel::{SGX_ROOT_CA, SGX_ROOT_CA_SHA256};
 pub use body::TdReport;
 pub use collateral::{Collateral, PcsResponses, VerifiedCollateral};
 pub use pck::SgxExtensions;

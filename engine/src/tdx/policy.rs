@@ -1,7 +1,7 @@
 //! Policy for TD quotes ([`TdxPolicy`]), the checks a TDX verification runs ([`TdxCheck`]) and the record
 //! of their outcomes ([`TdxVerdict`]).
 //!
-//! Secure by default, like [`crate::SnpPolicy`]: only the TCB status `UpToDate` is accepted, no advisory ID
+//! Secure by default, like [`crate::snp::SnpPolicy`]: only the TCB status `UpToDate` is accepted, no advisory ID
 //! is allowed, a TD bound to service TDs (non-zero MRSERVICETD) is refused, CRLs are required, and only zero
 //! padding may follow the quote. TD attributes are judged as Intel's ecosystem (dcap-qvl, Intel's QVL
 //! appraisal policies) does, each bit group by a check of its own with a waiver of its own:

@@ -23,7 +23,7 @@
 //!
 //! Launch ([`LaunchPin`]): the SNP-based variants refuse to validate unless their SNP policy pins the guest's
 //! launch (MEASUREMENT or ID_KEY_DIGEST allow-list) or sets the named waiver `dangerous_allow_unpinned_launch`
-//! ([`Validator::launch_pinning`], [`crate::policy`]); PCRs of a host-controlled TPM prove nothing on their
+//! ([`Validator::launch_pinning`], [`crate::snp::policy`]); PCRs of a host-controlled TPM prove nothing on their
 //! own. The TDX variants likewise need an MRTD allow-list in their [`TdxPolicy`] (or the same waiver).
 //! Every [`Validated`] says how the launch was pinned.
 //!
@@ -42,8 +42,8 @@ pub mod tdx;
 use crate::azure::{HclReport, RuntimeData};
 use crate::crypto::{CryptoProvider, HashAlgorithm};
 use crate::error::{Bytes, Error};
-use crate::policy::{LaunchPinning, SnpPolicy};
-use crate::snp::{SnpRequest, SnpVerifier, VerifiedReport};
+use crate::policy::LaunchPinning;
+use crate::snp::{SnpPolicy, SnpRequest, SnpVerifier, VerifiedReport};
 use crate::tdx::ccel::RtmrReplay;
 use crate::tdx::{TdxPolicy, TdxVerifier, VerifiedTdQuote};
 use crate::time::UnixTime;
@@ -249,7 +249,7 @@ pub struct Validator {
     gce_policy: crate::gce::GcePolicy,
     tdx: Arc<TdxVerifier>,
     tdx_policy: TdxPolicy,
-    /// Rolling upgrades (issue 25): further accepted measurement sets, see [`Validator::with_alternatives`].
+    /// Rolling upgrades: further accepted measurement sets, see [`Validator::with_alternatives`].
     alternatives: Alternatives,
 }
 

@@ -7,13 +7,13 @@
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::error::{Bytes, CertRole, Error, PolicyViolation, Value};
 use attest_engine::policy::Hex;
-use attest_engine::snp::OwnedTrustAnchors;
+use attest_engine::snp::{Check, OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::{PcrValues, QuoteSignature, SigScheme};
 use attest_engine::variant::{
     AkBasis, Document, PcrExpectation, PcrOutcome, PcrPolicy, SnpEvidence, StaticAkRegistry, TpmEvidence, Validator,
     Variant, snp_vtpm_report_data,
 };
-use attest_engine::{Check, LaunchPinning, Product, SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::{LaunchPinning, UnixTime};
 use attest_test_support::tpm::{
     self, AK_ATTRIBUTES, EventLogBuilder, PcrBank, QuoteSpec, SoftAk, attributes, hcl_report, hcl_report_data,
     runtime_json,
@@ -232,7 +232,7 @@ impl Evidence {
             ak_basis: ok.ak_basis.expect("every vTPM variant has an AK"),
             pcrs: ok.pcrs,
             event_log_replayed: ok.event_log_replayed,
-            snp_signer: ok.snp.as_ref().map(attest_engine::VerifiedReport::signer),
+            snp_signer: ok.snp.as_ref().map(attest_engine::snp::VerifiedReport::signer),
             report_data: ok.snp.as_ref().map(|s| *s.report().report_data()),
             extra_data: quote.attest().extra_data().to_vec(),
             quoted: (0..24).map(|i| quote.pcr(HashAlgorithm::Sha256, i).map(<[u8]>::to_vec)).collect(),

@@ -14,11 +14,11 @@
 use attest_attester::issuer::azure::{VtpmQuote, azure_document};
 use attest_attester::issuer::snp::{SnpCertificates, report_data, snp_document};
 use attest_attester::issuer::{document, pcr_values};
+use attest_engine::UnixTime;
 use attest_engine::crypto::default_provider;
-use attest_engine::snp::OwnedTrustAnchors;
+use attest_engine::snp::{OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::tpm::alg::TPM_ALG_SHA256;
 use attest_engine::variant::{AkBasis, PcrExpectation, PcrPolicy, StaticAkRegistry, Validator, Variant};
-use attest_engine::{Product, SnpPolicy, SnpVerifier, UnixTime};
 use attest_proto::attest::v1::{AttestationDocument, PcrValue, TpmEvidence};
 use attest_test_support::tpm::{
     EventLogBuilder, PcrBank, QuoteSpec, SoftAk, hcl_report, hcl_report_data, runtime_json, sha256,

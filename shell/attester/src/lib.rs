@@ -8,8 +8,9 @@
 //! **May depend on:** `attest-engine`, `attest-proto`, `attest-grpc`, `attest-atls` (it implements
 //! [`attest_atls::AttestationIssuer`]), `attest-registration` (the shared error and credential types), and the
 //! device libraries (`tss-esapi`, `sev`, `attest-tdx-ioctl` for the TDX guest device's one ioctl, `socket2` for
-//! vsock), `attest-kds` (the SEV-SNP certificate table), and with the feature `cli` clap (the node's hardware
-//! flags, `issuer::args`). **Must not depend on:** a service or the CLI; and no
+//! vsock), and with the feature `cli` clap (the node's hardware flags, `issuer::args`). **Must not depend on:**
+//! a service, the CLI or `attest-kds` (the certificate table is the engine's parser; reading it needs no HTTP
+//! client); and no
 //! verifier-only crate should need this one — a verifier that links it links the TSS library for nothing.
 
 #![forbid(unsafe_code)]

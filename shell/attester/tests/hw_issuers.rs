@@ -6,14 +6,13 @@
 use attest_attester::issuer::azure::{VtpmQuote, azure_document, tpmt_signature_rsassa_sha256};
 use attest_attester::issuer::snp::{SnpCertificates, report_data, snp_document};
 use attest_attester::issuer::{HwIssuerError, document, pcr_values};
+use attest_engine::UnixTime;
 use attest_engine::crypto::{HashAlgorithm, default_provider};
 use attest_engine::policy::Hex;
-use attest_engine::snp::OwnedTrustAnchors;
+use attest_engine::snp::{CertKind, OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier, encode_cert_table};
 use attest_engine::tpm::TpmSignature;
 use attest_engine::tpm::alg::TPM_ALG_SHA256;
 use attest_engine::variant::{AkBasis, PcrPolicy, Validator, Variant};
-use attest_engine::{Product, SnpPolicy, SnpVerifier, UnixTime};
-use attest_kds::{CertKind, encode_cert_table};
 use attest_proto::attest::v1::{AttestationDocument, PcrValue, TpmEvidence};
 use attest_test_support::tpm::{PcrBank, QuoteSpec, SoftAk, hcl_report, hcl_report_data, runtime_json};
 use attest_test_support::{LeafSpec, Product as TsProduct, ReportBuilder, SigningKeyKind, TestPki};

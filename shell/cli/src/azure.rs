@@ -12,7 +12,7 @@ use super::evidence::{NonceArgs, OutputArgs, Rejection, Subject};
 use super::{Status, UsageError, input};
 use attest_engine::ear::Appraisal;
 use attest_engine::formats::azure::{AzureHardware, AzureVtpmEvidence, UserData, verify_azure_snp_evidence};
-use attest_engine::{SnpPolicy, SnpVerifier};
+use attest_engine::snp::{SnpPolicy, SnpVerifier};
 use serde_json::json;
 use std::path::PathBuf;
 

@@ -11,12 +11,12 @@
 
 use super::UsageError;
 use attest_engine::Error;
+use attest_engine::UnixTime;
 use attest_engine::azure::HclReport;
 use attest_engine::azure::hcl::IGVM_REQUEST_HEADER_SIZE;
 use attest_engine::formats::snp::SnpEvidence;
-use attest_engine::snp::REPORT_SIZE;
+use attest_engine::snp::{Product, REPORT_SIZE};
 use attest_engine::x509::pem;
-use attest_engine::{Product, UnixTime};
 use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};

@@ -19,11 +19,9 @@
 
 use super::input::{self, ProductArg};
 use super::{Status, UsageError};
-use attest_engine::snp::SigningKey;
-use attest_engine::{Product, Report, TcbVersion};
-use attest_kds::{
-    CarriedCerts, CertTable, ChainKind, CrlStatus, DEFAULT_BASE_URL, HwId, Kds, KdsConfig, Source, VcekKey, parse_thim,
-};
+use attest_engine::azure::parse_thim;
+use attest_engine::snp::{CarriedCerts, CertTable, Product, Report, SigningKey, TcbVersion};
+use attest_kds::{ChainKind, CrlStatus, DEFAULT_BASE_URL, HwId, Kds, KdsConfig, Source, VcekKey};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -175,7 +173,7 @@ impl Progress {
 
 fn read_carried(path: &std::path::Path) -> Result<CarriedCerts<'static>, UsageError> {
     let bytes = input::read_file(path, "--certs")?;
-    let err = |e: attest_kds::KdsError| UsageError(format!("--certs {}: {e}", path.display()));
+    let err = |e: attest_engine::Error| UsageError(format!("--certs {}: {e}", path.display()));
     if bytes.first() == Some(&b'{') {
         parse_thim(&bytes).map_err(err)
     } else {

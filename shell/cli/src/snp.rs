@@ -9,10 +9,12 @@
 use super::evidence::{FORMAT_ERROR, Rejection, Subject, print_value};
 use super::input::{self, ProductArg, ReportInput};
 use super::{Status, UsageError};
+use attest_engine::Error;
 use attest_engine::ear::{Appraisal, CheckOutcome};
 use attest_engine::formats::snp::SnpEvidence;
-use attest_engine::snp::{ChainRequest, Report, TcbVersion};
-use attest_engine::{Check, Error, Product, SnpPolicy, SnpRequest, SnpVerifier, Verdict};
+use attest_engine::snp::{
+    ChainRequest, Check, Product, Report, SnpPolicy, SnpRequest, SnpVerifier, TcbVersion, Verdict,
+};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -14,9 +14,8 @@
 //! the leaf (`snp/crl-revoking.der`), which the revoked-VCEK attack installs in a copy of the directory.
 
 use attest_attester::issuer::sevguest::{REPORT_RSP_SIZE, wire};
-use attest_engine::snp::REPORT_SIZE;
+use attest_engine::snp::{CertKind, REPORT_SIZE, encode_cert_table};
 use attest_kds::test_roots::{MARKER, files};
-use attest_kds::{CertKind, encode_cert_table};
 use attest_test_support::{CrlSpec, Leaf, LeafSpec, Product, ReportBuilder, SigningKeyKind, TestPki};
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::{UnixListener, UnixStream};

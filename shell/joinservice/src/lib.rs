@@ -111,7 +111,7 @@ pub mod exit;
 pub mod identity;
 pub mod keys;
 pub mod metrics;
-pub mod ssh;
+pub use attest_keys::ssh;
 /// TDX collateral (moved to `attest-trust`, which the bootstrapper shares).
 pub use attest_trust::tdx;
 pub mod validators;

@@ -6,7 +6,8 @@
 //! [`CrlPolicy`] decides, and the default ([`CrlPolicy::RequireFresh`]) fails closed.
 
 use super::KdsError;
-use attest_engine::{Product, SnpVerifier, UnixTime};
+use attest_engine::UnixTime;
+use attest_engine::snp::{Product, SnpVerifier};
 
 /// What the supply could obtain for a product's CRL.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,11 +1,12 @@
 //! The one error type of the KDS certificate supply.
 //!
-//! Variants are grouped as in rustls' error module: caller misuse and configuration, bad evidence (a
-//! certificate table or THIM document that does not parse), wrong certificates (a response that does not
+//! Variants are grouped as in rustls' error module: caller misuse and configuration, bad evidence (a report
+//! that does not parse, a VLEK the evidence lacks), wrong certificates (a response that does not
 //! verify or is not the one asked for), the network, the on-disk store, and CRL outcomes the caller's
 //! policy refused. The type is `Clone` because one upstream result is shared by every single-flight waiter.
 
-use attest_engine::{Product, TcbVersion, UnixTime};
+use attest_engine::UnixTime;
+use attest_engine::snp::{Product, TcbVersion};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,19 +45,6 @@ pub enum KdsError {
     // --- Evidence ------------------------------------------------------------------------------------
     /// The report could not be parsed (or names no usable signing key).
     Report(attest_engine::Error),
-    /// The extended-report certificate table is malformed (SEV-SNP GHCB spec 56421, "SNP Extended Guest
-    /// Request": the certificate table of `SNP_GET_EXT_REPORT`).
-    CertTable {
-        /// Byte offset of the offending entry or field.
-        offset: usize,
-        /// What is wrong.
-        reason: &'static str,
-    },
-    /// An Azure THIM/IMDS certificate document is malformed.
-    Thim {
-        /// What is wrong.
-        reason: &'static str,
-    },
     /// The report is signed by a VLEK, and KDS does not serve VLEKs: the evidence must carry it.
     VlekNotCarried,
 
@@ -203,8 +191,6 @@ impl fmt::Display for KdsError {
             Self::TlsSetup => f.write_str("cannot set up the TLS client (OpenSSL)"),
             Self::LimitExceeded { what, limit, found } => write!(f, "{what}: {found} exceeds the limit {limit}"),
             Self::Report(e) => write!(f, "report: {e}"),
-            Self::CertTable { offset, reason } => write!(f, "certificate table at byte {offset}: {reason}"),
-            Self::Thim { reason } => write!(f, "THIM certificate document: {reason}"),
             Self::VlekNotCarried => f.write_str("the report is VLEK-signed but the evidence carries no VLEK"),
             Self::Verification { object, error } => write!(f, "{object} does not verify: {error}"),
             Self::HwIdMismatch => f.write_str("VCEK is for another chip (hwID differs from the requested one)"),

@@ -13,7 +13,7 @@
 //! SPLs are decimal without padding, hwIDs lower-case hex (KDS accepts either case).
 
 use super::KdsError;
-use attest_engine::{Product, Report, TcbVersion};
+use attest_engine::snp::{Product, Report, TcbVersion};
 use std::fmt;
 
 /// Length of a Milan/Genoa hwID: the whole 64-byte CHIP_ID.

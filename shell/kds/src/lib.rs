@@ -34,8 +34,10 @@
 //! is the pinned one; a CRL is signed by it. A wrong certificate is never returned, never stored.
 //!
 //! - Store layout and atomicity: [`Store`].
-//! - Evidence formats: the extended-report certificate table ([`CertTable`]) and Azure's THIM JSON
-//!   ([`parse_thim`]).
+//! - Evidence formats: the certificates the evidence carries are read by the engine (the extended-report
+//!   certificate table, `attest_engine::snp::CertTable`, and Azure's THIM JSON,
+//!   `attest_engine::azure::parse_thim`) and handed to [`Kds::snp_certificates`] as
+//!   `attest_engine::snp::CarriedCerts`.
 //! - URLs: [`VcekKey::kds_path`], [`ChainKind::kds_path`], [`ChainKind::crl_path`].
 //! - CRLs: [`Kds::crl_of`] returns a [`CrlStatus`] (fresh / stale / unavailable) and the caller's [`CrlPolicy`]
 //!   decides; the default fails closed. [`CrlKeeper`] keeps a verifier's CRL set loaded at start and replaced
@@ -58,7 +60,6 @@
 
 #![forbid(unsafe_code)]
 
-mod certtable;
 mod crl;
 mod error;
 mod flight;
@@ -69,13 +70,8 @@ mod revocation;
 mod store;
 #[cfg(feature = "dangerous-test-roots")]
 pub mod test_roots;
-mod thim;
 mod vet;
 
-pub use certtable::{
-    CERT_TABLE_ENTRY_SIZE, CarriedCerts, CertKind, CertTable, MAX_CERT_LEN, MAX_CERT_TABLE_ENTRIES,
-    MAX_CERT_TABLE_SIZE, encode_cert_table,
-};
 pub use crl::{CrlPolicy, CrlStatus};
 pub use error::{KdsError, Phase};
 pub use flight::MAX_NEGATIVE_ENTRIES;
@@ -89,13 +85,12 @@ pub use revocation::{
     CRL_REFRESH_MARGIN, CrlKeeper, CrlWanted, MAX_CRL_REFRESH_INTERVAL, MIN_CRL_REFRESH_INTERVAL, RevocationState,
 };
 pub use store::{MAX_STORED_FILE, Store};
-pub use thim::{MAX_THIM_SIZE, parse_thim};
 pub use vet::CertChain;
 
 use attest_engine::crypto::{CryptoProvider, default_provider};
-use attest_engine::snp::{OwnedTrustAnchors, SigningKey};
+use attest_engine::snp::{CarriedCerts, OwnedTrustAnchors, Product, Report, SigningKey, SnpRequest};
 use attest_engine::x509::Certificate;
-use attest_engine::{CertRole, Product, Report, SnpRequest, UnixTime};
+use attest_engine::{CertRole, UnixTime};
 use flight::{Flights, NegativeCache};
 use key::ObjectKey;
 use std::collections::HashMap;
@@ -234,7 +229,7 @@ pub struct Supplied {
     pub source: Source,
 }
 
-/// What a report needs from the supply, ready for [`attest_engine::SnpVerifier::verify`].
+/// What a report needs from the supply, ready for [`attest_engine::snp::SnpVerifier::verify`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SnpCertificates {
     /// The product.

@@ -24,8 +24,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use attest_engine::snp::{CrlScope, InstalledCrl};
-use attest_engine::{Product, SnpVerifier, UnixTime};
+use attest_engine::UnixTime;
+use attest_engine::snp::{CrlScope, InstalledCrl, Product, SnpVerifier};
 
 use super::{ChainKind, CrlPolicy, CrlStatus, Kds, KdsError};
 

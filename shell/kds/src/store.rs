@@ -21,7 +21,7 @@
 
 use super::KdsError;
 use super::key::{ChainKind, VcekKey};
-use attest_engine::Product;
+use attest_engine::snp::Product;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::path::{Path, PathBuf};

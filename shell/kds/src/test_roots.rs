@@ -21,10 +21,9 @@
 //! Every verifier built from it says so: [`TestRoots::describe`] is logged at warning level by each
 //! service at start, and services print it on every verdict they show.
 
-use attest_engine::Product;
 use attest_engine::crypto::default_provider;
 use attest_engine::gce::GceVerifier;
-use attest_engine::snp::{CrlScope, OwnedTrustAnchors, SnpVerifier};
+use attest_engine::snp::{CrlScope, OwnedTrustAnchors, Product, SnpVerifier};
 use attest_engine::tdx::{Collateral, TdxVerifier};
 use std::borrow::Cow;
 use std::fmt;

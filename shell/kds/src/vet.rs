@@ -10,10 +10,10 @@
 use super::KdsError;
 use super::key::{ChainKind, VcekKey};
 use attest_engine::crypto::CryptoProvider;
-use attest_engine::snp::{ChainRequest, OwnedTrustAnchors, VerifiedChain};
+use attest_engine::snp::{ChainRequest, OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier, VerifiedChain};
 use attest_engine::x509::pem::parse_pem;
 use attest_engine::x509::{Certificate, Crl, verify_path};
-use attest_engine::{CertRole, Product, SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::{CertRole, UnixTime};
 
 /// A vetted `cert_chain`: DER of the intermediate (ASK/ASVK) and the ARK.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 mod kds_support;
 
+use attest_engine::UnixTime;
 use attest_engine::crypto::default_provider;
-use attest_engine::snp::OwnedTrustAnchors;
-use attest_engine::{Product, SnpVerifier, UnixTime};
+use attest_engine::snp::{OwnedTrustAnchors, Product, SnpVerifier};
 use attest_kds::{
     CRL_REFRESH_MARGIN, ChainKind, Clock, CrlKeeper, CrlPolicy, CrlStatus, CrlWanted, Kds, KdsConfig, KdsError,
     MAX_CRL_REFRESH_INTERVAL, MIN_CRL_REFRESH_INTERVAL, RevocationState,

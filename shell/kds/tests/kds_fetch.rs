@@ -3,11 +3,9 @@
 
 mod kds_support;
 
-use attest_engine::{Product, SnpPolicy, SnpVerifier};
-use attest_kds::{
-    CarriedCerts, CertKind, CertTable, ChainKind, HwId, Kds, KdsConfig, KdsError, Source, VcekKey, encode_cert_table,
-    parse_thim,
-};
+use attest_engine::azure::parse_thim;
+use attest_engine::snp::{CarriedCerts, CertKind, CertTable, Product, SnpPolicy, SnpVerifier, encode_cert_table};
+use attest_kds::{ChainKind, HwId, Kds, KdsConfig, KdsError, Source, VcekKey};
 use kds_support::{
     KdsServer, assert_store_clean, dead_base_url, fast_config, first_cert, now, read, temp_store, vcek_id,
 };

@@ -4,7 +4,7 @@
 
 mod kds_support;
 
-use attest_engine::{Product, TcbVersion};
+use attest_engine::snp::{Product, TcbVersion};
 use attest_kds::{ChainKind, HwId, Kds, KdsConfig, KdsError, Phase, Source, VcekKey};
 use kds_support::{
     Fault, KdsServer, assert_store_clean, fast_config, first_cert, now, read, temp_store, vcek_id, vcek_route,

@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use attest_engine::snp::SigningKey;
+use attest_engine::snp::{Product, SigningKey, SnpPolicy, SnpVerifier};
 use attest_engine::variant::Variant;
-use attest_engine::{Product, SnpPolicy, SnpVerifier};
 use attest_kds::{ChainKind, CrlKeeper, CrlPolicy, CrlWanted, Kds, KdsConfig};
 use std::path::PathBuf;
 

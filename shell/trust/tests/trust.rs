@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use attest_engine::crypto::default_provider;
-use attest_engine::snp::OwnedTrustAnchors;
+use attest_engine::snp::{OwnedTrustAnchors, Product, SnpPolicy, SnpVerifier};
 use attest_engine::variant::{PcrPolicy, Validator, Variant};
-use attest_engine::{LaunchPinning, Product, SnpPolicy, SnpVerifier, UnixTime};
+use attest_engine::{LaunchPinning, UnixTime};
 use attest_kds::{ChainKind, Clock, CrlWanted, Kds, KdsConfig, RevocationState};
 use attest_test_support::{CrlSpec, SigningKeyKind, TempDir, TestPki};
 use attest_trust::{SignatureState, Trust, TrustArgs, TrustError, check_launch, crl_wanted};

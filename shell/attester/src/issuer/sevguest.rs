@@ -30,8 +30,7 @@
 //! ```
 
 use super::error::HwIssuerError;
-use attest_engine::snp::REPORT_SIZE;
-use attest_kds::{CertKind, encode_cert_table};
+use attest_engine::snp::{CertKind, REPORT_SIZE, encode_cert_table};
 use core::fmt;
 use sev::firmware::host::{CertTableEntry, CertType};
 use std::path::{Path, PathBuf};
@@ -47,7 +46,7 @@ pub const MESSAGE_VERSION: u32 = 1;
 pub const REPORT_REQ_SIZE: usize = 96;
 /// Size of MSG_REPORT_RSP (header and the report).
 pub const REPORT_RSP_SIZE: usize = 0x20 + REPORT_SIZE;
-pub use attest_kds::MAX_CERT_TABLE_SIZE;
+pub use attest_engine::snp::MAX_CERT_TABLE_SIZE;
 
 /// Where the guest device is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,7 +118,7 @@ pub struct ExtReport {
     /// MSG_REPORT_RSP as the firmware wrote it.
     pub response: Vec<u8>,
     /// The host's certificate table in the GHCB layout (empty when the host supplies none); parsed above the
-    /// transport by `attest_kds::CertTable`.
+    /// transport by `attest_engine::snp::CertTable`.
     pub table: Vec<u8>,
 }
 
@@ -469,7 +468,7 @@ mod tests {
         let entries =
             vec![CertTableEntry::new(CertType::VCEK, vec![1, 2, 3]), CertTableEntry::new(CertType::ASK, vec![4; 10])];
         let table = reencode(&entries);
-        let parsed = attest_kds::CertTable::parse(&table).unwrap();
+        let parsed = attest_engine::snp::CertTable::parse(&table).unwrap();
         assert_eq!(parsed.get(CertKind::Vcek), Some(&[1, 2, 3][..]));
         assert_eq!(parsed.get(CertKind::Ask), Some(&[4; 10][..]));
         assert!(reencode(&[]).is_empty());

@@ -29,10 +29,9 @@ use super::QemuVtpmIssuer;
 pub use super::error::HwIssuerError;
 use super::sevguest::SnpGuestDevice;
 use attest_engine::crypto::default_provider;
-use attest_engine::snp::SigningKey;
+use attest_engine::snp::{CertKind, CertTable, SigningKey};
 use attest_engine::variant::{AkTrust, Validator, Variant, snp_vtpm_report_data};
 use attest_engine::x509::pem::certificates_from_pem_or_der;
-use attest_kds::{CertKind, CertTable};
 use attest_proto::attest::v1::{AttestationDocument, SnpEvidence};
 
 pub use super::sevguest::SEV_GUEST;

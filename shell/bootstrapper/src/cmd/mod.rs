@@ -85,8 +85,8 @@ use crate::{
 use attest_atls::AttestationIssuer;
 use attest_attester::issuer::{HardwareArgs, NodeIssuer, VariantChoice};
 use attest_attester::registration::ActivationService;
-use attest_engine::SnpVerifier;
 use attest_engine::gce::GceVerifier;
+use attest_engine::snp::SnpVerifier;
 use attest_engine::tdx::TdxVerifier;
 use attest_engine::variant::{AkTrust, LaunchPin, Variant};
 use attest_registration::EkCaBundle;

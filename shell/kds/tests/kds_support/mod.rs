@@ -6,10 +6,10 @@
 //! into the same tuple.
 #![allow(dead_code, unreachable_pub)]
 
-use attest_engine::snp::ChainRequest;
+use attest_engine::UnixTime;
+use attest_engine::snp::{ChainRequest, Product, SnpPolicy, SnpVerifier, TcbVersion};
 use attest_engine::x509::Certificate;
 use attest_engine::x509::pem::certificates_from_pem_or_der;
-use attest_engine::{Product, SnpPolicy, SnpVerifier, TcbVersion, UnixTime};
 use attest_kds::KdsConfig;
 use bytes::Bytes;
 use http_body_util::BodyExt as _;

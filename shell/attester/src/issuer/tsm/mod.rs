@@ -12,14 +12,14 @@
 //!
 //! An entry is private to its [`TsmEntry`] (a fresh name per process and entry) and used under a mutex, so a
 //! conflict means another process wrote into it; the request is then repeated, never answered with a blob
-//! that may be another writer's. The checks of the output are the pure [`output`] module.
+//! that may be another writer's. The checks of the output are the pure [`output`] module (the `attest-tsm` crate).
 //!
 //! The kernel populates a new entry's attributes before `mkdir` returns. A directory populated by another
 //! process (the simulated hardware of `attest-hwsim`, which serves the same layout with FIFOs in place of
 //! the kernel's attributes) may take a moment: [`TsmEntry::create`] waits for `provider` to appear, up to
 //! [`ENTRY_READY_TIMEOUT`] — on a real kernel the wait ends at once.
 
-pub mod output;
+pub use attest_tsm as output;
 
 use output::{INBLOB_SIZE, MAX_ATTRIBUTE_TEXT, MAX_AUXBLOB_SIZE, MAX_OUTBLOB_SIZE, Provider, RawOutput, TsmError};
 use std::io::{Read as _, Write as _};

@@ -1,6 +1,13 @@
+//! # attest-tsm
+//!
 //! The configfs-tsm output reader: what a report entry's attributes hold after one request, judged before
-//! anything above uses it. Pure (bytes in, a checked view or a typed error out), so that the fuzz target
-//! (`fuzz/fuzz_targets/tsm_output.rs`) exercises exactly this code.
+//! anything above uses it. Pure (bytes in, a checked view or a typed error out): the attester's configfs-tsm
+//! transport (`attest_attester::issuer::tsm`, which re-exports this crate as `tsm::output`) does the file
+//! I/O, and the fuzz target `tsm_output` calls this crate directly.
+//!
+//! **May depend on:** `attest-engine` (the TD quote and SNP report parsers). **Must not depend on:** I/O
+//! crates, the TSS library or any service; it reads no file itself ([`TsmError::Io`] and
+//! [`TsmError::NotReady`] are raised by the transport above).
 //!
 //! Linux, `Documentation/ABI/testing/configfs-tsm-report`:
 //!
@@ -18,6 +25,8 @@
 //! [`check_output`] then requires the blob to be what the provider produces, for *this* request: a TD quote
 //! or SNP report that parses, whose report data is the inblob written, with nothing after it but zero
 //! padding; every size under a named limit.
+
+#![forbid(unsafe_code)]
 
 use attest_engine::snp::{REPORT_SIZE, Report};
 use attest_engine::tdx::{TdQuote, Trailing};

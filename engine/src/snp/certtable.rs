@@ -9,11 +9,14 @@
 //! ```
 //!
 //! GUIDs are stored in RFC 4122 byte order (the order of the printed form, as Linux, virtee/sev and
-//! go-sev-guest write and read them). Unlike the engine's top-level parsers, bytes that no entry references
-//! are allowed: the guest hands over a page-sized buffer, and everything after the last certificate is
-//! padding. Every entry must lie inside the buffer, after the table, and within [`MAX_CERT_LEN`].
+//! go-sev-guest write and read them). Unlike the engine's other parsers, bytes that no entry references are
+//! allowed: the guest hands over a page-sized buffer, and everything after the last certificate is padding.
+//! Every entry must lie inside the buffer, after the table, and within [`MAX_CERT_LEN`].
+//!
+//! Parsing is pure and borrows every certificate from the buffer; malformed tables are
+//! [`Error::SnpCertTable`] (the byte offset of the offending entry) or [`Error::LimitExceeded`].
 
-use super::KdsError;
+use crate::error::Error;
 use std::borrow::Cow;
 use zerocopy::byteorder::{LittleEndian, U32};
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
@@ -99,15 +102,15 @@ pub struct CertTable<'a> {
 impl<'a> CertTable<'a> {
     /// Parses a certificate buffer. Duplicate GUIDs, entries outside the buffer or overlapping the table,
     /// empty entries and a missing terminator are errors.
-    pub fn parse(buf: &'a [u8]) -> Result<Self, KdsError> {
+    pub fn parse(buf: &'a [u8]) -> Result<Self, Error> {
         if buf.len() > MAX_CERT_TABLE_SIZE {
-            return Err(KdsError::LimitExceeded {
+            return Err(Error::LimitExceeded {
                 what: "certificate table size",
                 limit: MAX_CERT_TABLE_SIZE,
                 found: buf.len(),
             });
         }
-        let bad = |offset, reason| KdsError::CertTable { offset, reason };
+        let bad = |offset, reason| Error::SnpCertTable { offset, reason };
         let mut raw = Vec::new();
         let mut pos = 0;
         loop {
@@ -121,7 +124,7 @@ impl<'a> CertTable<'a> {
                 break;
             }
             if raw.len() == MAX_CERT_TABLE_ENTRIES {
-                return Err(KdsError::LimitExceeded {
+                return Err(Error::LimitExceeded {
                     what: "certificate table entries",
                     limit: MAX_CERT_TABLE_ENTRIES,
                     found: raw.len() + 1,
@@ -138,7 +141,7 @@ impl<'a> CertTable<'a> {
                 return Err(bad(at, "empty certificate entry"));
             }
             if length > MAX_CERT_LEN {
-                return Err(KdsError::LimitExceeded { what: "certificate length", limit: MAX_CERT_LEN, found: length });
+                return Err(Error::LimitExceeded { what: "certificate length", limit: MAX_CERT_LEN, found: length });
             }
             if offset < table_end {
                 return Err(bad(at, "certificate offset points into the table"));
@@ -257,6 +260,45 @@ mod tests {
         // Too many entries.
         let many: Vec<(CertKind, &[u8])> =
             (0..=MAX_CERT_TABLE_ENTRIES as u8).map(|i| (CertKind::Unknown([i + 1; 16]), &b"x"[..])).collect();
-        assert!(matches!(CertTable::parse(&encode_cert_table(&many)), Err(KdsError::LimitExceeded { .. })));
+        assert!(matches!(CertTable::parse(&encode_cert_table(&many)), Err(Error::LimitExceeded { .. })));
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes never panic; an accepted table's entries lie inside the buffer within the limits,
+        /// and re-encoding them parses back to the same entries.
+        #[test]
+        fn parse_is_total_and_round_trips(data in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            match CertTable::parse(&data) {
+                Ok(t) => {
+                    proptest::prop_assert!(t.entries().len() <= MAX_CERT_TABLE_ENTRIES);
+                    let range = data.as_ptr_range();
+                    for (_, der) in t.entries() {
+                        proptest::prop_assert!(!der.is_empty() && der.len() <= MAX_CERT_LEN);
+                        proptest::prop_assert!(range.contains(&der.as_ptr()));
+                    }
+                    let again = encode_cert_table(t.entries());
+                    let reparsed = CertTable::parse(&again).expect("a re-encoded table parses");
+                    proptest::prop_assert_eq!(reparsed.entries(), t.entries());
+                }
+                Err(e) => proptest::prop_assert_eq!(e.class(), crate::error::ErrorClass::Malformed),
+            }
+        }
+
+        /// Well-formed tables of up to the entry limit, padded to any length, parse to what was encoded.
+        #[test]
+        fn encoded_tables_parse(
+            certs in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 1..64), 0..MAX_CERT_TABLE_ENTRIES),
+            padding in 0usize..256,
+        ) {
+            let kinds: Vec<(CertKind, &[u8])> = certs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (CertKind::Unknown([i as u8 + 1; 16]), c.as_slice()))
+                .collect();
+            let mut buf = encode_cert_table(&kinds);
+            buf.resize(buf.len() + padding, 0);
+            let t = CertTable::parse(&buf).expect("an encoded table parses");
+            proptest::prop_assert_eq!(t.entries(), kinds.as_slice());
+        }
     }
 }
