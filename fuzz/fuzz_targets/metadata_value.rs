@@ -1,19 +1,10 @@
-//! The bootstrapper's cloud metadata values (`attest_bootstrapper::metadata::value`): the join endpoints
-//! list of a tag or attribute, and Azure IMDS's compute document. Never panics; an accepted list is within
-//! its bounds and prints back to entries that parse to the same endpoints. The two files are compiled in as
-//! they are (standard library and serde_json only), keeping the bootstrapper's stack out of the fuzz crate.
+//! The cloud metadata values (`attest-metadata`, which the bootstrapper's metadata sources re-export): the
+//! join endpoints list of a tag or attribute, and Azure IMDS's compute document. Never panics; an accepted
+//! list is within its bounds and prints back to entries that parse to the same endpoints.
 #![no_main]
 
-// `value` names its error as `super::error`: both are modules of the crate root here.
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../shell/bootstrapper/src/metadata/error.rs"]
-mod error;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../shell/bootstrapper/src/metadata/value.rs"]
-mod value;
-
+use attest_metadata::{MAX_METADATA_ENDPOINTS, azure_tag, parse_endpoint_list};
 use libfuzzer_sys::fuzz_target;
-use value::{MAX_METADATA_ENDPOINTS, azure_tag, parse_endpoint_list};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {

@@ -26,8 +26,8 @@ const LAYERS: &[&[&str]] = &[
     // Test fixtures over the engine's spec constants (see UPWARD_DEV_DEPENDENCIES).
     &["attest-test-support"],
     // Wire contracts and expected values over the engine's types; reference values computed from images; the
-    // configfs-tsm output reader.
-    &["attest-proto", "attest-measurements", "attest-reference", "attest-tsm"],
+    // configfs-tsm output reader; cloud metadata values.
+    &["attest-proto", "attest-measurements", "attest-reference", "attest-tsm", "attest-metadata"],
     // gRPC (knows no attestation); certificate supply; Kubernetes client; the validator factory (sans-IO,
     // over measurements: what the C ABI links instead of the trust layer).
     &["attest-grpc", "attest-kds", "attest-k8s", "attest-validators"],

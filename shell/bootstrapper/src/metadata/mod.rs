@@ -8,7 +8,7 @@
 //!     │ azure: GET /metadata/instance/compute?api-version=…, Metadata: true → tagsList[KEY]  (azure.rs)
 //!     │        every request bounded: deadline, body size, same-origin redirects, throttling (http.rs)
 //!     ▼
-//!  the value: HOST[:PORT] entries (value.rs) → DNS names resolved → socket addresses
+//!  the value: HOST[:PORT] entries (`attest-metadata`) → DNS names resolved → socket addresses
 //!     error ─▶ typed MetadataError, logged; the last good list (≤ STALE_AFTER old) is used instead when the
 //!              error is transient; CombinedEndpoints goes on with the node's other sources either way
 //! ```
@@ -17,9 +17,6 @@
 //! instances writes the control-plane nodes' addresses (or an internal load balancer's name) into it. A
 //! metadata answer is not trusted for anything but where to dial: every join service is verified by mutual
 //! aTLS before a ticket is believed (`server_trust`), so a forged answer can delay a join, never subvert it.
-
-pub mod error;
-pub mod value;
 
 mod aws;
 mod azure;
@@ -30,14 +27,13 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub use error::MetadataError;
-pub use value::{Endpoint, MAX_METADATA_ENDPOINTS, parse_endpoint_list};
+pub use attest_metadata::{
+    DEFAULT_JOIN_PORT, Endpoint, MAX_METADATA_ENDPOINTS, MetadataError, error, parse_endpoint_list, value,
+};
 
 use crate::join::BoxFuture;
 use crate::join::endpoints::{EndpointError, EndpointSource, MAX_JOIN_ENDPOINTS};
 
-/// The join service's node port, where an entry names no port (as Constellation's `JoinServiceNodePort`).
-pub const DEFAULT_JOIN_PORT: u16 = 30090;
 /// The default key (tag or attribute name) holding the endpoints.
 pub const DEFAULT_KEY: &str = "attest-join-endpoints";
 /// The link-local address of all three metadata services.

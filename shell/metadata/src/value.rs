@@ -1,15 +1,14 @@
 //! The values a metadata service hands over: the join endpoints list (one tag or attribute) and Azure's
-//! `compute` document. Pure parsing, standard library plus serde (the fuzz target `metadata_value` compiles
-//! this file in with [`super::error`]).
+//! `compute` document. Pure parsing, standard library plus serde.
 //!
 //! The endpoints value is a list of entries separated by white space or commas (AWS tag values may not hold
 //! commas; GCP attributes and Azure tags may): `HOST`, `HOST:PORT`, `IPv4`, `IPv4:PORT`, `IPv6` or
 //! `[IPv6]:PORT`. HOST is a DNS name (RFC 1123 labels, e.g. an internal load balancer's name), resolved each
-//! round. Without a port, [`super::DEFAULT_JOIN_PORT`] (the join service's node port, 30090).
+//! round. Without a port, [`crate::DEFAULT_JOIN_PORT`] (the join service's node port, 30090).
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::error::{MetadataError, clip};
+use crate::error::{MetadataError, clip};
 
 /// Most endpoints one value may name (the same bound as `endpoints::MAX_JOIN_ENDPOINTS`).
 pub const MAX_METADATA_ENDPOINTS: usize = 64;

@@ -1,5 +1,4 @@
-//! Why a cloud metadata source gave no join endpoints. Standard library only (the fuzz target compiles this
-//! file in with [`super::value`]).
+//! Why a cloud metadata source gave no join endpoints. Standard library only.
 
 use std::fmt;
 use std::time::Duration;
@@ -22,7 +21,7 @@ pub enum MetadataError {
         /// What the socket said.
         source: std::io::Error,
     },
-    /// No complete answer within the request deadline ([`super::REQUEST_TIMEOUT`]): a service that
+    /// No complete answer within the request deadline (the bootstrapper's `metadata::REQUEST_TIMEOUT`): a service that
     /// accepts and then stalls, or trickles its headers or body.
     Timeout {
         /// The request.
@@ -30,14 +29,14 @@ pub enum MetadataError {
         /// The deadline that passed.
         limit: Duration,
     },
-    /// The answer's body is longer than [`super::MAX_METADATA_BODY`] (declared or sent).
+    /// The answer's body is longer than the bootstrapper's `metadata::MAX_METADATA_BODY` (declared or sent).
     TooLarge {
         /// The request.
         url: String,
         /// The limit.
         limit: usize,
     },
-    /// More redirects than [`super::MAX_REDIRECTS`] in a row (a redirect loop).
+    /// More redirects than the bootstrapper's `metadata::MAX_REDIRECTS` in a row (a redirect loop).
     TooManyRedirects {
         /// The request.
         url: String,
@@ -53,7 +52,7 @@ pub enum MetadataError {
         location: String,
     },
     /// Throttled (HTTP 429, or 503 as GCP's and Azure's services answer under load) on every attempt of the
-    /// retry budget ([`super::MAX_THROTTLE_RETRIES`]).
+    /// retry budget (the bootstrapper's `metadata::MAX_THROTTLE_RETRIES`).
     Throttled {
         /// The request.
         url: String,
@@ -96,7 +95,7 @@ pub enum MetadataError {
     },
     /// The value names no endpoint.
     Empty,
-    /// The value names more than [`super::MAX_METADATA_ENDPOINTS`] endpoints.
+    /// The value names more than [`crate::MAX_METADATA_ENDPOINTS`] endpoints.
     TooManyEndpoints {
         /// The limit.
         limit: usize,
@@ -116,7 +115,7 @@ impl MetadataError {
 
 /// At most `max` bytes of `s`, cut at a character boundary, with control characters replaced: text from a
 /// metadata answer goes into logs and errors.
-pub(crate) fn clip(s: &str, max: usize) -> String {
+pub fn clip(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
