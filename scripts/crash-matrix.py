@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The crash matrix (issue 28): a crash at every persistence step of a node's life loses nothing.
+"""The crash matrix: a crash at every persistence step of a node's life loses nothing.
 
     python3 scripts/crash-matrix.py BINDIR [--only FLOW[,FLOW…]] [--kinds sigkill,power-cut] [--keep]
 
@@ -726,7 +726,7 @@ def main():
     try:
         setup(c)
         print()
-        print(f"crash matrix (issue 28), {WORKERS} nodes at a time")
+        print(f"crash matrix, {WORKERS} nodes at a time")
         print("=======================")
         for flow in only:
             for point in FLOWS[flow]:

@@ -27,7 +27,7 @@ Starts, on 127.0.0.1 only:
      register their AKs, verify the join service's attestation (qemu-vtpm: its AK by credential activation;
      the SNP variants: its SNP report, no EK certificate; its PCR 15 = the cluster), attest to it and join;
   7. node-bad, whose PCR 9 differs (a modified kernel): the join service refuses it with a clear reason;
-  8. the attack section: attacks of issue 14 against the live cluster, each refused without partial state,
+  8. the attack section: attacks against the live cluster, each refused without partial state,
      ending in `attacks refused: N/N`;
   9. the node's later life (lifecycle()): node-4 joins the control plane (its first join endpoint is down,
      the second answers); node-2 reboots (swtpm restarted: PCRs reset; same TPM state and LUKS2 disk image)
@@ -800,14 +800,14 @@ def bootstrapper_args(bins, node, init_secret_hash, sim=None, verify=True):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The attack section (issue 14): each attack runs against the live cluster above and returns
+# The attack section: each attack runs against the live cluster above and returns
 # (attack, refused, detail); `refused` is True only when the attack was refused AND left no partial state (no
 # token, no lock, no key, no changed validator set); `refused` is None for an attack that does not apply to the
 # variant (the SNP attacks on qemu-vtpm).
 
 def attack_section(c):
     print()
-    print("attacks (issue 14) against the live cluster")
+    print("attacks against the live cluster")
     print("===========================================")
     results = []
     for attack in (attack_unpinned_launch_at_start, attack_key_service_without_client_certificate,
@@ -1055,7 +1055,7 @@ def attack_impostor_join_service(c):
             f"{'no ticket issued' if no_ticket else 'A TICKET WAS ISSUED'}")
 
 
-# ---- An attested node that lies (issue 24) --------------------------------------------------------------------
+# ---- An attested node that lies --------------------------------------------------------------------------------
 # node-3 joined as a worker. Its workload is compromised: with root on node-3 and node-3's genuine TPM (after a
 # reboot: PCR 15 = 0 again, as every node that rejoins), the attacker runs its own join client (attest-hwsim's
 # attack client) and asks for what is not node-3's. The join service binds disks, names and roles to the
@@ -1422,7 +1422,7 @@ def admit_control_plane(c, node, proc):
 
 
 def lifecycle(c, join, join_addr, reg_addr, master_secret):
-    """A node's life after its first boot (issue 16): control-plane join, reboot and rejoin, verify, recovery.
+    """A node's life after its first boot: control-plane join, reboot and rejoin, verify, recovery.
     Every node verifies the join service it asks (as on join). Prints one line per event and the closing
     `lifecycle:` line."""
     root, bins, procs, ca, nodes, init, sim = c.root, c.bins, c.procs, c.ca, c.nodes, c.init, c.sim
@@ -1510,7 +1510,7 @@ def lifecycle(c, join, join_addr, reg_addr, master_secret):
                   f"HTTP {verify['http']}) verified; a wrong cluster id refused ({reg})")
     log(events[-1])
 
-    # A rolling upgrade (issue 25): measurements rolled forward to a new image and back.
+    # A rolling upgrade: measurements rolled forward to a new image and back.
     events.append(upgrade(c, join_addr, reg_addr, cluster_id, joining))
     log(events[-1])
 

@@ -1,5 +1,5 @@
-//! The bootstrapper on swtpm-backed nodes, over real aTLS on 127.0.0.1 (docs/ARCHITECTURE.md, "Bootstrapper", issue 5
-//! "faults and races"): init from a client that verifies the node (AK pinned with `StaticAkRegistry`) →
+//! The bootstrapper on swtpm-backed nodes, over real aTLS on 127.0.0.1 (docs/ARCHITECTURE.md, "Bootstrapper";
+//! faults and races): init from a client that verifies the node (AK pinned with `StaticAkRegistry`) →
 //! streamed logs, kubeconfig, the cluster id of the HKDF derivation, PCR 15 extended with it (read back from
 //! the TPM); a wrong init secret refused without touching PCR 15; a restart on the same TPM → already
 //! bootstrapped; a crash between lock and state write → refused; a failing kubeadm → init_failure with its
@@ -289,7 +289,7 @@ async fn kubeadm_failure_streams_its_output_and_leaves_consistent_state() {
 
 /// How a join service stand-in presents itself to joining nodes.
 enum Presents {
-    /// Plain TLS: a fresh self-signed certificate without attestation (the service before issue 14).
+    /// Plain TLS: a fresh self-signed certificate without attestation (an impostor that does not attest).
     NoAttestation,
     /// Attests with this node's TPM and serves credential activation for its AK.
     Attestation(Arc<QemuVtpmIssuer>),

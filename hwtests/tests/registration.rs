@@ -7,7 +7,7 @@
 //! - refusals: an EK certificate from another CA, a wrong secret, a replayed or expired registration id, an
 //!   AK with the wrong attributes, a full pending table, and a different TPM trying to answer someone else's
 //!   challenge — each with its gRPC status, and nothing recorded;
-//! - fairness (issue 28): a flood of `Begin`s with a node's own (public) EK certificate and AK, from another
+//! - fairness: a flood of `Begin`s with a node's own (public) EK certificate and AK, from another
 //!   caller, stops neither that node's nor another node's registration.
 
 use attest_attester::issuer::{QemuVtpmIssuer, document, pcr_values};

@@ -1,4 +1,4 @@
-//! Every node attests on its own hardware (issue 23): for each variant of the table that a node can attest as,
+//! Every node attests on its own hardware: for each variant of the table that a node can attest as,
 //! on SIMULATED hardware (`attest-hwsim`, test roots), a node of the variant verifies a join service of the
 //! same variant — the real join service and key service, the service attesting with *its* node's hardware
 //! through the node's issuer (`NodeIssuer`) — with the validator of the variant from the one factory, and

@@ -1,4 +1,4 @@
-//! Figures of the attack tests (issue 28): how many genuine calls were served while an attack ran, and their
+//! Figures of the attack tests: how many genuine calls were served while an attack ran, and their
 //! latency percentiles, printed for benches/README.md. Nothing here asserts speed; the tests assert only
 //! that every genuine call was served.
 

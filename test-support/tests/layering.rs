@@ -39,7 +39,7 @@ const LAYERS: &[&[&str]] = &[
     &["attest-attester", "attest-ffi"],
     // The node: bootstrapper (attests).
     &["attest-bootstrapper"],
-    // The join service (verifies joining nodes and, since issue 14, attests itself to them with its node's
+    // The join service (verifies joining nodes and attests itself to them with its node's
     // TPM: above the attester; its tests make CSRs with the bootstrapper's key generation).
     &["attest-joinservice"],
     // The command-line tool.

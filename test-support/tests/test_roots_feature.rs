@@ -70,7 +70,7 @@ fn no_manifest_enables_test_roots_in_a_binary_crate() {
     never_enabled(&metadata(), "dangerous-test-roots", GATED);
 }
 
-/// Fault injection (issue 28) is reachable only in builds made for the crash matrix: no manifest enables the
+/// Fault injection is reachable only in builds made for the crash matrix: no manifest enables the
 /// feature, and the one call that arms the points (`attest_util::fault::arm_from_env`) sits under
 /// `#[cfg(feature = "fault-injection")]` wherever it appears in the product's sources.
 #[test]
