@@ -48,8 +48,20 @@ service=$(cargo tree --locked -q -p attest-ffi -e normal --prefix none \
 crates=(attest-engine attest-measurements attest-proto attest-validators attest-ffi)
 args=()
 for c in "${crates[@]}"; do args+=(-p "$c"); done
-cargo package --quiet --locked --allow-dirty "${args[@]}"
+# The verification builds read the packaged crates from a local overlay registry that cargo extracts into
+# $CARGO_HOME/registry/src/-<hash of the overlay's path>/NAME-VERSION, and cargo treats a registry crate of a
+# given name and version as immutable: it never re-extracts it and reuses its compiled artifacts. A tree
+# packaged earlier from the same path (an earlier clone, an earlier commit) would then verify against stale
+# sources. So the overlay's extracted copies of this workspace's crates are removed first (crates.io's
+# directory is not touched), and the verification builds in a target directory of their own, made afresh.
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 for c in "${crates[@]}"; do
-  ls "target/package/$c-"*.crate >/dev/null
+  rm -rf "$cargo_home"/registry/src/-*/"$c"-[0-9]*
+done
+verify_target=target/package-verify
+rm -rf "$verify_target"
+CARGO_TARGET_DIR="$verify_target" cargo package --quiet --locked --allow-dirty "${args[@]}"
+for c in "${crates[@]}"; do
+  ls "$verify_target/package/$c-"*.crate >/dev/null
 done
 echo "check-packaging: cargo package ok (${crates[*]})"
