@@ -169,20 +169,14 @@ impl AzureSnpIssuer {
     }
 }
 
-/// The VCEK from a certificate (DER or PEM) or from THIM's JSON document (`vcekCert`).
+/// The VCEK from a certificate (DER or PEM) or from THIM's JSON document (`vcekCert`, read by the engine's
+/// THIM parser, as the verifier reads it).
 fn vcek_from(input: &[u8]) -> Result<Vec<u8>, HwIssuerError> {
     let text = input.trim_ascii_start();
-    let certs = if text.starts_with(b"{") {
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Thim {
-            vcek_cert: String,
-        }
-        let thim: Thim = serde_json::from_slice(text)
-            .map_err(|_| HwIssuerError::MissingLeafCertificate { want: "VCEK (THIM document without a vcekCert)" })?;
-        attest_engine::x509::pem::certificates_from_pem_or_der(thim.vcek_cert.as_bytes())?
+    let vcek = if text.starts_with(b"{") {
+        attest_engine::azure::parse_thim(text)?.vcek.map(std::borrow::Cow::into_owned)
     } else {
-        attest_engine::x509::pem::certificates_from_pem_or_der(input)?
+        attest_engine::x509::pem::certificates_from_pem_or_der(input)?.into_iter().next()
     };
-    certs.into_iter().next().ok_or(HwIssuerError::MissingLeafCertificate { want: "VCEK" })
+    vcek.ok_or(HwIssuerError::MissingLeafCertificate { want: "VCEK" })
 }
