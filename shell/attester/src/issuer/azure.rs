@@ -180,3 +180,22 @@ fn vcek_from(input: &[u8]) -> Result<Vec<u8>, HwIssuerError> {
     };
     vcek.ok_or(HwIssuerError::MissingLeafCertificate { want: "VCEK" })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attest_test_support::{LeafSpec, Product, SigningKeyKind, TestPki, pem};
+
+    #[test]
+    fn the_vcek_comes_from_der_pem_or_a_thim_document() {
+        let pki = TestPki::new(Product::Milan, SigningKeyKind::Vcek);
+        let vcek = pki.issue_leaf(&LeafSpec::new());
+        let pem = pem("CERTIFICATE", &vcek.der);
+        let thim = serde_json::json!({ "vcekCert": pem, "certificateChain": "", "tcbm": "DB18000000000004" });
+        for input in [vcek.der.clone(), pem.clone().into_bytes(), thim.to_string().into_bytes()] {
+            assert_eq!(vcek_from(&input).unwrap(), vcek.der);
+        }
+        assert!(matches!(vcek_from(br#"{"tcbm": "DB18000000000004"}"#), Err(HwIssuerError::Engine(_))));
+        assert!(vcek_from(b"").is_err());
+    }
+}
